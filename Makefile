@@ -1,0 +1,43 @@
+# The two commands of the README: `make run` and `make test`. Everything they need is installed here.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export ALMANAC_BIND ?= 127.0.0.1:8000
+
+.PHONY: run test install install-dev browser lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+
+install-dev: $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+
+# Debian's Chromium for the Playwright tests (never `playwright install`: it downloads browsers).
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = "0" ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+run: install
+	$(BIN)/flask --app wsgi db upgrade
+	$(BIN)/flask --app wsgi admin bootstrap
+	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 --access-logfile - wsgi:app
+
+# Exit code 5 (no test collected) is a failure, never a pass.
+test: install-dev browser
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
+
+lint: install-dev
+	$(BIN)/ruff check app tests bench
+	$(BIN)/mypy app/calendar app/auth app/db
+
+bench: install-dev
+	$(BIN)/python bench/calendar_bench.py
+
+clean:
+	rm -rf $(VENV) instance tests/artifacts

@@ -1,0 +1,21 @@
+"""The JSON API under `/api/v1` (SPEC §7): blueprints, error handling, no CSRF (bearer tokens)."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from app.api import errors
+
+PREFIX = "/api/v1"
+
+
+def init_app(app: Flask) -> None:
+    """Register every API blueprint under the prefix, exempt from CSRF, and the error handlers."""
+    from app.api.calendar import bp as calendar_bp
+    from app.api.system import bp as system_bp
+
+    csrf = app.extensions["csrf"]
+    for bp in (system_bp, calendar_bp):
+        csrf.exempt(bp)
+        app.register_blueprint(bp, url_prefix=PREFIX)
+    errors.register(app)

@@ -1,0 +1,30 @@
+"""Calendar preview (SPEC §4.5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, jsonify
+
+from app import calendar, context
+from app.api.errors import located
+from app.api.models import PreviewIn
+from app.api.routing import operation, parse_body
+from app.auth.grants import RUN_READ
+from app.db import Namespace
+
+bp = Blueprint("api_calendar", __name__)
+
+
+@operation(
+    bp, "POST", "/calendar/preview", summary="Preview the next due times of a spec",
+    grant=RUN_READ, body=PreviewIn, namespaced=True,
+)
+def preview(namespace: Namespace) -> Any:
+    """Return the next due times of a spec, with DST notes."""
+    body = parse_body(PreviewIn)
+    with located("spec"):
+        spec = calendar.Spec.from_dict(body.spec)
+    after = calendar.parse_instant(body.after, ("after",)) if body.after else context.now()
+    items = calendar.preview(spec, after, body.count, jitter_seconds=body.jitter_seconds)
+    return jsonify({"occurrences": [item.to_dict() for item in items]})

@@ -1,0 +1,33 @@
+"""Request bodies of the foundation routes (pydantic v2, unknown fields refused)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_max_length=4096)
+
+
+class NamespaceIn(Strict):
+    name: str = Field(min_length=1, max_length=64)
+    max_active_runs: int | None = Field(default=None, ge=1)
+
+
+class PreviewIn(Strict):
+    spec: dict[str, Any]
+    after: str | None = Field(default=None, max_length=64)
+    count: int = Field(default=10, ge=1, le=100)
+    jitter_seconds: int = Field(default=0, ge=0, le=3600)
+
+
+class ClockIn(Strict):
+    now: str = Field(max_length=64)
+    tick: bool = False
+    work: bool = False
+
+
+class TickIn(Strict):
+    work: bool = False

@@ -1,0 +1,88 @@
+"""The OpenAPI 3.1 document, built from the operations the API actually registers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.routing import OPERATIONS, Operation
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "details"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "details": {"type": "object"},
+            },
+        }
+    },
+}
+
+
+def _parameters(op: Operation) -> list[dict[str, Any]]:
+    params: list[dict[str, Any]] = []
+    for name in _path_names(op.path):
+        params.append({"name": name, "in": "path", "required": True, "schema": {"type": "string"}})
+    if op.namespaced and "{ns}" not in op.path:
+        params.append(
+            {"name": "X-Namespace", "in": "header", "required": False,
+             "schema": {"type": "string", "default": "default"}}
+        )
+    for name, description in op.query:
+        params.append({"name": name, "in": "query", "required": False,
+                       "description": description, "schema": {"type": "string"}})
+    return params
+
+
+def _path_names(path: str) -> list[str]:
+    return [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+
+def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "summary": op.summary,
+        "operationId": f"{op.method}_{op.path}".replace("/", "_").replace("{", "").replace("}", ""),
+        "parameters": _parameters(op),
+        "responses": {
+            str(op.status): {"description": "Success", "content": {"application/json": {}}},
+            "default": {
+                "description": "Error",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            },
+        },
+    }
+    if op.grant:
+        doc["description"] = f"Needs: {op.grant}."
+    if op.auth:
+        doc["security"] = [{"bearer": []}]
+    if op.body is not None:
+        name = op.body.__name__
+        schema = op.body.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[name] = schema
+        doc["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+        }
+    return doc
+
+
+def build_document() -> dict[str, Any]:
+    """Return the OpenAPI document for every registered operation."""
+    schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        paths.setdefault(op.path, {})[op.method] = _operation(op, schemas)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Almanac API", "version": "1.0.0"},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }

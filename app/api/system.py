@@ -1,0 +1,88 @@
+"""Health, OpenAPI, namespaces and the superuser's clock and tick controls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify
+
+from app import context
+from app.api.models import ClockIn, NamespaceIn, TickIn
+from app.api.openapi import build_document
+from app.api.routing import current_user, operation, parse_body
+from app.auth import service as auth_service
+from app.calendar import format_utc, parse_instant
+from app.db import Namespace
+from app.errors import Conflict
+from app.ticker import tick as ticker
+
+bp = Blueprint("api_system", __name__)
+
+
+def namespace_json(namespace: Namespace) -> dict[str, Any]:
+    return {
+        "name": namespace.name,
+        "max_active_runs": namespace.max_active_runs,
+        "created_at": format_utc(namespace.created_at),
+    }
+
+
+@operation(bp, "GET", "/health", summary="Database reachability and ticker liveness", auth=False)
+def health() -> Any:
+    """Report whether the database answers and when the ticker last ticked."""
+    report = ticker.health(context.database(), context.clock(), current_app.config)
+    return jsonify(report), (200 if report["database"] == "ok" else 503)
+
+
+@operation(bp, "GET", "/openapi.json", summary="This document", auth=False)
+def openapi() -> Any:
+    """Serve the OpenAPI document of every route."""
+    return jsonify(build_document())
+
+
+@operation(bp, "GET", "/namespaces", summary="Namespaces the caller belongs to")
+def list_namespaces() -> Any:
+    """List the namespaces visible to the caller."""
+    items = auth_service.visible_namespaces(context.session(), current_user())
+    return jsonify({"items": [namespace_json(n) for n in items], "next_cursor": None})
+
+
+@operation(
+    bp, "POST", "/namespaces", summary="Create a namespace", superuser=True, body=NamespaceIn,
+    status=201,
+)
+def create_namespace() -> Any:
+    """Create a namespace (superuser only)."""
+    body = parse_body(NamespaceIn)
+    session = context.session()
+    namespace = auth_service.create_namespace(
+        session, context.now(), body.name, body.max_active_runs
+    )
+    session.commit()
+    return jsonify(namespace_json(namespace)), 201
+
+
+@operation(
+    bp, "POST", "/admin/clock", summary="Move the manual clock", superuser=True, body=ClockIn
+)
+def set_clock() -> Any:
+    """Move the manual clock and optionally run one tick at the new time."""
+    body = parse_body(ClockIn)
+    clock = context.clock()
+    if not clock.manual:
+        raise Conflict("the clock is not manual; start with ALMANAC_CLOCK=manual")
+    instant = parse_instant(body.now, ("now",))
+    session = context.session()
+    clock.set(session, instant)  # type: ignore[union-attr]
+    session.commit()
+    result: dict[str, Any] = {"now": format_utc(instant)}
+    if body.tick:
+        result = ticker.run_tick(current_app, work=body.work).to_json()
+    return jsonify(result)
+
+
+@operation(bp, "POST", "/admin/tick", summary="Run one tick now", superuser=True, body=TickIn)
+def tick_now() -> Any:
+    """Run one tick synchronously and return its rows."""
+    body = parse_body(TickIn)
+    return jsonify(ticker.run_tick(current_app, work=body.work).to_json())

@@ -1,0 +1,198 @@
+"""Users, passwords, API tokens, memberships and namespaces (SPEC §2, §3)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from app.auth.errors import AlreadyExists, NamespaceNotFound, TokenNotFound, UserNotFound
+from app.auth.grants import ROLE_GRANTS
+from app.db import ApiToken, Membership, Namespace, User
+from app.errors import ValidationFailed
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# Compared against when the user does not exist, so failures take the same time either way.
+_DUMMY_HASH = generate_password_hash("not-a-real-password")
+
+
+def _check_name(value: str, field: str) -> str:
+    if not NAME_RE.match(value):
+        msg = "must be 1-64 characters of letters, digits, '.', '_' or '-', starting alphanumeric"
+        raise ValidationFailed([{"loc": [field], "msg": msg}])
+    return value
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# --- namespaces -------------------------------------------------------------------------------
+
+
+def get_namespace(session: Session, name: str) -> Namespace:
+    namespace = session.scalar(select(Namespace).where(Namespace.name == name))
+    if namespace is None:
+        raise NamespaceNotFound(name)
+    return namespace
+
+
+def create_namespace(
+    session: Session, now: datetime, name: str, max_active_runs: int | None = None
+) -> Namespace:
+    """Create a namespace; the caller commits."""
+    _check_name(name, "name")
+    if max_active_runs is not None and max_active_runs < 1:
+        raise ValidationFailed([{"loc": ["max_active_runs"], "msg": "must be at least 1"}])
+    if session.scalar(select(Namespace.id).where(Namespace.name == name)) is not None:
+        raise AlreadyExists("namespace", name)
+    namespace = Namespace(name=name, max_active_runs=max_active_runs, created_at=now)
+    session.add(namespace)
+    session.flush()
+    return namespace
+
+
+def visible_namespaces(session: Session, user: User) -> list[Namespace]:
+    """The namespaces `user` may switch to: all of them for a superuser, else its memberships."""
+    query = select(Namespace).order_by(Namespace.name)
+    if not user.is_superuser:
+        query = query.join(Membership).where(Membership.user_id == user.id)
+    return list(session.scalars(query))
+
+
+def role_in(session: Session, user: User, namespace: Namespace) -> str | None:
+    return session.scalar(
+        select(Membership.role).where(
+            Membership.user_id == user.id, Membership.namespace_id == namespace.id
+        )
+    )
+
+
+# --- users ------------------------------------------------------------------------------------
+
+
+def get_user(session: Session, username: str) -> User:
+    user = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        raise UserNotFound(username)
+    return user
+
+
+def create_user(
+    session: Session, now: datetime, username: str, password: str, *, superuser: bool = False
+) -> User:
+    _check_name(username, "username")
+    if len(password) < 8:
+        raise ValidationFailed([{"loc": ["password"], "msg": "must be at least 8 characters"}])
+    if session.scalar(select(User.id).where(User.username == username)) is not None:
+        raise AlreadyExists("user", username)
+    user = User(
+        username=username,
+        password_hash=generate_password_hash(password),
+        is_superuser=superuser,
+        created_at=now,
+    )
+    session.add(user)
+    session.flush()
+    return user
+
+
+def disable_user(session: Session, now: datetime, username: str) -> User:
+    user = get_user(session, username)
+    if user.disabled_at is None:
+        user.disabled_at = now
+    return user
+
+
+def grant_role(session: Session, username: str, namespace_name: str, role: str) -> Membership:
+    """Give `username` exactly `role` in the namespace, replacing any earlier role."""
+    if role not in ROLE_GRANTS:
+        msg = f"must be one of {', '.join(ROLE_GRANTS)}"
+        raise ValidationFailed([{"loc": ["role"], "msg": msg}])
+    user = get_user(session, username)
+    namespace = get_namespace(session, namespace_name)
+    membership = session.scalar(
+        select(Membership).where(
+            Membership.user_id == user.id, Membership.namespace_id == namespace.id
+        )
+    )
+    if membership is None:
+        membership = Membership(user_id=user.id, namespace_id=namespace.id, role=role)
+        session.add(membership)
+    membership.role = role
+    session.flush()
+    return membership
+
+
+def authenticate_password(session: Session, username: str, password: str) -> User | None:
+    """The active user with these credentials, or None, without revealing which part failed."""
+    user = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        check_password_hash(_DUMMY_HASH, password)
+        return None
+    if not check_password_hash(user.password_hash, password) or user.disabled_at is not None:
+        return None
+    return user
+
+
+# --- tokens -----------------------------------------------------------------------------------
+
+
+def create_token(
+    session: Session, now: datetime, username: str, name: str, token: str | None = None
+) -> tuple[ApiToken, str]:
+    """Register a token for `username`; return the row and the token, which is never stored."""
+    _check_name(name, "name")
+    user = get_user(session, username)
+    exists = select(ApiToken.id).where(ApiToken.user_id == user.id, ApiToken.name == name)
+    if session.scalar(exists) is not None:
+        raise AlreadyExists("token", name)
+    token = token or "alm_" + secrets.token_urlsafe(32)
+    row = ApiToken(user_id=user.id, name=name, token_sha256=hash_token(token), created_at=now)
+    session.add(row)
+    session.flush()
+    return row, token
+
+
+def revoke_token(session: Session, now: datetime, username: str, name: str) -> ApiToken:
+    user = get_user(session, username)
+    row = session.scalar(
+        select(ApiToken).where(ApiToken.user_id == user.id, ApiToken.name == name)
+    )
+    if row is None:
+        raise TokenNotFound(username, name)
+    if row.revoked_at is None:
+        row.revoked_at = now
+    return row
+
+
+def authenticate_token(session: Session, now: datetime, token: str) -> User | None:
+    """The active user owning this unrevoked token, recording its use; None otherwise."""
+    row = session.scalar(select(ApiToken).where(ApiToken.token_sha256 == hash_token(token)))
+    if row is None or row.revoked_at is not None or row.user.disabled_at is not None:
+        return None
+    row.last_used_at = now
+    return row.user
+
+
+# --- first start ------------------------------------------------------------------------------
+
+
+def bootstrap_admin(
+    session: Session, now: datetime, username: str, password: str, token: str | None
+) -> User | None:
+    """Create the first superuser and `default` namespace if no user exists (SPEC §3)."""
+    if session.scalar(select(User.id).limit(1)) is not None:
+        return None
+    user = create_user(session, now, username, password, superuser=True)
+    if session.scalar(select(Namespace.id).where(Namespace.name == "default")) is None:
+        create_namespace(session, now, "default")
+    grant_role(session, username, "default", "admin")
+    if token:
+        create_token(session, now, username, "bootstrap", token=token)
+    return user

@@ -1,0 +1,12 @@
+"""`flask --app wsgi ...` commands (SPEC §10): database, users, tokens, namespaces, ticker."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from app.cli import accounts, database, scheduler
+
+
+def init_app(app: Flask) -> None:
+    for group in (*accounts.GROUPS, database.db, scheduler.scheduler):
+        app.cli.add_command(group)

@@ -1,0 +1,131 @@
+"""Users, tokens, namespaces and the first-start admin."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+from flask.cli import AppGroup
+from flask import current_app
+from sqlalchemy.orm import Session
+
+from app import context
+from app.auth import service
+from app.errors import AlmanacError
+
+
+@contextmanager
+def _transaction() -> Iterator[tuple[Session, Any]]:
+    """A committed session and the clock's now; domain errors become a clean CLI error."""
+    with context.database().session() as session:
+        try:
+            yield session, context.clock().now(session)
+            session.commit()
+        except AlmanacError as exc:
+            raise click.ClickException(exc.message) from exc
+
+
+def _read_password(password: str | None, from_stdin: bool) -> str:
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    if password is None:
+        return click.prompt("Password", hide_input=True, confirmation_prompt=True)  # type: ignore[no-any-return]
+    return password
+
+
+users = AppGroup("users", help="Console and API accounts.")
+
+
+@users.command("create")
+@click.argument("name")
+@click.option("--password", default=None, help="The password (prefer --password-stdin).")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option("--superuser", is_flag=True, help="Every grant in every namespace.")
+def create_user(name: str, password: str | None, password_stdin: bool, superuser: bool) -> None:
+    """Create user NAME."""
+    secret = _read_password(password, password_stdin)
+    with _transaction() as (session, now):
+        service.create_user(session, now, name, secret, superuser=superuser)
+    click.echo(f"created user {name}{' (superuser)' if superuser else ''}")
+
+
+@users.command("disable")
+@click.argument("name")
+def disable_user(name: str) -> None:
+    """Disable user NAME: no sign-in, no tokens, and its schedules block."""
+    with _transaction() as (session, now):
+        service.disable_user(session, now, name)
+    click.echo(f"disabled user {name}")
+
+
+@users.command("grant")
+@click.argument("name")
+@click.argument("namespace")
+@click.argument("role", type=click.Choice(["viewer", "operator", "deployer", "admin"]))
+def grant(name: str, namespace: str, role: str) -> None:
+    """Give user NAME the ROLE in NAMESPACE."""
+    with _transaction() as (session, _now):
+        service.grant_role(session, name, namespace, role)
+    click.echo(f"{name} is {role} in {namespace}")
+
+
+tokens = AppGroup("tokens", help="API bearer tokens (stored hashed, shown once).")
+
+
+@tokens.command("create")
+@click.argument("name")
+@click.option("--name", "label", required=True, help="A label to revoke it by later.")
+def create_token(name: str, label: str) -> None:
+    """Create an API token for user NAME; the token is printed alone on the last line."""
+    with _transaction() as (session, now):
+        _row, token = service.create_token(session, now, name, label)
+    click.echo(f"token {label!r} for {name} (shown once, store it now):")
+    click.echo(token)
+
+
+@tokens.command("revoke")
+@click.argument("name")
+@click.argument("label")
+def revoke_token(name: str, label: str) -> None:
+    """Revoke user NAME's token LABEL."""
+    with _transaction() as (session, now):
+        service.revoke_token(session, now, name, label)
+    click.echo(f"revoked token {label!r} of {name}")
+
+
+namespaces = AppGroup("namespaces", help="Namespaces.")
+
+
+@namespaces.command("create")
+@click.argument("name")
+@click.option("--max-active-runs", type=click.IntRange(min=1), default=None)
+def create_namespace(name: str, max_active_runs: int | None) -> None:
+    """Create namespace NAME."""
+    with _transaction() as (session, now):
+        service.create_namespace(session, now, name, max_active_runs)
+    click.echo(f"created namespace {name}")
+
+
+admin = AppGroup("admin", help="First-start bootstrap.")
+
+
+@admin.command("bootstrap")
+def bootstrap() -> None:
+    """Create the first superuser if no user exists (SPEC §3), generating a password if unset."""
+    config = current_app.config
+    password = config["ADMIN_PASSWORD"] or secrets.token_urlsafe(12)
+    username = config["ADMIN_USER"]
+    with _transaction() as (session, now):
+        user = service.bootstrap_admin(session, now, username, password, config["ADMIN_TOKEN"])
+    if user is None:
+        click.echo("users exist already; nothing to bootstrap")
+        return
+    shown = password if not config["ADMIN_PASSWORD"] else "(from ALMANAC_ADMIN_PASSWORD)"
+    click.echo(f"created superuser {username!r}, admin of namespace 'default'; password: {shown}")
+
+
+GROUPS: tuple[AppGroup, ...] = (users, tokens, namespaces, admin)

@@ -1,0 +1,48 @@
+"""`scheduler run` (ticker without the web) and `scheduler tick` (one tick, printed)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+
+import click
+from flask.cli import AppGroup
+from flask import current_app
+
+from app.ticker.tick import run_tick
+
+
+scheduler = AppGroup("scheduler", help="The ticker.")
+
+
+@scheduler.command("tick")
+@click.option("--json", "as_json", is_flag=True, help="Print the tick as JSON.")
+@click.option("--work", is_flag=True, help="Also run every runnable step.")
+def tick(as_json: bool, work: bool) -> None:
+    """Run one tick now and print its rows."""
+    result = run_tick(current_app._get_current_object(), work=work)  # type: ignore[attr-defined]
+    if as_json:
+        click.echo(json.dumps(result.to_json()))
+        return
+    click.echo(f"tick at {result.to_json()['now']}: {len(result.rows)} rows, "
+               f"{result.deadlines} deadlines, {result.steps} steps")
+    for row in result.rows:
+        click.echo("  " + " ".join(f"{key}={value}" for key, value in row.items()))
+
+
+@scheduler.command("run")
+def run() -> None:
+    """Tick every ALMANAC_TICK_SECONDS until interrupted (SIGINT/SIGTERM stop it cleanly)."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    period = float(app.config["TICK_SECONDS"])
+    click.echo(f"ticking every {period}s; Ctrl-C stops")
+    while not stop.is_set():
+        try:
+            run_tick(app, work=False)
+        except Exception as exc:  # keep ticking: the next tick retries what this one could not
+            click.echo(f"tick failed: {exc!r}", err=True)
+        stop.wait(period)

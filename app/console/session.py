@@ -1,0 +1,55 @@
+"""The signed-in console user and the namespace context every page renders with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask_login import UserMixin, current_user
+from sqlalchemy.orm import Session
+
+from app import context
+from app.auth import service as auth_service
+from app.auth.grants import grants_of, require_grant
+from app.db import Namespace, User
+
+
+class ConsoleUser(UserMixin):  # type: ignore[misc]
+    """flask-login's view of a `User`; disabled users never load."""
+
+    def __init__(self, user: User) -> None:
+        self.user = user
+
+    def get_id(self) -> str:
+        # Part of the password hash is in the session id, so a password change signs everyone out.
+        return f"{self.user.id}:{self.user.password_hash[-12:]}"
+
+    @classmethod
+    def load(cls, session: Session, session_id: str) -> ConsoleUser | None:
+        raw_id, _, stamp = session_id.partition(":")
+        user = session.get(User, int(raw_id)) if raw_id.isdigit() else None
+        if user is None or user.disabled_at is not None or user.password_hash[-12:] != stamp:
+            return None
+        return cls(user)
+
+
+@dataclass
+class NamespaceView:
+    """The namespace a page is about, the ones the user may switch to, and the user's grants."""
+
+    current: Namespace
+    choices: list[Namespace]
+    grants: frozenset[str]
+
+    def can(self, grant: str) -> bool:
+        return grant in self.grants
+
+
+def namespace_view(name: str, *needs: str) -> NamespaceView:
+    """Load namespace `name` for the signed-in user, requiring `needs` (403 otherwise)."""
+    session = context.session()
+    user: User = current_user.user
+    namespace = auth_service.get_namespace(session, name)
+    require_grant(session, user, namespace, *needs)
+    return NamespaceView(
+        namespace, auth_service.visible_namespaces(session, user), grants_of(session, user, namespace)
+    )

@@ -1,0 +1,46 @@
+"""The running app's database, clock and per-request session, shared by every delivery layer."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from flask import Flask, current_app, g
+from sqlalchemy.orm import Session
+
+from app.db import Database
+from app.db.clock import ManualClock, SystemClock, make_clock
+
+
+def init_app(app: Flask) -> None:
+    app.extensions["almanac.db"] = Database(app.config["DATABASE_URL"])
+    app.extensions["almanac.clock"] = make_clock(str(app.config["CLOCK"]), app.config["TESTING"])
+    app.teardown_appcontext(_close_session)
+
+
+def database(app: Flask | None = None) -> Database:
+    return (app or current_app).extensions["almanac.db"]  # type: ignore[no-any-return]
+
+
+def clock(app: Flask | None = None) -> SystemClock | ManualClock:
+    return (app or current_app).extensions["almanac.clock"]  # type: ignore[no-any-return]
+
+
+def session() -> Session:
+    """This request's session, opened on first use and closed at teardown."""
+    if "db_session" not in g:
+        g.db_session = database().sessions()
+    return g.db_session  # type: ignore[no-any-return]
+
+
+def now() -> datetime:
+    """The clock's "now", read once per request so every decision in it agrees."""
+    if "now" not in g:
+        g.now = clock().now(session())
+    return g.now  # type: ignore[no-any-return]
+
+
+def _close_session(_exc: Any) -> None:
+    db_session = g.pop("db_session", None)
+    if db_session is not None:
+        db_session.close()

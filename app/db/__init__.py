@@ -1,0 +1,24 @@
+"""Tables, sessions and the clock (layer 2). Importing this registers every table."""
+
+from __future__ import annotations
+
+from app.db.accounts import ApiToken, Membership, Namespace, User
+from app.db.base import Base, JSONType, UTCDateTime, new_uid
+from app.db.session import Database, make_engine, normalize_url
+from app.db.system import ClockState, TickerBeat
+
+__all__ = [
+    "ApiToken",
+    "Base",
+    "ClockState",
+    "Database",
+    "JSONType",
+    "Membership",
+    "Namespace",
+    "TickerBeat",
+    "UTCDateTime",
+    "User",
+    "make_engine",
+    "new_uid",
+    "normalize_url",
+]

@@ -1,0 +1,79 @@
+"""Engines and sessions: SQLite in WAL mode by default, PostgreSQL through psycopg 3."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def normalize_url(url: str) -> str:
+    """Route plain `postgresql://` URLs to psycopg 3, the driver we pin."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy (not pysqlite) decide when transactions begin, so BEGIN IMMEDIATE works.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # Writers are serialized by SQLite anyway; IMMEDIATE takes the lock up front
+        # instead of failing on upgrade from a read lock (SPEC §5.4).
+        mode = "IMMEDIATE" if conn.get_execution_options().get("sqlite_immediate") else "DEFERRED"
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """Create an engine for `url` with the settings each backend needs."""
+    url = normalize_url(url)
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False}, **kwargs)
+        _configure_sqlite(engine)
+        return engine
+    if "poolclass" not in kwargs:
+        kwargs |= {"pool_size": 10, "max_overflow": 20}
+    return create_engine(url, pool_pre_ping=True, **kwargs)
+
+
+class Database:
+    """An engine and its session factory, owned by one app (or one CLI process)."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = make_engine(url)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """Yield a session that is rolled back on error and always closed."""
+        session = self.sessions()
+        try:
+            yield session
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,72 @@
+"""Domain errors shared by every service; delivery maps `code` to an HTTP status in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AlmanacError(Exception):
+    """Base of every domain error: a stable `code`, a message, and JSON-able details."""
+
+    code = "BAD_REQUEST"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class BadRequest(AlmanacError):
+    code = "BAD_REQUEST"
+
+
+class InvalidCursor(AlmanacError):
+    code = "INVALID_CURSOR"
+
+
+class Unauthenticated(AlmanacError):
+    code = "UNAUTHENTICATED"
+
+
+class Forbidden(AlmanacError):
+    code = "FORBIDDEN"
+
+    def __init__(self, grant: str, namespace: str | None = None) -> None:
+        where = f" in namespace {namespace!r}" if namespace else ""
+        super().__init__(f"this needs the {grant!r} grant{where}", grant=grant, namespace=namespace)
+
+
+class NotFound(AlmanacError):
+    code = "NOT_FOUND"
+
+
+class Conflict(AlmanacError):
+    code = "CONFLICT"
+
+
+class ValidationFailed(AlmanacError):
+    """Input that does not fit its model; `errors` is a list of `{loc, msg}`."""
+
+    code = "VALIDATION"
+
+    def __init__(self, errors: list[dict[str, Any]], message: str | None = None) -> None:
+        first = errors[0] if errors else {"loc": [], "msg": "invalid"}
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        super().__init__(message or f"{where}: {first['msg']}", errors=errors)
+        self.errors = errors
+
+
+class CapacityExceeded(AlmanacError):
+    code = "CAPACITY"
+
+    def __init__(self, message: str, retry_after: int = 1, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.retry_after = retry_after
+
+
+class BackendBusy(AlmanacError):
+    code = "BACKEND_BUSY"
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,143 @@
+"""The SPEC §7 error body, authentication, and the namespaces routes."""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy import func, select
+
+from app.context import database
+from app.db import ApiToken, Namespace
+
+
+def error_of(response):
+    body = response.get_json()
+    assert response.content_type.startswith("application/json"), response.data[:200]
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "details"}
+    return body["error"]
+
+
+def namespace_count(app) -> int:
+    with database(app).session() as session:
+        return session.scalar(select(func.count()).select_from(Namespace))
+
+
+def test_health_needs_no_token_and_reports_database_and_ticker(client):
+    response = client.get("/api/v1/health")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["database"] == "ok"
+    assert body["ticker"] == {"enabled": False, "last_tick_at": None, "lag_seconds": None}
+
+
+def test_missing_and_unknown_tokens_are_401(client, admin):
+    assert error_of(client.get("/api/v1/namespaces"))["code"] == "UNAUTHENTICATED"
+    response = client.get("/api/v1/namespaces", headers={"Authorization": "Bearer nope"})
+    assert response.status_code == 401
+    assert error_of(response)["code"] == "UNAUTHENTICATED"
+
+
+def test_tokens_are_stored_hashed_and_their_use_recorded(app, admin_api, admin):
+    assert admin_api.get("/namespaces").status_code == 200
+    with database(app).session() as session:
+        row = session.scalar(select(ApiToken))
+    assert row.token_sha256 == hashlib.sha256(admin.token.encode()).hexdigest()
+    assert admin.token not in (row.token_sha256, row.name)
+    assert row.last_used_at is not None
+
+
+def test_namespaces_list_only_memberships(api_for, accounts):
+    accounts.create("alice", role="operator", namespace="billing")
+    viewer = api_for("bob", role="viewer", namespace="reports")
+    response = viewer.get("/namespaces")
+    assert response.status_code == 200
+    assert [n["name"] for n in response.get_json()["items"]] == ["reports"]
+
+
+def test_superuser_creates_namespace(app, admin_api):
+    response = admin_api.post("/namespaces", json={"name": "billing", "max_active_runs": 5})
+    assert response.status_code == 201
+    assert response.get_json()["name"] == "billing"
+    assert response.get_json()["max_active_runs"] == 5
+    names = [n["name"] for n in admin_api.get("/namespaces").get_json()["items"]]
+    assert names == ["billing", "default"]
+
+
+def test_duplicate_namespace_is_409(admin_api):
+    assert admin_api.post("/namespaces", json={"name": "default"}).status_code == 409
+
+
+def test_non_superuser_cannot_create_namespace(app, api_for):
+    api = api_for("carol", role="admin")
+    before = namespace_count(app)
+    response = api.post("/namespaces", json={"name": "x"})
+    assert response.status_code == 403
+    assert error_of(response)["details"]["grant"] == "superuser"
+    assert namespace_count(app) == before
+
+
+def test_bad_input_names_the_field_and_writes_nothing(app, admin_api):
+    before = namespace_count(app)
+    cases = [
+        ({"name": "bad name!"}, ["name"]),
+        ({"name": "ok", "extra": 1}, ["extra"]),
+        ({"name": 5}, ["name"]),
+        ({"name": "x" * 65}, ["name"]),
+        ({"name": "ok", "max_active_runs": 0}, ["max_active_runs"]),
+        ({}, ["name"]),
+    ]
+    for body, loc in cases:
+        response = admin_api.post("/namespaces", json=body)
+        assert response.status_code == 422, body
+        error = error_of(response)
+        assert error["code"] == "VALIDATION"
+        assert error["details"]["errors"][0]["loc"] == loc, body
+    assert namespace_count(app) == before
+
+
+def test_malformed_json_is_400(admin_api):
+    response = admin_api.post(
+        "/namespaces", data=b"{not json", headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "BAD_REQUEST"
+    response = admin_api.post("/namespaces", json=["a", "list"])
+    assert response.status_code == 422
+    assert error_of(response)["details"]["errors"][0]["loc"] == ["body"]
+
+
+def test_unknown_path_and_method_are_json(admin_api):
+    response = admin_api.get("/nowhere")
+    assert response.status_code == 404 and error_of(response)["code"] == "NOT_FOUND"
+    response = admin_api.request("DELETE", "/namespaces")
+    assert response.status_code == 405 and error_of(response)["code"] == "METHOD_NOT_ALLOWED"
+
+
+def test_oversized_body_is_413(app, admin_api):
+    before = namespace_count(app)
+    response = admin_api.post("/namespaces", json={"name": "x" * (2 * 1024 * 1024)})
+    assert response.status_code == 413
+    assert error_of(response)["code"] == "PAYLOAD_TOO_LARGE"
+    assert namespace_count(app) == before
+
+
+def test_unexpected_error_is_json_500_without_trace(db_url):
+    from tests.conftest import make_test_app
+
+    app = make_test_app(db_url, PROPAGATE_EXCEPTIONS=False)
+
+    @app.get("/api/v1/boom")
+    def boom():
+        raise RuntimeError("secret internals")
+
+    response = app.test_client().get("/api/v1/boom")
+    assert response.status_code == 500
+    error = error_of(response)
+    assert error["code"] == "INTERNAL"
+    assert b"secret internals" not in response.data and b"Traceback" not in response.data
+
+
+def test_unknown_namespace_is_404(admin_api):
+    response = admin_api.post("/namespaces/nope/calendar/preview", json={"spec": {"cron": "* * * * *"}})
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "NOT_FOUND"

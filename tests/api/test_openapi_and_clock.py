@@ -1,0 +1,75 @@
+"""The OpenAPI document matches the routes; the manual clock and tick controls."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from openapi_spec_validator import validate
+
+from app import create_app
+
+
+def test_openapi_document_is_valid_and_covers_every_route(app, client):
+    response = client.get("/api/v1/openapi.json")
+    assert response.status_code == 200
+    document = response.get_json()
+    validate(document)
+    documented = {(path, method) for path, ops in document["paths"].items() for method in ops}
+    for rule in app.url_map.iter_rules():
+        if not rule.rule.startswith("/api/v1"):
+            continue
+        path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            assert (path, method.lower()) in documented, (path, method)
+    assert len(documented) == sum(
+        len(r.methods - {"HEAD", "OPTIONS"}) for r in app.url_map.iter_rules()
+        if r.rule.startswith("/api/v1")
+    )
+
+
+def test_manual_clock_moves_and_ticks(admin_api):
+    response = admin_api.post("/admin/clock", json={"now": "2026-03-08T06:59:30Z", "tick": True})
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["now"] == "2026-03-08T06:59:30Z"
+    assert body["rows"] == [] and body["deadlines"] == 0 and body["steps"] == 0
+    # Backward is allowed for the manual clock.
+    response = admin_api.post("/admin/clock", json={"now": "2026-03-01T00:00:00+01:00"})
+    assert response.get_json() == {"now": "2026-02-28T23:00:00Z"}
+    health = admin_api.get("/health").get_json()
+    assert health["clock"] == "manual"
+
+
+def test_clock_refuses_bad_instants_and_non_superusers(admin_api, api_for):
+    response = admin_api.post("/admin/clock", json={"now": "2026-03-08T06:59:30"})
+    assert response.status_code == 422
+    assert response.get_json()["error"]["details"]["errors"][0]["loc"] == ["now"]
+    operator = api_for("op")
+    assert operator.post("/admin/clock", json={"now": "2026-03-08T06:59:30Z"}).status_code == 403
+    assert operator.post("/admin/tick", json={}).status_code == 403
+
+
+def test_tick_endpoint_returns_rows(admin_api):
+    response = admin_api.post("/admin/tick", json={})
+    assert response.status_code == 200
+    assert set(response.get_json()) == {"now", "rows", "deadlines", "steps"}
+    assert response.get_json()["now"] == "2026-01-05T12:00:00Z"
+    health = admin_api.get("/health").get_json()
+    assert health["ticker"]["last_tick_at"] is not None
+
+
+def test_manual_clock_is_refused_outside_testing(db_url):
+    with pytest.raises(RuntimeError, match="ALMANAC_TESTING=1"):
+        create_app({"DATABASE_URL": db_url, "CLOCK": "manual", "TESTING": False,
+                    "SCHEDULER": "off", "SECRET_KEY": "x"})
+
+
+def test_system_clock_answers_409_on_clock_route(db_url, accounts):
+    from tests.conftest import Api, make_test_app
+
+    app = make_test_app(db_url, CLOCK="system")
+    account = accounts.create("sys", role="admin", superuser=True)
+    api = Api(app.test_client(), account.token)
+    response = api.post("/admin/clock", json={"now": "2026-03-08T06:59:30Z"})
+    assert response.status_code == 409

@@ -1,0 +1,74 @@
+"""POST /calendar/preview (SPEC §4.5) through the API."""
+
+from __future__ import annotations
+
+
+def test_preview_new_york_spring_forward(admin_api):
+    response = admin_api.post(
+        "/namespaces/default/calendar/preview",
+        json={"spec": {"cron": "30 2 * * *", "timezone": "America/New_York"},
+              "after": "2026-03-07T00:00:00Z", "count": 3},
+    )
+    assert response.status_code == 200, response.get_json()
+    items = response.get_json()["occurrences"]
+    assert [i["at"] for i in items] == [
+        "2026-03-07T07:30:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"
+    ]
+    assert items[1]["local"] == "2026-03-08T03:00:00-04:00"
+    assert items[1]["utc_offset"] == "-04:00"
+    assert "02:30 does not exist" in items[1]["note"]
+    assert items[0]["note"] is None and items[2]["note"] is None
+
+
+def test_preview_defaults_to_now_and_namespace_header(api_for):
+    viewer = api_for("viewer1", role="viewer", namespace="reports")
+    response = viewer.post(
+        "/calendar/preview", json={"spec": {"cron_expressions": ["0 * * * *"]}, "count": 2},
+        headers={"X-Namespace": "reports"},
+    )
+    assert response.status_code == 200
+    assert [i["at"] for i in response.get_json()["occurrences"]] == [
+        "2026-01-05T13:00:00Z", "2026-01-05T14:00:00Z"
+    ]
+
+
+def test_preview_needs_membership(api_for, accounts):
+    accounts.create("owner", role="admin", namespace="billing")
+    outsider = api_for("outsider", role="viewer", namespace="reports")
+    response = outsider.post(
+        "/namespaces/billing/calendar/preview", json={"spec": {"cron": "* * * * *"}}
+    )
+    assert response.status_code == 403
+    assert response.get_json()["error"]["details"]["grant"] == "run.read"
+
+
+def test_invalid_calendar_is_422_naming_the_field(admin_api):
+    cases = [
+        ({"cron": "0 0 * * 7"}, "CALENDAR_INVALID", "day of week"),
+        ({"cron_expressions": ["MON * * * *"]}, "CALENDAR_INVALID", "minute"),
+        ({"cron": "0 0 31 2 *"}, "CALENDAR_INVALID", "never"),
+        ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, "CALENDAR_INVALID", "timezone"),
+        ({"intervals": [{"every": "P1M"}]}, "CALENDAR_INVALID", "every"),
+    ]
+    for spec, code, needle in cases:
+        response = admin_api.post("/calendar/preview", json={"spec": spec})
+        assert response.status_code == 422, spec
+        error = response.get_json()["error"]
+        assert error["code"] == code, spec
+        assert needle in error["message"].lower() or needle in str(error["details"]).lower(), error
+        assert error["details"]["errors"][0]["loc"][0] == "spec", error
+
+
+def test_preview_count_bounds(admin_api):
+    response = admin_api.post("/calendar/preview", json={"spec": {"cron": "* * * * *"}, "count": 101})
+    assert response.status_code == 422
+    assert response.get_json()["error"]["details"]["errors"][0]["loc"] == ["count"]
+
+
+def test_exhausted_spec_is_schedule_range(admin_api):
+    response = admin_api.post(
+        "/calendar/preview",
+        json={"spec": {"cron": "0 0 * * *", "end_at": "2020-01-01T00:00:00Z"}},
+    )
+    assert response.status_code == 200
+    assert response.get_json()["occurrences"] == []

@@ -1,0 +1,62 @@
+"""`flask --app wsgi users|tokens|namespaces|admin` commands against a real database."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app.context import database
+from app.db import Membership, Namespace, User
+from tests.conftest import Api
+
+
+def test_users_create_grant_and_token_reach_the_api(app, runner, client):
+    result = runner.invoke(args=["namespaces", "create", "billing", "--max-active-runs", "3"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(args=["users", "create", "dana", "--password-stdin"],
+                           input="a-long-password\n")
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(args=["users", "grant", "dana", "billing", "viewer"]).exit_code == 0
+    result = runner.invoke(args=["tokens", "create", "dana", "--name", "laptop"])
+    assert result.exit_code == 0, result.output
+    token = result.output.strip().splitlines()[-1]
+    response = Api(client, token).get("/namespaces")
+    assert [n["name"] for n in response.get_json()["items"]] == ["billing"]
+    assert response.get_json()["items"][0]["max_active_runs"] == 3
+
+    assert runner.invoke(args=["tokens", "revoke", "dana", "laptop"]).exit_code == 0
+    assert Api(client, token).get("/namespaces").status_code == 401
+
+
+def test_disable_blocks_tokens(app, runner, client, accounts):
+    account = accounts.create("erin")
+    assert Api(client, account.token).get("/namespaces").status_code == 200
+    assert runner.invoke(args=["users", "disable", "erin"]).exit_code == 0
+    assert Api(client, account.token).get("/namespaces").status_code == 401
+
+
+def test_cli_errors_are_clean(app, runner):
+    result = runner.invoke(args=["users", "grant", "ghost", "default", "viewer"])
+    assert result.exit_code != 0
+    assert "user 'ghost' does not exist" in result.output
+    result = runner.invoke(args=["users", "create", "x", "--password", "short"])
+    assert result.exit_code != 0 and "at least 8" in result.output
+
+
+def test_bootstrap_creates_admin_once_with_generated_password(db_url):
+    from tests.conftest import make_test_app
+
+    app = make_test_app(db_url, ADMIN_USER="boss", ADMIN_TOKEN="alm_fixed_token_for_test")
+    runner = app.test_cli_runner()
+    result = runner.invoke(args=["admin", "bootstrap"])
+    assert result.exit_code == 0, result.output
+    password = result.output.strip().rsplit("password: ", 1)[1]
+    assert len(password) >= 12
+    with database(app).session() as session:
+        user = session.scalar(select(User).where(User.username == "boss"))
+        assert user.is_superuser
+        role = session.scalar(select(Membership.role).join(Namespace).where(Namespace.name == "default"))
+        assert role == "admin"
+    response = Api(app.test_client(), "alm_fixed_token_for_test").get("/namespaces")
+    assert [n["name"] for n in response.get_json()["items"]] == ["default"]
+    again = runner.invoke(args=["admin", "bootstrap"])
+    assert "nothing to bootstrap" in again.output

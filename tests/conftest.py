@@ -1,0 +1,191 @@
+"""Fixtures: an app per test on SQLite and PostgreSQL, a manual clock, users and tokens."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from app import create_app
+from app.db import Base, make_engine, normalize_url
+
+FIXED_NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+PG_URL = os.environ.get(
+    "ALMANAC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+def _require(name: str) -> bool:
+    return os.environ.get(name, "") in {"1", "true", "yes"}
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A freshly created PostgreSQL database for this test session, dropped afterwards."""
+    admin_url = normalize_url(PG_URL)
+    try:
+        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as exc:  # noqa: BLE001 - any failure means "no PostgreSQL here"
+        if _require("ALMANAC_REQUIRE_POSTGRES"):
+            pytest.fail(f"PostgreSQL is required but does not answer at {PG_URL}: {exc}")
+        pytest.skip(f"PostgreSQL does not answer at {PG_URL}")
+    name = f"almanac_test_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    engine = make_engine(url)
+    Base.metadata.create_all(engine)
+    engine.dispose()
+    yield url
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty schema at head: a new SQLite file, or the session's PostgreSQL database truncated."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'almanac.db'}"
+        engine = make_engine(url)
+        Base.metadata.create_all(engine)
+        engine.dispose()
+        yield url
+        return
+    url = request.getfixturevalue("postgres_url")
+    yield url
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+def make_test_app(db_url: str, **overrides: Any) -> Flask:
+    config = {
+        "TESTING": True,
+        "DATABASE_URL": db_url,
+        "SCHEDULER": "off",
+        "CLOCK": "manual",
+        "SECRET_KEY": "test-secret-key",
+        "ADMIN_PASSWORD": None,
+        "ADMIN_TOKEN": None,
+    } | overrides
+    return create_app(config)
+
+
+@pytest.fixture
+def app(db_url: str) -> Iterator[Flask]:
+    app = make_test_app(db_url)
+    from app.context import clock, database
+
+    with database(app).session() as session:
+        clock(app).set(session, FIXED_NOW)  # type: ignore[union-attr]
+        session.commit()
+    yield app
+    database(app).dispose()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app: Flask) -> Any:
+    return app.test_cli_runner()
+
+
+@dataclass
+class Account:
+    username: str
+    password: str
+    token: str
+
+
+class Accounts:
+    """Creates users with a role in a namespace, each with an API token."""
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+
+    def create(
+        self, username: str, role: str | None = "operator", namespace: str = "default",
+        *, superuser: bool = False,
+    ) -> Account:
+        from app.auth import service
+        from app.context import database
+
+        password = f"pw-{username}-secret"
+        with database(self.app).session() as session:
+            service.create_user(session, FIXED_NOW, username, password, superuser=superuser)
+            if role:
+                if session.scalar(text("SELECT 1 FROM namespaces WHERE name = :n"),
+                                  {"n": namespace}) is None:
+                    service.create_namespace(session, FIXED_NOW, namespace)
+                service.grant_role(session, username, namespace, role)
+            _row, token = service.create_token(session, FIXED_NOW, username, "test")
+            session.commit()
+        return Account(username, password, token)
+
+
+@pytest.fixture
+def accounts(app: Flask) -> Accounts:
+    return Accounts(app)
+
+
+class Api:
+    """A test client that sends one user's bearer token and JSON."""
+
+    def __init__(self, client: FlaskClient, token: str) -> None:
+        self.client = client
+        self.token = token
+
+    def _headers(self, headers: dict[str, str] | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", **(headers or {})}
+
+    def get(self, path: str, headers: dict[str, str] | None = None, **kw: Any) -> Any:
+        return self.client.get("/api/v1" + path, headers=self._headers(headers), **kw)
+
+    def post(self, path: str, json: Any = None, headers: dict[str, str] | None = None, **kw: Any) -> Any:
+        return self.client.post("/api/v1" + path, json=json, headers=self._headers(headers), **kw)
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        headers = self._headers(kw.pop("headers", None))
+        return self.client.open("/api/v1" + path, method=method, headers=headers, **kw)
+
+
+@pytest.fixture
+def admin(accounts: Accounts) -> Account:
+    return accounts.create("root", role="admin", superuser=True)
+
+
+@pytest.fixture
+def admin_api(client: FlaskClient, admin: Account) -> Api:
+    return Api(client, admin.token)
+
+
+@pytest.fixture
+def api_for(client: FlaskClient, accounts: Accounts) -> Any:
+    def make(username: str, role: str | None = "operator", namespace: str = "default") -> Api:
+        return Api(client, accounts.create(username, role, namespace).token)
+
+    return make
