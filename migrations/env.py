@@ -23,9 +23,7 @@ def run_offline() -> None:
 
 
 def run_online() -> None:
-    engine = make_engine(
-        config.get_main_option("sqlalchemy.url") or "", poolclass=pool.NullPool
-    )
+    engine = make_engine(config.get_main_option("sqlalchemy.url") or "", poolclass=pool.NullPool)
     with engine.connect() as connection:
         # Batch mode lets SQLite alter tables by copying them.
         context.configure(

@@ -11,11 +11,10 @@ PREFIX = "/api/v1"
 
 def init_app(app: Flask) -> None:
     """Register every API blueprint under the prefix, exempt from CSRF, and the error handlers."""
-    from app.api.calendar import bp as calendar_bp
-    from app.api.system import bp as system_bp
+    from app.api import calendar, runs, schedules, system, workflows
 
     csrf = app.extensions["csrf"]
-    for bp in (system_bp, calendar_bp):
+    for bp in (system.bp, calendar.bp, workflows.bp, runs.bp, schedules.bp):
         csrf.exempt(bp)
         app.register_blueprint(bp, url_prefix=PREFIX)
     errors.register(app)

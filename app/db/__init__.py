@@ -5,9 +5,31 @@ from __future__ import annotations
 from app.db.accounts import ApiToken, Membership, Namespace, User
 from app.db.base import Base, JSONType, UTCDateTime, new_uid
 from app.db.session import Database, make_engine, normalize_url
+from app.db.runs import (
+    ACTIVE_RUN_STATUSES,
+    FINAL_RUN_STATUSES,
+    Activation,
+    Deadline,
+    Run,
+    RunHistoryEvent,
+    Signal,
+    Task,
+    Workflow,
+    WorkflowVersion,
+)
 from app.db.system import ClockState, TickerBeat
 
 __all__ = [
+    "ACTIVE_RUN_STATUSES",
+    "FINAL_RUN_STATUSES",
+    "Activation",
+    "Deadline",
+    "Run",
+    "RunHistoryEvent",
+    "Signal",
+    "Task",
+    "Workflow",
+    "WorkflowVersion",
     "ApiToken",
     "Base",
     "ClockState",

@@ -52,11 +52,22 @@ class TickContext:
     deadline_monotonic: float
 
 
-# Phases in SPEC §5.4 order; later layers append theirs (buffers, deadlines, schedules, leases).
 Phase = Callable[[TickContext], None]
-PHASES: list[Phase] = []
-# Run after the phases when a caller asks for `work`: execute runnable steps until none is left.
-WORKERS: list[Phase] = []
+
+
+def phases() -> list[Phase]:
+    """The tick's phases in SPEC §5.4 order: buffers, deadlines, schedules, leases."""
+    from app.ticker import runs, schedules
+
+    return [schedules.drain_buffers, runs.process_deadlines, schedules.fire_due_schedules,
+            runs.recover_leases]
+
+
+def workers() -> list[Phase]:
+    """Run after the phases when a caller asks for `work`: every runnable step until none is left."""
+    from app.ticker import runs
+
+    return [runs.work_until_idle]
 
 
 def run_tick(app: Flask, *, work: bool = False) -> TickResult:
@@ -67,10 +78,10 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
     started = time.monotonic()
     budget = float(app.config["TICK_BUDGET_SECONDS"])
     ctx = TickContext(db, now, app.config, TickResult(now), started + budget)
-    for phase in PHASES:
+    for phase in phases():
         phase(ctx)
     if work:
-        for worker in WORKERS:
+        for worker in workers():
             worker(ctx)
     _record_beat(db, now, int((time.monotonic() - started) * 1000))
     return ctx.result

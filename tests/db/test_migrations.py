@@ -17,9 +17,11 @@ def _empty(url: str) -> None:
         if engine.dialect.name == "postgresql":
             conn.execute(text("DROP SCHEMA public CASCADE"))
             conn.execute(text("CREATE SCHEMA public"))
-        else:
-            for table in inspect(conn).get_table_names():
-                conn.execute(text(f'DROP TABLE "{table}"'))
+    if engine.dialect.name == "sqlite":
+        Base.metadata.drop_all(engine)
+        with engine.begin() as conn:
+            conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+            assert inspect(conn).get_table_names() == []
     engine.dispose()
 
 

@@ -1,0 +1,7 @@
+"""Schedules routes of SPEC §7."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+bp = Blueprint("api_schedules", __name__)

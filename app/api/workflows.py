@@ -1,0 +1,7 @@
+"""Workflows routes of SPEC §7."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+bp = Blueprint("api_workflows", __name__)

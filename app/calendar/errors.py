@@ -1,0 +1,25 @@
+"""Errors raised by the calendar engine; both are ValueErrors so callers can map them to 422."""
+
+from __future__ import annotations
+
+Loc = tuple[str | int, ...]
+
+
+class CalendarError(ValueError):
+    """An invalid calendar, spec or argument; `loc` names the offending field."""
+
+    def __init__(self, msg: str, loc: Loc = ()) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.loc: Loc = tuple(loc)
+
+    def within(self, *prefix: str | int) -> CalendarError:
+        """Return the same error with `prefix` prepended to its location."""
+        return CalendarError(self.msg, (*prefix, *self.loc))
+
+    def __repr__(self) -> str:
+        return f"CalendarError({self.msg!r}, loc={self.loc!r})"
+
+
+class SpecRangeError(ValueError):
+    """A valid spec that has no occurrence in the next 50 years (SCHEDULE_RANGE)."""

@@ -1,0 +1,73 @@
+"""Instants and time zones: strict parsing, UTC normalisation and canonical text forms."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from app.calendar.errors import CalendarError, Loc
+
+_ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+)*", re.ASCII)
+# Files under the tz path that are not portable IANA names: machine-local or leap-second variants.
+_NOT_ZONES = frozenset({"localtime", "posixrules"})
+_NOT_ZONE_PREFIXES = ("posix/", "right/")
+
+
+def validate_timezone(name: str, loc: Loc = ("timezone",)) -> ZoneInfo:
+    """Return the IANA zone called `name`; unknown or non-portable names raise CalendarError."""
+    if isinstance(name, str):
+        zone = _load_zone(name)
+        if zone is not None:
+            return zone
+    raise CalendarError(f"unknown time zone {name!r}; use an IANA name like 'Europe/Berlin'", loc)
+
+
+@lru_cache(maxsize=1024)
+def _load_zone(name: str) -> ZoneInfo | None:
+    if not _ZONE_NAME.fullmatch(name) or name in _NOT_ZONES:
+        return None
+    if name.startswith(_NOT_ZONE_PREFIXES):
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return None
+
+
+def require_utc(value: datetime, loc: Loc) -> datetime:
+    """Return `value` in UTC; a naive datetime is a caller error (its zone would be a guess)."""
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise CalendarError("must be a timezone-aware datetime", loc)
+    return value.astimezone(UTC)
+
+
+def parse_instant(text: str | datetime, loc: Loc = ()) -> datetime:
+    """Parse ISO-8601 with an offset or `Z` into an aware UTC datetime; naive text is rejected."""
+    if isinstance(text, datetime):
+        return require_utc(text, loc)
+    if not isinstance(text, str):
+        raise CalendarError("must be an ISO-8601 date-time string", loc)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise CalendarError(f"{text!r} is not an ISO-8601 date-time", loc) from None
+    if value.utcoffset() is None:
+        raise CalendarError(f"{text!r} has no UTC offset; add 'Z' or an offset like '+02:00'", loc)
+    return value.astimezone(UTC)
+
+
+def format_utc(dt: datetime) -> str:
+    """`2026-03-08T07:00:00Z` (microseconds only when present)."""
+    return dt.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
+
+
+def format_offset(offset: timedelta | None) -> str:
+    """`-04:00`, `+05:30`, `+00:00`; seconds only for historical offsets that have them."""
+    total = int((offset or timedelta(0)).total_seconds())
+    sign = "-" if total < 0 else "+"
+    hours, rest = divmod(abs(total), 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = f"{sign}{hours:02d}:{minutes:02d}"
+    return f"{text}:{seconds:02d}" if seconds else text

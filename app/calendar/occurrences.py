@@ -1,0 +1,94 @@
+"""Canonical occurrences of a spec: the merge of its expressions and intervals within bounds."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+from app.calendar.cron import iter_cron
+from app.calendar.errors import SpecRangeError
+from app.calendar.instants import format_utc, require_utc
+from app.calendar.spec import Interval, Spec
+from app.calendar.walltime import Item
+
+# 50 years of 365.25 days: the SCHEDULE_RANGE search window (§4.4).
+HORIZON = timedelta(days=18263)
+# Far enough from datetime's limits that local-date arithmetic in any zone cannot overflow.
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+ONE_MICROSECOND = timedelta(microseconds=1)
+
+
+def next_occurrence(spec: Spec, after: datetime) -> datetime | None:
+    """The earliest canonical occurrence strictly after `after`, or None within 50 years."""
+    window = _window(spec, require_utc(after, ("after",)), None)
+    if window is None:
+        return None
+    low, high = window
+    firsts = [next(stream, None) for stream in _streams(spec, low, high)]
+    found = [item[0] for item in firsts if item is not None]
+    return min(found, default=None)
+
+
+def occurrences_between(spec: Spec, after: datetime, until: datetime) -> Iterator[datetime]:
+    """Canonical occurrences t with after < t <= until, increasing and unique."""
+    for instant, _ in iter_occurrences(spec, after, until):
+        yield instant
+
+
+def iter_occurrences(spec: Spec, after: datetime, until: datetime) -> Iterator[Item]:
+    """Like occurrences_between, paired with the DST note of each occurrence."""
+    window = _window(spec, require_utc(after, ("after",)), require_utc(until, ("until",)))
+    if window is None:
+        return
+    previous: Item | None = None
+    for item in heapq.merge(*_streams(spec, *window), key=_instant_of):
+        if previous is not None and item[0] == previous[0]:
+            previous = (previous[0], previous[1] or item[1])
+            continue
+        if previous is not None:
+            yield previous
+        previous = item
+    if previous is not None:
+        yield previous
+
+
+def check_range(spec: Spec, now: datetime) -> None:
+    """Raise SpecRangeError unless the spec occurs within 50 years of max(now, start_at)."""
+    if next_occurrence(spec, now) is not None:
+        return
+    if spec.end_at is not None and spec.end_at <= require_utc(now, ("now",)):
+        raise SpecRangeError(f"end_at {format_utc(spec.end_at)} is in the past")
+    raise SpecRangeError("the spec has no occurrence in the next 50 years before end_at")
+
+
+def _window(
+    spec: Spec, after: datetime, until: datetime | None
+) -> tuple[datetime, datetime] | None:
+    low = max(after, EARLIEST)
+    if spec.start_at is not None:
+        # Occurrences are >= start_at, i.e. strictly after the microsecond before it.
+        low = max(low, spec.start_at - ONE_MICROSECOND)
+    high = min(low + HORIZON, LATEST) if until is None else min(until, LATEST)
+    if spec.end_at is not None:
+        high = min(high, spec.end_at)
+    return (low, high) if low < high else None
+
+
+def _instant_of(item: Item) -> datetime:
+    return item[0]
+
+
+def _streams(spec: Spec, low: datetime, high: datetime) -> list[Iterator[Item]]:
+    streams = [iter_cron(fields, spec.zone, low, high) for fields in spec.calendars]
+    streams.extend(_iter_interval(interval, low, high) for interval in spec.intervals)
+    return streams
+
+
+def _iter_interval(interval: Interval, after: datetime, until: datetime) -> Iterator[Item]:
+    base = datetime(1970, 1, 1, tzinfo=UTC) + interval.offset
+    instant = base + ((after - base) // interval.every + 1) * interval.every
+    while instant <= until:
+        yield instant, None
+        instant += interval.every

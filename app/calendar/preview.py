@@ -1,0 +1,65 @@
+"""Preview (§4.5): the next due times of a spec with the DST story of each one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import islice
+from typing import Any
+
+from app.calendar.errors import CalendarError
+from app.calendar.instants import format_offset, format_utc, require_utc
+from app.calendar.jitter import check_jitter_seconds, jitter_offset
+from app.calendar.occurrences import HORIZON, iter_occurrences
+from app.calendar.spec import Spec
+
+MAX_PREVIEW_COUNT = 100
+
+
+@dataclass(frozen=True)
+class PreviewItem:
+    """One due time: UTC, local wall clock, offset, DST note, and the canonical occurrence."""
+
+    at: datetime
+    local: datetime
+    utc_offset: str
+    note: str | None
+    canonical: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at": format_utc(self.at),
+            "local": self.local.isoformat(),
+            "utc_offset": self.utc_offset,
+            "note": self.note,
+        }
+
+
+def preview(
+    spec: Spec, after: datetime, count: int = 10, *, uid: str = "", jitter_seconds: int = 0
+) -> list[PreviewItem]:
+    """The next `count` (1..100) due times strictly after `after`."""
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise CalendarError("count must be an integer", ("count",))
+    if not 1 <= count <= MAX_PREVIEW_COUNT:
+        raise CalendarError(f"count must be from 1 to {MAX_PREVIEW_COUNT}", ("count",))
+    check_jitter_seconds(jitter_seconds)
+    after = require_utc(after, ("after",))
+    items = _due_items(spec, after, uid, jitter_seconds)
+    return list(islice((item for item in items if item.at > after), count))
+
+
+def _due_items(spec: Spec, after: datetime, uid: str, jitter_seconds: int) -> Iterator[PreviewItem]:
+    # Jitter is below jitter_seconds, so an occurrence this far back may still be due later.
+    start = after - timedelta(seconds=jitter_seconds)
+    stream = iter_occurrences(spec, start, start + HORIZON)
+    current = next(stream, None)
+    while current is not None:
+        following = next(stream, None)
+        canonical, note = current
+        next_canonical = None if following is None else following[0]
+        at = canonical + jitter_offset(uid, canonical, jitter_seconds, next_canonical)
+        local = at.astimezone(spec.zone)
+        yield PreviewItem(at, local, format_offset(local.utcoffset()), note, canonical)
+        current = following

@@ -1,0 +1,156 @@
+"""Workflows, versions, activations, runs and their history, deadlines, signals, tasks (§2, §6)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base, JSONType, UTCDateTime, new_uid
+
+ACTIVE_RUN_STATUSES = ("pending", "running", "waiting")
+FINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "terminated", "timed_out")
+
+
+class Workflow(Base):
+    __tablename__ = "workflows"
+    __table_args__ = (UniqueConstraint("namespace_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class WorkflowVersion(Base):
+    """An immutable definition; `version` counts from 1 per workflow."""
+
+    __tablename__ = "workflow_versions"
+    __table_args__ = (UniqueConstraint("workflow_id", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    definition: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Activation(Base):
+    """Makes one workflow version runnable; `ready` or `retired`."""
+
+    __tablename__ = "activations"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uid)
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
+    workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
+    workflow_version_id: Mapped[int] = mapped_column(ForeignKey("workflow_versions.id"))
+    status: Mapped[str] = mapped_column(String(16), default="ready")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        UniqueConstraint("namespace_id", "run_id"),
+        Index("ix_runs_schedule_active", "schedule_uid", "status"),
+        Index("ix_runs_namespace_status", "namespace_id", "status"),
+        Index("ix_runs_claim", "claimable_at", "queue"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(36), unique=True, default=new_uid)
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
+    run_id: Mapped[str] = mapped_column(String(255))
+    workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id"))
+    workflow_version_id: Mapped[int] = mapped_column(ForeignKey("workflow_versions.id"))
+    activation_id: Mapped[str | None] = mapped_column(ForeignKey("activations.id"))
+    # The schedule that started this run, if any (plain columns: schedules live in a later layer).
+    schedule_uid: Mapped[str | None] = mapped_column(String(36))
+    schedule_id: Mapped[str | None] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    input: Mapped[Any] = mapped_column(JSONType, default=dict)
+    output: Mapped[Any | None] = mapped_column(JSONType)
+    error: Mapped[Any | None] = mapped_column(JSONType)
+    step_index: Mapped[int] = mapped_column(Integer, default=0)
+    current_step: Mapped[str | None] = mapped_column(String(128))
+    step_outputs: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    queue: Mapped[str | None] = mapped_column(String(64))
+    labels: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    memo: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    search_attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # When a worker may claim the next step (null while waiting or finished).
+    claimable_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_sequence: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class RunHistoryEvent(Base):
+    __tablename__ = "run_history_events"
+    __table_args__ = (UniqueConstraint("run_pk", "sequence"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    sequence: Mapped[int] = mapped_column(Integer)
+    event_type: Mapped[str] = mapped_column(String(64))
+    node_id: Mapped[str | None] = mapped_column(String(128))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Deadline(Base):
+    """One durable timer: a run timeout, a signal or task timeout, or an elapsing wait (§6.4)."""
+
+    __tablename__ = "deadlines"
+    __table_args__ = (Index("ix_deadlines_due", "consumed_at", "due_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # run_timeout | signal | task | wait
+    node_id: Mapped[str | None] = mapped_column(String(128))
+    wait_id: Mapped[str] = mapped_column(String(36), default=new_uid)
+    due_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    consumed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class Signal(Base):
+    __tablename__ = "signals"
+    __table_args__ = (Index("ix_signals_pending", "run_pk", "name", "status"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uid)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    payload: Mapped[Any | None] = mapped_column(JSONType)
+    accepted_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    status: Mapped[str] = mapped_column(String(16))  # delivered | buffered | ignored | consumed
+    reason: Mapped[str | None] = mapped_column(Text)
+    node_id: Mapped[str | None] = mapped_column(String(128))
+
+
+class Task(Base):
+    """A human task created by a `task` step, completed with a JSON output."""
+
+    __tablename__ = "tasks"
+    __table_args__ = (Index("ix_tasks_inbox", "namespace_id", "status"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uid)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
+    node_id: Mapped[str] = mapped_column(String(128))
+    title: Mapped[str] = mapped_column(String(256))
+    role: Mapped[str | None] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    output: Mapped[Any | None] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    completed_by: Mapped[str | None] = mapped_column(String(64))

@@ -1,0 +1,1 @@
+"""Workflows, activations and runs (layer 3)."""

@@ -1,0 +1,171 @@
+"""Starting, ending and cancelling runs, and their history: the calls schedules depend on.
+
+Nothing here commits: callers own the transaction, so a schedule firing can cover the run, its
+first events, the occurrence and the audit record at once (SPEC §5.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import jsonschema
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from app.db import Namespace
+from app.db.runs import (
+    ACTIVE_RUN_STATUSES,
+    Activation,
+    Deadline,
+    Run,
+    RunHistoryEvent,
+    Task,
+    Workflow,
+    WorkflowVersion,
+)
+from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError, RunFinished
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """What a new run executes: an activation and its workflow version."""
+
+    activation: Activation
+    workflow: Workflow
+    version: WorkflowVersion
+
+
+def resolve_target(
+    session: Session, namespace: Namespace, *, workflow: str | None = None,
+    activation_id: str | None = None,
+) -> RunTarget:
+    """The pinned activation (must be ready), or the newest ready activation of `workflow`."""
+    if activation_id is not None:
+        activation = session.get(Activation, activation_id)
+        if activation is None or activation.namespace_id != namespace.id:
+            raise ActivationNotFound(activation_id)
+        if activation.status != "ready":
+            raise ActivationNotReady(f"activation {activation_id!r} is retired",
+                                     activation_id=activation_id)
+    else:
+        activation = session.scalar(
+            select(Activation).join(Workflow, Activation.workflow_id == Workflow.id)
+            .where(Workflow.namespace_id == namespace.id, Workflow.name == workflow,
+                   Activation.status == "ready")
+            .order_by(Activation.created_at.desc(), Activation.id.desc()).limit(1)
+        )
+        if activation is None:
+            raise ActivationNotReady(f"workflow {workflow!r} has no ready activation",
+                                     workflow=workflow)
+    version = session.get(WorkflowVersion, activation.workflow_version_id)
+    flow = session.get(Workflow, activation.workflow_id)
+    assert version is not None and flow is not None
+    return RunTarget(activation, flow, version)
+
+
+def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -> None:
+    """Check `value` against the definition's `input_schema` (422 INPUT_SCHEMA)."""
+    schema = definition.get("input_schema") or {}
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(value)
+    )
+    if error is not None:
+        where = [loc, *error.absolute_path]
+        raise InputSchemaError(f"{'.'.join(map(str, where))}: {error.message}",
+                               errors=[{"loc": where, "msg": error.message}])
+
+
+def append_event(
+    session: Session, run: Run, now: datetime, event_type: str,
+    payload: dict[str, Any] | None = None, node_id: str | None = None,
+) -> RunHistoryEvent:
+    """Append the run's next history event (sequence is per run, from 1)."""
+    run.last_sequence += 1
+    event = RunHistoryEvent(run_pk=run.id, sequence=run.last_sequence, event_type=event_type,
+                            node_id=node_id, payload=payload or {}, recorded_at=now)
+    session.add(event)
+    return event
+
+
+def start_run(
+    session: Session, now: datetime, namespace: Namespace, target: RunTarget, run_id: str,
+    run_input: Any, *, origin: dict[str, Any] | None = None, timeout_seconds: int | None = None,
+    labels: dict[str, Any] | None = None, memo: dict[str, Any] | None = None,
+    search_attributes: dict[str, Any] | None = None, queue: str | None = None,
+    schedule: tuple[str, str] | None = None,
+) -> Run:
+    """Create a pending run, its first history events and its run-timeout deadline.
+
+    `origin` is the `ScheduleTriggered` payload when a schedule starts the run; `schedule` is its
+    `(uid, schedule_id)`. The caller checks uniqueness of `run_id` or relies on the constraint.
+    """
+    run = Run(namespace_id=namespace.id, run_id=run_id, workflow_id=target.workflow.id,
+              workflow_version_id=target.version.id, activation_id=target.activation.id,
+              schedule_uid=schedule[0] if schedule else None,
+              schedule_id=schedule[1] if schedule else None, status="pending", input=run_input,
+              step_index=0, step_outputs={}, attempt=0, queue=queue, labels=labels or {},
+              memo=memo or {}, search_attributes=search_attributes or {}, claimable_at=now,
+              last_sequence=0, created_at=now)
+    session.add(run)
+    session.flush()
+    if origin is not None:
+        append_event(session, run, now, "ScheduleTriggered", origin)
+    append_event(session, run, now, "run_started", {
+        "workflow": target.workflow.name, "version": target.version.version,
+        "activation_id": target.activation.id, "input": run_input})
+    limits = [s for s in (target.version.definition.get("timeout_seconds"), timeout_seconds) if s]
+    if limits:
+        session.add(Deadline(run_pk=run.id, kind="run_timeout", node_id=None, created_at=now,
+                             due_at=now + timedelta(seconds=min(limits))))
+    return run
+
+
+def finish_run(session: Session, run: Run, now: datetime, status: str, event_type: str,
+               payload: dict[str, Any] | None = None, node_id: str | None = None) -> None:
+    """Move `run` to a final status: release its lease, consume its deadlines, close its tasks."""
+    run.status = status
+    run.finished_at = now
+    run.claimable_at = None
+    run.lease_owner = None
+    run.lease_expires_at = None
+    session.execute(update(Deadline).where(Deadline.run_pk == run.id,
+                                           Deadline.consumed_at.is_(None)).values(consumed_at=now))
+    session.execute(update(Task).where(Task.run_pk == run.id, Task.status == "open")
+                    .values(status="cancelled"))
+    append_event(session, run, now, event_type, payload, node_id)
+
+
+def terminate_run(session: Session, run: Run, now: datetime, reason: str | None = None) -> None:
+    """End `run` immediately, whatever it is doing."""
+    if run.status not in ACTIVE_RUN_STATUSES:
+        raise RunFinished(run.run_id, run.status)
+    finish_run(session, run, now, "terminated", "run_terminated", {"reason": reason})
+
+
+def request_cancel(session: Session, run: Run, now: datetime, reason: str | None = None) -> None:
+    """Ask `run` to stop at its next step boundary; one not in the middle of a step stops now."""
+    if run.status not in ACTIVE_RUN_STATUSES:
+        raise RunFinished(run.run_id, run.status)
+    if run.cancel_requested_at is None:
+        run.cancel_requested_at = now
+        append_event(session, run, now, "cancel_requested", {"reason": reason})
+    if run.lease_owner is None:
+        finish_run(session, run, now, "cancelled", "run_cancelled", {"reason": reason})
+
+
+def active_runs_of_schedule(session: Session, schedule_uid: str) -> list[Run]:
+    """Runs this schedule started that are still pending, running or waiting."""
+    return list(session.scalars(
+        select(Run).where(Run.schedule_uid == schedule_uid,
+                          Run.status.in_(ACTIVE_RUN_STATUSES)).order_by(Run.id)
+    ))
+
+
+def count_active_runs(session: Session, namespace_id: int) -> int:
+    """How many runs of the namespace are active, for `max_active_runs` (SPEC §5.4)."""
+    return session.scalar(
+        select(func.count()).select_from(Run)
+        .where(Run.namespace_id == namespace_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+    ) or 0
