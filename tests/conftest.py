@@ -62,7 +62,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty schema at head: a new SQLite file, or the session's PostgreSQL database truncated."""
+    """An empty schema: a new SQLite file, or the session's PostgreSQL database truncated."""
     if backend == "sqlite":
         url = f"sqlite:///{tmp_path / 'almanac.db'}"
         engine = make_engine(url)
@@ -128,8 +128,12 @@ class Accounts:
         self.app = app
 
     def create(
-        self, username: str, role: str | None = "operator", namespace: str = "default",
-        *, superuser: bool = False,
+        self,
+        username: str,
+        role: str | None = "operator",
+        namespace: str = "default",
+        *,
+        superuser: bool = False,
     ) -> Account:
         from app.auth import service
         from app.context import database
@@ -138,8 +142,12 @@ class Accounts:
         with database(self.app).session() as session:
             service.create_user(session, FIXED_NOW, username, password, superuser=superuser)
             if role:
-                if session.scalar(text("SELECT 1 FROM namespaces WHERE name = :n"),
-                                  {"n": namespace}) is None:
+                if (
+                    session.scalar(
+                        text("SELECT 1 FROM namespaces WHERE name = :n"), {"n": namespace}
+                    )
+                    is None
+                ):
                     service.create_namespace(session, FIXED_NOW, namespace)
                 service.grant_role(session, username, namespace, role)
             _row, token = service.create_token(session, FIXED_NOW, username, "test")
@@ -165,7 +173,9 @@ class Api:
     def get(self, path: str, headers: dict[str, str] | None = None, **kw: Any) -> Any:
         return self.client.get("/api/v1" + path, headers=self._headers(headers), **kw)
 
-    def post(self, path: str, json: Any = None, headers: dict[str, str] | None = None, **kw: Any) -> Any:
+    def post(
+        self, path: str, json: Any = None, headers: dict[str, str] | None = None, **kw: Any
+    ) -> Any:
         return self.client.post("/api/v1" + path, json=json, headers=self._headers(headers), **kw)
 
     def request(self, method: str, path: str, **kw: Any) -> Any:

@@ -17,8 +17,13 @@ bp = Blueprint("api_calendar", __name__)
 
 
 @operation(
-    bp, "POST", "/calendar/preview", summary="Preview the next due times of a spec",
-    grant=RUN_READ, body=PreviewIn, namespaced=True,
+    bp,
+    "POST",
+    "/calendar/preview",
+    summary="Preview the next due times of a spec",
+    grant=RUN_READ,
+    body=PreviewIn,
+    namespaced=True,
 )
 def preview(namespace: Namespace) -> Any:
     """Return the next due times of a spec, with DST notes."""

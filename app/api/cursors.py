@@ -26,7 +26,11 @@ def decode_cursor(token: str, namespace: str, collection: str) -> list[Any]:
         data = _serializer(collection).loads(token)
     except BadSignature as exc:
         raise InvalidCursor("the cursor is not valid for this list") from exc
-    if not isinstance(data, dict) or data.get("ns") != namespace or not isinstance(data.get("k"), list):
+    if (
+        not isinstance(data, dict)
+        or data.get("ns") != namespace
+        or not isinstance(data.get("k"), list)
+    ):
         raise InvalidCursor("the cursor belongs to another namespace or list")
     return data["k"]
 

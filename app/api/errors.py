@@ -114,4 +114,6 @@ def _calendar_response(exc: CalendarError | SpecRangeError) -> Response:
         return error_response(422, "SCHEDULE_RANGE", str(exc), {})
     loc = list(exc.loc)
     message = f"{'.'.join(map(str, loc))}: {exc.msg}" if loc else exc.msg
-    return error_response(422, "CALENDAR_INVALID", message, {"errors": [{"loc": loc, "msg": exc.msg}]})
+    return error_response(
+        422, "CALENDAR_INVALID", message, {"errors": [{"loc": loc, "msg": exc.msg}]}
+    )

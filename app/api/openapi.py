@@ -29,12 +29,23 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
         params.append({"name": name, "in": "path", "required": True, "schema": {"type": "string"}})
     if op.namespaced and "{ns}" not in op.path:
         params.append(
-            {"name": "X-Namespace", "in": "header", "required": False,
-             "schema": {"type": "string", "default": "default"}}
+            {
+                "name": "X-Namespace",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "default": "default"},
+            }
         )
     for name, description in op.query:
-        params.append({"name": name, "in": "query", "required": False,
-                       "description": description, "schema": {"type": "string"}})
+        params.append(
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "description": description,
+                "schema": {"type": "string"},
+            }
+        )
     return params
 
 

@@ -48,7 +48,12 @@ def list_namespaces() -> Any:
 
 
 @operation(
-    bp, "POST", "/namespaces", summary="Create a namespace", superuser=True, body=NamespaceIn,
+    bp,
+    "POST",
+    "/namespaces",
+    summary="Create a namespace",
+    superuser=True,
+    body=NamespaceIn,
     status=201,
 )
 def create_namespace() -> Any:

@@ -161,9 +161,7 @@ def create_token(
 
 def revoke_token(session: Session, now: datetime, username: str, name: str) -> ApiToken:
     user = get_user(session, username)
-    row = session.scalar(
-        select(ApiToken).where(ApiToken.user_id == user.id, ApiToken.name == name)
-    )
+    row = session.scalar(select(ApiToken).where(ApiToken.user_id == user.id, ApiToken.name == name))
     if row is None:
         raise TokenNotFound(username, name)
     if row.revoked_at is None:

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
-from flask.cli import AppGroup
 from flask import current_app
+from flask.cli import AppGroup
 from sqlalchemy.orm import Session
 
 from app import context

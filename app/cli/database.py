@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import click
-from flask.cli import AppGroup
 from alembic import command
 from alembic.config import Config
 from flask import current_app
+from flask.cli import AppGroup
 
 from app import ROOT
 from app.db import normalize_url

@@ -9,7 +9,9 @@ from flask import Response, make_response, render_template, request
 
 def is_partial() -> bool:
     """True for an htmx swap (HX-Request) that is not a boosted full navigation."""
-    return request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true"
+    return (
+        request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true"
+    )
 
 
 def render(page: str, partial: str, status: int = 200, **ctx: Any) -> Response:

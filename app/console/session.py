@@ -51,5 +51,7 @@ def namespace_view(name: str, *needs: str) -> NamespaceView:
     namespace = auth_service.get_namespace(session, name)
     require_grant(session, user, namespace, *needs)
     return NamespaceView(
-        namespace, auth_service.visible_namespaces(session, user), grants_of(session, user, namespace)
+        namespace,
+        auth_service.visible_namespaces(session, user),
+        grants_of(session, user, namespace),
     )

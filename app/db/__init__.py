@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from app.db.accounts import ApiToken, Membership, Namespace, User
 from app.db.base import Base, JSONType, UTCDateTime, new_uid
-from app.db.session import Database, make_engine, normalize_url
 from app.db.runs import (
     ACTIVE_RUN_STATUSES,
     FINAL_RUN_STATUSES,
@@ -17,6 +16,7 @@ from app.db.runs import (
     Workflow,
     WorkflowVersion,
 )
+from app.db.session import Database, make_engine, normalize_url
 from app.db.system import ClockState, TickerBeat
 
 __all__ = [

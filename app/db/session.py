@@ -16,7 +16,7 @@ def normalize_url(url: str) -> str:
     """Route plain `postgresql://` URLs to psycopg 3, the driver we pin."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 

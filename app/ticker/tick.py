@@ -59,12 +59,16 @@ def phases() -> list[Phase]:
     """The tick's phases in SPEC §5.4 order: buffers, deadlines, schedules, leases."""
     from app.ticker import runs, schedules
 
-    return [schedules.drain_buffers, runs.process_deadlines, schedules.fire_due_schedules,
-            runs.recover_leases]
+    return [
+        schedules.drain_buffers,
+        runs.process_deadlines,
+        schedules.fire_due_schedules,
+        runs.recover_leases,
+    ]
 
 
 def workers() -> list[Phase]:
-    """Run after the phases when a caller asks for `work`: every runnable step until none is left."""
+    """Run after the phases on request (`work`): every runnable step until none is left."""
     from app.ticker import runs
 
     return [runs.work_until_idle]
@@ -92,23 +96,39 @@ def _record_beat(db: Database, now: datetime, duration_ms: int) -> None:
         beat = session.get(TickerBeat, TICKER_ID)
         wall = datetime.now(UTC)
         if beat is None:
-            session.add(TickerBeat(ticker_id=TICKER_ID, last_tick_at=wall,
-                                   last_tick_clock=now, duration_ms=duration_ms))
+            session.add(
+                TickerBeat(
+                    ticker_id=TICKER_ID,
+                    last_tick_at=wall,
+                    last_tick_clock=now,
+                    duration_ms=duration_ms,
+                )
+            )
         else:
             beat.last_tick_at, beat.last_tick_clock, beat.duration_ms = wall, now, duration_ms
         session.commit()
 
 
-def health(db: Database, clock: SystemClock | ManualClock, config: Mapping[str, Any]) -> dict[str, Any]:
+def health(
+    db: Database, clock: SystemClock | ManualClock, config: Mapping[str, Any]
+) -> dict[str, Any]:
     """Database reachability, and the newest beat of any ticker with its lag in seconds."""
-    report: dict[str, Any] = {"status": "ok", "database": "ok", "clock": "manual" if clock.manual else "system"}
+    report: dict[str, Any] = {
+        "status": "ok",
+        "database": "ok",
+        "clock": "manual" if clock.manual else "system",
+    }
     try:
         with db.session() as session:
             session.execute(text("SELECT 1"))
             last = _last_beat(session)
     except Exception as exc:  # noqa: BLE001 - any failure means the database is unreachable
         report.update(status="degraded", database=f"unreachable: {type(exc).__name__}")
-        report["ticker"] = {"enabled": scheduler_enabled(config), "last_tick_at": None, "lag_seconds": None}
+        report["ticker"] = {
+            "enabled": scheduler_enabled(config),
+            "last_tick_at": None,
+            "lag_seconds": None,
+        }
         return report
     lag = None if last is None else round((datetime.now(UTC) - last).total_seconds(), 3)
     stale = lag is None or lag > max(5.0, 5 * float(config["TICK_SECONDS"]))

@@ -138,6 +138,8 @@ def test_unexpected_error_is_json_500_without_trace(db_url):
 
 
 def test_unknown_namespace_is_404(admin_api):
-    response = admin_api.post("/namespaces/nope/calendar/preview", json={"spec": {"cron": "* * * * *"}})
+    response = admin_api.post(
+        "/namespaces/nope/calendar/preview", json={"spec": {"cron": "* * * * *"}}
+    )
     assert response.status_code == 404
     assert error_of(response)["code"] == "NOT_FOUND"

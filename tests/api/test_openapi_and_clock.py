@@ -23,7 +23,8 @@ def test_openapi_document_is_valid_and_covers_every_route(app, client):
         for method in rule.methods - {"HEAD", "OPTIONS"}:
             assert (path, method.lower()) in documented, (path, method)
     assert len(documented) == sum(
-        len(r.methods - {"HEAD", "OPTIONS"}) for r in app.url_map.iter_rules()
+        len(r.methods - {"HEAD", "OPTIONS"})
+        for r in app.url_map.iter_rules()
         if r.rule.startswith("/api/v1")
     )
 
@@ -61,8 +62,15 @@ def test_tick_endpoint_returns_rows(admin_api):
 
 def test_manual_clock_is_refused_outside_testing(db_url):
     with pytest.raises(RuntimeError, match="ALMANAC_TESTING=1"):
-        create_app({"DATABASE_URL": db_url, "CLOCK": "manual", "TESTING": False,
-                    "SCHEDULER": "off", "SECRET_KEY": "x"})
+        create_app(
+            {
+                "DATABASE_URL": db_url,
+                "CLOCK": "manual",
+                "TESTING": False,
+                "SCHEDULER": "off",
+                "SECRET_KEY": "x",
+            }
+        )
 
 
 def test_system_clock_answers_409_on_clock_route(db_url, accounts):

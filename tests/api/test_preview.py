@@ -6,13 +6,18 @@ from __future__ import annotations
 def test_preview_new_york_spring_forward(admin_api):
     response = admin_api.post(
         "/namespaces/default/calendar/preview",
-        json={"spec": {"cron": "30 2 * * *", "timezone": "America/New_York"},
-              "after": "2026-03-07T00:00:00Z", "count": 3},
+        json={
+            "spec": {"cron": "30 2 * * *", "timezone": "America/New_York"},
+            "after": "2026-03-07T00:00:00Z",
+            "count": 3,
+        },
     )
     assert response.status_code == 200, response.get_json()
     items = response.get_json()["occurrences"]
     assert [i["at"] for i in items] == [
-        "2026-03-07T07:30:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"
+        "2026-03-07T07:30:00Z",
+        "2026-03-08T07:00:00Z",
+        "2026-03-09T06:30:00Z",
     ]
     assert items[1]["local"] == "2026-03-08T03:00:00-04:00"
     assert items[1]["utc_offset"] == "-04:00"
@@ -23,12 +28,14 @@ def test_preview_new_york_spring_forward(admin_api):
 def test_preview_defaults_to_now_and_namespace_header(api_for):
     viewer = api_for("viewer1", role="viewer", namespace="reports")
     response = viewer.post(
-        "/calendar/preview", json={"spec": {"cron_expressions": ["0 * * * *"]}, "count": 2},
+        "/calendar/preview",
+        json={"spec": {"cron_expressions": ["0 * * * *"]}, "count": 2},
         headers={"X-Namespace": "reports"},
     )
     assert response.status_code == 200
     assert [i["at"] for i in response.get_json()["occurrences"]] == [
-        "2026-01-05T13:00:00Z", "2026-01-05T14:00:00Z"
+        "2026-01-05T13:00:00Z",
+        "2026-01-05T14:00:00Z",
     ]
 
 
@@ -60,7 +67,9 @@ def test_invalid_calendar_is_422_naming_the_field(admin_api):
 
 
 def test_preview_count_bounds(admin_api):
-    response = admin_api.post("/calendar/preview", json={"spec": {"cron": "* * * * *"}, "count": 101})
+    response = admin_api.post(
+        "/calendar/preview", json={"spec": {"cron": "* * * * *"}, "count": 101}
+    )
     assert response.status_code == 422
     assert response.get_json()["error"]["details"]["errors"][0]["loc"] == ["count"]
 

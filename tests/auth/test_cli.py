@@ -12,8 +12,9 @@ from tests.conftest import Api
 def test_users_create_grant_and_token_reach_the_api(app, runner, client):
     result = runner.invoke(args=["namespaces", "create", "billing", "--max-active-runs", "3"])
     assert result.exit_code == 0, result.output
-    result = runner.invoke(args=["users", "create", "dana", "--password-stdin"],
-                           input="a-long-password\n")
+    result = runner.invoke(
+        args=["users", "create", "dana", "--password-stdin"], input="a-long-password\n"
+    )
     assert result.exit_code == 0, result.output
     assert runner.invoke(args=["users", "grant", "dana", "billing", "viewer"]).exit_code == 0
     result = runner.invoke(args=["tokens", "create", "dana", "--name", "laptop"])
@@ -54,7 +55,9 @@ def test_bootstrap_creates_admin_once_with_generated_password(db_url):
     with database(app).session() as session:
         user = session.scalar(select(User).where(User.username == "boss"))
         assert user.is_superuser
-        role = session.scalar(select(Membership.role).join(Namespace).where(Namespace.name == "default"))
+        role = session.scalar(
+            select(Membership.role).join(Namespace).where(Namespace.name == "default")
+        )
         assert role == "admin"
     response = Api(app.test_client(), "alm_fixed_token_for_test").get("/namespaces")
     assert [n["name"] for n in response.get_json()["items"]] == ["default"]

@@ -20,8 +20,16 @@ from tests.conftest import ARTIFACTS
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
 
 
 @dataclass
@@ -67,12 +75,25 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     }
     flask = [str(BIN / "flask"), "--app", "wsgi"]
     subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
-    subprocess.run([*flask, "admin", "bootstrap"], cwd=ROOT, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [*flask, "admin", "bootstrap"], cwd=ROOT, env=env, check=True, capture_output=True
+    )
     log = open(workdir / "server.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "4",
-         "wsgi:app"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(BIN / "gunicorn"),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "4",
+            "wsgi:app",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -13,8 +13,9 @@ def csrf_from(response) -> str:
 
 def sign_in(client, username: str, password: str):
     token = csrf_from(client.get("/login"))
-    return client.post("/login", data={"username": username, "password": password,
-                                       "csrf_token": token})
+    return client.post(
+        "/login", data={"username": username, "password": password, "csrf_token": token}
+    )
 
 
 def test_login_page_renders(client):
@@ -75,7 +76,9 @@ def test_partial_with_hx_request_and_page_without(client, accounts):
     sign_in(client, "alice", "pw-alice-secret")
     full = client.get("/ns/default/schedules")
     partial = client.get("/ns/default/schedules", headers={"HX-Request": "true"})
-    boosted = client.get("/ns/default/schedules", headers={"HX-Request": "true", "HX-Boosted": "true"})
+    boosted = client.get(
+        "/ns/default/schedules", headers={"HX-Request": "true", "HX-Boosted": "true"}
+    )
     assert b"<html" in full.data and b"<html" not in partial.data and b"<html" in boosted.data
     assert b"No schedules in this namespace yet." in partial.data
     for response in (full, partial):
@@ -84,8 +87,9 @@ def test_partial_with_hx_request_and_page_without(client, accounts):
 
 def test_logout_needs_post_with_csrf(client, accounts):
     accounts.create("alice")
-    page = client.get(sign_in(client, "alice", "pw-alice-secret").headers["Location"],
-                      follow_redirects=True)
+    page = client.get(
+        sign_in(client, "alice", "pw-alice-secret").headers["Location"], follow_redirects=True
+    )
     assert client.post("/logout").status_code == 400
     response = client.post("/logout", data={"csrf_token": csrf_from(page)})
     assert response.status_code == 302
