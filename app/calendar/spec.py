@@ -39,7 +39,8 @@ class Interval:
         if "every" not in data:
             raise CalendarError("every is required", ("every",))
         every = parse_duration(data["every"], ("every",))
-        offset = parse_duration(data.get("offset") or "PT0S", ("offset",))
+        offset_text = data.get("offset")
+        offset = parse_duration("PT0S" if offset_text is None else offset_text, ("offset",))
         return cls(every, offset)
 
     def to_dict(self) -> dict[str, str]:

@@ -17,6 +17,8 @@ from app.calendar.grammar import CronFields, parse_calendar
 
 ONE_DAY = timedelta(days=1)
 ONE_SECOND = timedelta(seconds=1)
+ZERO = timedelta(0)
+TWICE = "occurs twice on this day"
 
 Item = tuple[datetime, str | None]
 
@@ -53,28 +55,42 @@ def _transition_day(expression: str, zone: ZoneInfo, day: date) -> tuple[Item, .
     for hour in fields.hours:
         for minute in fields.minutes:
             wall = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
-            as_utc = wall.replace(tzinfo=UTC)
-            first, second = wall.utcoffset(), wall.replace(fold=1).utcoffset()
-            assert first is not None and second is not None
             label = f"{hour:02d}:{minute:02d}"
-            if first == second:
-                notes.setdefault(as_utc - first, None)
-            elif first > second and fields.every_hour:
-                notes.setdefault(
-                    as_utc - first, f"repeated: {label} occurs twice on this day (first occurrence)"
-                )
-                notes.setdefault(as_utc - second, f"second occurrence of {label} (clock fell back)")
-            elif first > second:
-                notes.setdefault(
-                    as_utc - first,
-                    f"repeated: {label} occurs twice on this day "
-                    "(fires at the first occurrence only)",
-                )
+            off_before, off_after = _offsets(wall)
+            if off_before >= off_after:
+                for instant, note in _folds(wall, label, fields.every_hour):
+                    notes.setdefault(instant, note)
             elif not fields.every_hour:
-                shifted[gap_end(zone, as_utc - second, as_utc - first)].append(label)
+                as_utc = wall.replace(tzinfo=UTC)
+                shifted[gap_end(zone, as_utc - off_after, as_utc - off_before)].append(label)
     for instant, labels in shifted.items():
         notes[instant] = _merge_notes(notes.get(instant), _shift_note(labels))
     return tuple(sorted(notes.items()))
+
+
+def _offsets(wall: datetime) -> tuple[timedelta, timedelta]:
+    """UTC offsets of `wall` before and after a transition; equal when none is involved.
+
+    PEP 495: fold=0 takes the offset before a transition and fold=1 the one after, so a larger
+    first offset means the clock fell back over `wall` and a smaller one that it sprang forward.
+    """
+    return wall.utcoffset() or ZERO, wall.replace(fold=1).utcoffset() or ZERO
+
+
+def _folds(wall: datetime, label: str, every_hour: bool) -> list[Item]:
+    """The instants an existing wall time fires at: its only one, or the folds §4.2 keeps."""
+    as_utc = wall.replace(tzinfo=UTC)
+    off_before, off_after = _offsets(wall)
+    if off_before == off_after:
+        return [(as_utc - off_before, None)]
+    if not every_hour:
+        return [
+            (as_utc - off_before, f"repeated: {label} {TWICE} (fires at the first occurrence only)")
+        ]
+    return [
+        (as_utc - off_before, f"repeated: {label} {TWICE} (first occurrence)"),
+        (as_utc - off_after, f"second occurrence of {label} (clock fell back)"),
+    ]
 
 
 def gap_end(zone: ZoneInfo, before: datetime, after: datetime) -> datetime:

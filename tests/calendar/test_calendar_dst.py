@@ -75,7 +75,9 @@ def test_new_york_every_hour_follows_absolute_time() -> None:
 
 def test_new_york_collisions_fire_once() -> None:
     # 02:00 and 02:30 shift to 03:00, which also matches for real: one instant.
-    assert fires("0,30 2,3 * * *", "America/New_York", "2026-03-08T00:00Z", "2026-03-08T12:00Z") == [
+    assert fires(
+        "0,30 2,3 * * *", "America/New_York", "2026-03-08T00:00Z", "2026-03-08T12:00Z"
+    ) == [
         "2026-03-08T07:00Z",
         "2026-03-08T07:30Z",
     ]
@@ -132,8 +134,10 @@ def test_sydney_every_hour_doubles_the_repeated_hour() -> None:
         "2026-04-04T16:30Z",
     ]
     notes = [
-        item.note for item in preview(Spec(("30 * * * *",), timezone="Australia/Sydney"),
-                                      z("2026-04-04T15:00Z"), 3)
+        item.note
+        for item in preview(
+            Spec(("30 * * * *",), timezone="Australia/Sydney"), z("2026-04-04T15:00Z"), 3
+        )
     ]
     assert notes == [
         "repeated: 02:30 occurs twice on this day (first occurrence)",
@@ -143,7 +147,9 @@ def test_sydney_every_hour_doubles_the_repeated_hour() -> None:
 
 
 def test_sydney_collisions_fire_once() -> None:
-    assert fires("0,30 2,3 * * *", "Australia/Sydney", "2026-10-03T12:00Z", "2026-10-04T00:00Z") == [
+    assert fires(
+        "0,30 2,3 * * *", "Australia/Sydney", "2026-10-03T12:00Z", "2026-10-04T00:00Z"
+    ) == [
         "2026-10-03T16:00Z",
         "2026-10-03T16:30Z",
     ]
@@ -219,6 +225,8 @@ def test_santiago_fold_before_midnight() -> None:
 
 
 def test_results_are_utc_aware() -> None:
-    found = next_occurrence(Spec(("30 2 * * *",), timezone="America/New_York"), z("2026-03-08T00:00Z"))
+    found = next_occurrence(
+        Spec(("30 2 * * *",), timezone="America/New_York"), z("2026-03-08T00:00Z")
+    )
     assert found == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)
     assert found is not None and found.tzinfo is UTC
