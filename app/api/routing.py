@@ -53,7 +53,6 @@ def current_user() -> User:
         user = auth_service.authenticate_token(context.session(), context.now(), token.strip())
         if user is None:
             raise Unauthenticated("the token is unknown, revoked, or its user is disabled")
-        context.session().commit()
         g.api_user = user
     return g.api_user  # type: ignore[no-any-return]
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.auth.errors import AlreadyExists, NamespaceNotFound, TokenNotFound, UserNotFound
 from app.auth.grants import ROLE_GRANTS
 from app.db import ApiToken, Membership, Namespace, User
+from app.db.session import begin_write
 from app.errors import ValidationFailed
 
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Compared against when the user does not exist, so failures take the same time either way.
 _DUMMY_HASH = generate_password_hash("not-a-real-password")
@@ -170,11 +172,19 @@ def revoke_token(session: Session, now: datetime, username: str, name: str) -> A
 
 
 def authenticate_token(session: Session, now: datetime, token: str) -> User | None:
-    """The active user owning this unrevoked token, recording its use; None otherwise."""
+    """The active user owning this unrevoked token, or None; records its use (the caller commits).
+
+    `last_used_at` is written at most once a minute, so reads stay reads.
+    """
     row = session.scalar(select(ApiToken).where(ApiToken.token_sha256 == hash_token(token)))
     if row is None or row.revoked_at is not None or row.user.disabled_at is not None:
         return None
-    row.last_used_at = now
+    if row.last_used_at is None or now - row.last_used_at >= TOKEN_USE_RESOLUTION:
+        user = row.user
+        begin_write(session)
+        session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
+        session.commit()
+        return user
     return row.user
 
 

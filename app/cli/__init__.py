@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.cli import accounts, database, scheduler
+from app.cli import accounts, database, scheduler, worker
 
 
 def init_app(app: Flask) -> None:
-    for group in (*accounts.GROUPS, database.db, scheduler.scheduler):
+    for group in (*accounts.GROUPS, database.db, scheduler.scheduler, worker.worker):
         app.cli.add_command(group)

@@ -7,11 +7,11 @@ import signal
 import threading
 
 import click
-from flask.cli import AppGroup
 from flask import current_app
+from flask.cli import AppGroup
 
+from app.ticker.host import worker_pool
 from app.ticker.tick import run_tick
-
 
 scheduler = AppGroup("scheduler", help="The ticker.")
 
@@ -32,17 +32,23 @@ def tick(as_json: bool, work: bool) -> None:
 
 
 @scheduler.command("run")
-def run() -> None:
-    """Tick every ALMANAC_TICK_SECONDS until interrupted (SIGINT/SIGTERM stop it cleanly)."""
+@click.option("--workers", type=int, default=None,
+              help="Worker threads beside the ticker (default: ALMANAC_WORKERS, 2; 0 for none).")
+def run(workers: int | None) -> None:
+    """Tick every ALMANAC_TICK_SECONDS and run workers until interrupted (SIGINT/SIGTERM)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     period = float(app.config["TICK_SECONDS"])
-    click.echo(f"ticking every {period}s; Ctrl-C stops")
-    while not stop.is_set():
-        try:
-            run_tick(app, work=False)
-        except Exception as exc:  # keep ticking: the next tick retries what this one could not
-            click.echo(f"tick failed: {exc!r}", err=True)
-        stop.wait(period)
+    pool = worker_pool(app, size=workers).start()
+    click.echo(f"ticking every {period}s with {pool.size} worker threads; Ctrl-C stops")
+    try:
+        while not stop.is_set():
+            try:
+                run_tick(app, work=False)
+            except Exception as exc:  # keep ticking: the next tick retries what this one could not
+                click.echo(f"tick failed: {exc!r}", err=True)
+            stop.wait(period)
+    finally:
+        pool.stop()

@@ -57,7 +57,8 @@ class Run(Base):
         UniqueConstraint("namespace_id", "run_id"),
         Index("ix_runs_schedule_active", "schedule_uid", "status"),
         Index("ix_runs_namespace_status", "namespace_id", "status"),
-        Index("ix_runs_claim", "claimable_at", "queue"),
+        # Workers claim in (claimable_at, id) order: the index yields it without a sort.
+        Index("ix_runs_claim", "claimable_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -131,9 +132,11 @@ class Signal(Base):
     name: Mapped[str] = mapped_column(String(128))
     payload: Mapped[Any | None] = mapped_column(JSONType)
     accepted_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    status: Mapped[str] = mapped_column(String(16))  # delivered | buffered | ignored | consumed
+    status: Mapped[str] = mapped_column(String(16))  # buffered | consumed | ignored
     reason: Mapped[str | None] = mapped_column(Text)
     node_id: Mapped[str | None] = mapped_column(String(128))
+    # Arrival order within the run (1, 2, ...): buffered signals are consumed in this order.
+    position: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class Task(Base):

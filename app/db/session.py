@@ -77,3 +77,16 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def begin_write(session: Session) -> None:
+    """Start a write transaction now: `BEGIN IMMEDIATE` on SQLite, so a writer that read first
+    queues on the lock instead of failing to upgrade a stale read (PostgreSQL locks rows).
+
+    A transaction with only reads so far (authentication, lookups) is committed first.
+    """
+    if session.in_transaction():
+        if session.new or session.dirty or session.deleted:
+            raise RuntimeError("begin_write with unflushed changes pending")
+        session.commit()
+    session.connection(execution_options={"sqlite_immediate": True})

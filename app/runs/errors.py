@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.errors import AlmanacError, Conflict, NotFound
+from app.errors import AlmanacError, Conflict, NotFound, ValidationFailed
 
 
 class WorkflowNotFound(NotFound):
@@ -14,7 +14,8 @@ class WorkflowNotFound(NotFound):
 
 class ActivationNotFound(NotFound):
     def __init__(self, activation_id: str) -> None:
-        super().__init__(f"activation {activation_id!r} does not exist", activation_id=activation_id)
+        super().__init__(f"activation {activation_id!r} does not exist",
+                         activation_id=activation_id)
 
 
 class ActivationNotReady(Conflict):
@@ -41,3 +42,44 @@ class RunFinished(Conflict):
 
 class InputSchemaError(AlmanacError):
     code = "INPUT_SCHEMA"
+
+
+class WorkflowVersionNotFound(NotFound):
+    def __init__(self, name: str, version: int) -> None:
+        super().__init__(f"workflow {name!r} has no version {version}", workflow=name,
+                         version=version)
+
+
+class TaskNotFound(NotFound):
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"task {task_id!r} does not exist", task_id=task_id)
+
+
+class TaskClosed(Conflict):
+    """A task that is no longer open, or whose deadline has passed."""
+
+    def __init__(self, task_id: str, status: str, message: str | None = None) -> None:
+        super().__init__(message or f"task {task_id!r} is already {status}", task_id=task_id,
+                         status=status)
+
+
+class DefinitionInvalid(ValidationFailed):
+    """A workflow definition refused on deploy; names the offending step when there is one."""
+
+    def __init__(self, loc: list[str | int], msg: str, step: str | None = None) -> None:
+        where = ".".join(str(part) for part in loc) or "definition"
+        prefix = f"step {step!r}: " if step is not None else ""
+        super().__init__([{"loc": loc, "msg": msg}], f"{prefix}{where}: {msg}")
+        if step is not None:
+            self.details["step"] = step
+
+
+class PayloadTooLarge(AlmanacError):
+    code = "PAYLOAD_TOO_LARGE"
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        super().__init__(f"{what} is {size} bytes; the limit is {limit}", size=size, limit=limit)
+
+
+class ActionNotRegistered(LookupError):
+    """A worker met a step whose action is not registered in this process."""

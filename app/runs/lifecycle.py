@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
 from app.db import Namespace
@@ -130,9 +130,18 @@ def finish_run(session: Session, run: Run, now: datetime, status: str, event_typ
     run.claimable_at = None
     run.lease_owner = None
     run.lease_expires_at = None
-    session.execute(update(Deadline).where(Deadline.run_pk == run.id,
-                                           Deadline.consumed_at.is_(None)).values(consumed_at=now))
-    session.execute(update(Task).where(Task.run_pk == run.id, Task.status == "open")
+    # Hot path (every run ends here): table-level statements skip the ORM's autoflush and
+    # session synchronisation; the objects this session already holds are updated to match.
+    for obj in [*session.identity_map.values(), *session.new]:
+        if isinstance(obj, Deadline) and obj.run_pk == run.id and obj.consumed_at is None:
+            obj.consumed_at = now
+        elif isinstance(obj, Task) and obj.run_pk == run.id and obj.status == "open":
+            obj.status = "cancelled"
+    deadlines, tasks = cast(Table, Deadline.__table__), cast(Table, Task.__table__)
+    session.execute(update(deadlines).where(deadlines.c.run_pk == run.id,
+                                            deadlines.c.consumed_at.is_(None))
+                    .values(consumed_at=now))
+    session.execute(update(tasks).where(tasks.c.run_pk == run.id, tasks.c.status == "open")
                     .values(status="cancelled"))
     append_event(session, run, now, event_type, payload, node_id)
 

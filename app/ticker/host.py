@@ -1,4 +1,4 @@
-"""Hosts the tick loop in a process with APScheduler 3's BackgroundScheduler."""
+"""Hosts the tick loop (APScheduler 3's BackgroundScheduler) and the worker threads in a process."""
 
 from __future__ import annotations
 
@@ -6,16 +6,25 @@ import atexit
 import logging
 import os
 import sys
+import threading
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 
-from app.ticker.tick import scheduler_enabled, run_tick
+from app.context import clock, database
+from app.runs.actions import load_modules
+from app.runs.engine import DEFAULT_LEASE_SECONDS
+from app.runs.pool import WorkerPool
+from app.ticker.tick import run_tick, scheduler_enabled
 
 log = logging.getLogger(__name__)
 
+DEFAULT_WORKERS = 2
+
 # One ticker per process, however many apps the process builds.
 _hosted: BackgroundScheduler | None = None
+_pool: WorkerPool | None = None
+_lock = threading.Lock()
 
 
 def _tick_job(app: Flask) -> None:
@@ -25,21 +34,48 @@ def _tick_job(app: Flask) -> None:
         log.exception("tick failed")
 
 
-def start(app: Flask) -> BackgroundScheduler:
-    """Start the background ticker for `app` (idempotent within a process)."""
-    global _hosted
-    if _hosted is not None:
-        return _hosted
-    scheduler = BackgroundScheduler(timezone="UTC")
-    scheduler.add_job(
-        _tick_job, "interval", args=[app], seconds=float(app.config["TICK_SECONDS"]),
-        id="almanac-tick", max_instances=1, coalesce=True, misfire_grace_time=None,
+def worker_pool(app: Flask, *, queue: str | None = None, size: int | None = None) -> WorkerPool:
+    """A (not yet started) pool of `WORKERS` threads for `app`, with its action modules loaded."""
+    load_modules(app.config.get("ACTION_MODULES"))
+    return WorkerPool(
+        database(app), clock(app), queue=queue,
+        size=int(size if size is not None else app.config.get("WORKERS", DEFAULT_WORKERS)),
+        lease_seconds=float(app.config.get("LEASE_SECONDS", DEFAULT_LEASE_SECONDS)),
+        poll_seconds=float(app.config.get("WORKER_POLL_SECONDS", 0.5)),
+        batch=int(app.config.get("WORKER_BATCH", 1)),
     )
-    scheduler.start()
-    atexit.register(lambda: scheduler.shutdown(wait=True))
-    _hosted = scheduler
-    app.extensions["almanac.ticker"] = scheduler
-    return scheduler
+
+
+def start(app: Flask, *, workers: bool = True) -> BackgroundScheduler:
+    """Start the background ticker and worker threads for `app` (idempotent within a process)."""
+    global _hosted, _pool
+    with _lock:
+        if _hosted is not None:
+            return _hosted
+        scheduler = BackgroundScheduler(timezone="UTC")
+        scheduler.add_job(
+            _tick_job, "interval", args=[app], seconds=float(app.config["TICK_SECONDS"]),
+            id="almanac-tick", max_instances=1, coalesce=True, misfire_grace_time=None,
+        )
+        scheduler.start()
+        pool = worker_pool(app).start() if workers else None
+        atexit.register(stop)
+        _hosted, _pool = scheduler, pool
+        app.extensions["almanac.ticker"] = scheduler
+        app.extensions["almanac.workers"] = pool
+        return scheduler
+
+
+def stop() -> None:
+    """Shut the ticker down (waiting for a tick in progress), then the workers."""
+    global _hosted, _pool
+    with _lock:
+        scheduler, pool = _hosted, _pool
+        _hosted, _pool = None, None
+    if scheduler is not None and scheduler.running:
+        scheduler.shutdown(wait=True)
+    if pool is not None:
+        pool.stop()
 
 
 def _cli_command_other_than_run() -> bool:

@@ -2,16 +2,53 @@
 
 from __future__ import annotations
 
+import time
+
+from sqlalchemy import select
+
+from app.db.clock import make_clock
+from app.db.runs import Run
+from app.runs import deadlines, engine
+from app.runs.locking import begin_write, for_update
 from app.ticker.tick import TickContext
+
+LEASE_PAGE = 100
+# `work` drains everything synchronously: claim in batches for throughput.
+WORK_BATCH = 25
+
+
+def _budget_left(ctx: TickContext) -> bool:
+    return time.monotonic() < ctx.deadline_monotonic
 
 
 def process_deadlines(ctx: TickContext) -> None:
-    """Apply every deadline due at `ctx.now` in §6.4 order (runs issue)."""
+    """Apply every deadline due at `ctx.now` in §6.4 order, page by page within the budget."""
+    result = deadlines.scan(ctx.db, ctx.now, budget_left=lambda: _budget_left(ctx))
+    ctx.result.deadlines += result.applied
 
 
 def recover_leases(ctx: TickContext) -> None:
-    """Make steps whose worker lease expired claimable again (runs issue)."""
+    """Make steps whose worker lease expired claimable again (the step will run again)."""
+    while _budget_left(ctx):
+        with ctx.db.session() as session:
+            begin_write(session)
+            query = (select(Run).where(Run.lease_expires_at <= ctx.now,
+                                       Run.lease_owner.is_not(None))
+                     .order_by(Run.id).limit(LEASE_PAGE))
+            runs = list(session.scalars(for_update(session, query, skip_locked=True)))
+            for run in runs:
+                engine.release_expired_lease(session, run, ctx.now)
+            session.commit()
+        if len(runs) < LEASE_PAGE:
+            return
 
 
 def work_until_idle(ctx: TickContext) -> None:
-    """Run every runnable step until none is left (runs issue)."""
+    """Run every runnable step, on every queue, until none is left (`work: true`)."""
+    settings = engine.WorkerSettings(
+        name=engine.worker_name("tick"), queue=engine.ANY_QUEUE, batch=WORK_BATCH,
+        lease_seconds=float(ctx.config.get("LEASE_SECONDS", engine.DEFAULT_LEASE_SECONDS)))
+    # Clocks are stateless (the manual one lives in the database): build the configured kind.
+    clock = make_clock(str(ctx.config["CLOCK"]), bool(ctx.config["TESTING"]))
+    while advanced := engine.work_once(ctx.db, clock, settings):
+        ctx.result.steps += advanced

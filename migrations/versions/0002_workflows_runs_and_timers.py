@@ -90,7 +90,7 @@ def upgrade() -> None:
     sa.UniqueConstraint('uid', name=op.f('uq_runs_uid'))
     )
     with op.batch_alter_table('runs', schema=None) as batch_op:
-        batch_op.create_index('ix_runs_claim', ['claimable_at', 'queue'], unique=False)
+        batch_op.create_index('ix_runs_claim', ['claimable_at', 'id'], unique=False)
         batch_op.create_index(batch_op.f('ix_runs_lease_expires_at'), ['lease_expires_at'], unique=False)
         batch_op.create_index('ix_runs_namespace_status', ['namespace_id', 'status'], unique=False)
         batch_op.create_index('ix_runs_schedule_active', ['schedule_uid', 'status'], unique=False)
@@ -132,6 +132,7 @@ def upgrade() -> None:
     sa.Column('status', sa.String(length=16), nullable=False),
     sa.Column('reason', sa.Text(), nullable=True),
     sa.Column('node_id', sa.String(length=128), nullable=True),
+    sa.Column('position', sa.Integer(), nullable=False),
     sa.ForeignKeyConstraint(['run_pk'], ['runs.id'], name=op.f('fk_signals_run_pk_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_signals'))
     )

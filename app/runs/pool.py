@@ -1,0 +1,55 @@
+"""A pool of worker threads, each claiming and running steps until stopped."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from app.db import Database
+from app.runs.engine import Clock, WorkerSettings, work_once, worker_name
+
+log = logging.getLogger(__name__)
+
+
+class WorkerPool:
+    """`size` threads running `work_once`; an idle thread polls every `poll_seconds`."""
+
+    def __init__(self, db: Database, clock: Clock, *, size: int, queue: str | None = None,
+                 lease_seconds: float = 60.0, poll_seconds: float = 0.5, batch: int = 1) -> None:
+        self.db = db
+        self.clock = clock
+        self.size = size
+        self.queue = queue
+        self.lease_seconds = lease_seconds
+        self.poll_seconds = poll_seconds
+        self.batch = batch
+        self.stopping = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> WorkerPool:
+        for index in range(self.size):
+            thread = threading.Thread(target=self._loop, name=f"almanac-worker-{index}",
+                                      daemon=True)
+            thread.start()
+            self.threads.append(thread)
+        return self
+
+    def _loop(self) -> None:
+        settings = WorkerSettings(name=worker_name(), queue=self.queue,
+                                  lease_seconds=self.lease_seconds, batch=self.batch)
+        busy = False
+        while not self.stopping.is_set():
+            try:
+                busy = work_once(self.db, self.clock, settings, peek=not busy) > 0
+            except Exception:  # a database hiccup must not kill the thread; try again shortly
+                log.exception("worker step failed")
+                busy = False
+            if not busy:
+                self.stopping.wait(self.poll_seconds)
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Ask every thread to stop after its current step, and wait for them."""
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout)
+        self.threads.clear()

@@ -1,0 +1,82 @@
+"""Human tasks (SPEC §6.3): the inbox, and completing a task with a JSON output."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.auth.grants import ROLE_GRANTS, grants_of
+from app.db import Namespace, User
+from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
+from app.errors import Forbidden
+from app.runs.errors import RunFinished, TaskClosed, TaskNotFound
+from app.runs.lifecycle import append_event
+from app.runs.locking import begin_write, for_update
+from app.runs.paging import after_key, split_page
+from app.runs.service import check_size
+from app.runs.steps import complete_step, iso
+
+TASK_STATUSES = ("open", "completed", "timed_out", "cancelled")
+
+
+def list_tasks(session: Session, namespace: Namespace, limit: int, after: list[Any] | None, *,
+               status: str | None = None,
+               run_id: str | None = None) -> tuple[list[tuple[Task, str]], list[Any] | None]:
+    """Tasks newest first with their run's id, one keyset page."""
+    query = (select(Task, Run.run_id).join(Run, Run.id == Task.run_pk)
+             .where(Task.namespace_id == namespace.id))
+    if status:
+        query = query.where(Task.status == status)
+    if run_id:
+        query = query.where(Run.run_id == run_id)
+    if after:
+        query = query.where(after_key([Task.created_at, Task.id],
+                                      [datetime.fromisoformat(after[0]), after[1]],
+                                      descending=True))
+    query = query.order_by(Task.created_at.desc(), Task.id.desc()).limit(limit + 1)
+    rows = [(row[0], row[1]) for row in session.execute(query)]
+    return split_page(rows, limit, lambda row: [row[0].created_at.isoformat(), row[0].id])
+
+
+def complete(session: Session, now: datetime, namespace: Namespace, user: User, task_id: str,
+             output: Any) -> tuple[Task, Run]:
+    """Complete an open task strictly before its deadline and move its run on; caller commits.
+
+    The caller checked `run.manage`; a task naming a `role` also needs every grant of that role.
+    """
+    check_size("output", output)
+    begin_write(session)
+    task = session.get(Task, task_id)
+    if task is None or task.namespace_id != namespace.id:
+        raise TaskNotFound(task_id)
+    run = session.scalar(for_update(session, select(Run).where(Run.id == task.run_pk)))
+    assert run is not None
+    session.refresh(task)
+    if task.role:
+        held = grants_of(session, user, namespace)
+        missing = sorted(ROLE_GRANTS[task.role] - held)
+        if missing:
+            raise Forbidden(missing[0], namespace.name)
+    if task.status != "open":
+        raise TaskClosed(task.id, task.status)
+    if run.status not in ACTIVE_RUN_STATUSES:
+        raise RunFinished(run.run_id, run.status)
+    if task.due_at is not None and now >= task.due_at:
+        raise TaskClosed(task.id, "too_late", f"task {task.id!r} was due at {iso(task.due_at)}; "
+                                              "a completion must come strictly before it")
+    task.status = "completed"
+    task.output = output
+    task.completed_at = now
+    task.completed_by = user.username
+    session.execute(update(Deadline).where(Deadline.run_pk == run.id, Deadline.kind == "task",
+                                           Deadline.node_id == task.node_id,
+                                           Deadline.consumed_at.is_(None))
+                    .values(consumed_at=now))
+    append_event(session, run, now, "task_completed", {
+        "task_id": task.id, "output": output, "completed_by": user.username,
+        "accepted_at": iso(now), "deadline": iso(task.due_at)}, task.node_id)
+    complete_step(session, run, now, output)
+    return task, run

@@ -1,0 +1,177 @@
+"""Deadlines (SPEC §6.3, §6.4): strictly-before wins, the order of due deadlines, timeouts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tests.conftest import FIXED_NOW
+
+MS = timedelta(milliseconds=1)
+
+
+def _approval(scenario, on_timeout="fail"):
+    scenario.deploy("approval", [
+        {"id": "approval", "type": "signal", "signal": "approve", "timeout_seconds": 60,
+         "on_timeout": on_timeout},
+        {"id": "after", "type": "action", "action": "echo", "args": "approved"},
+    ])
+
+
+def test_signal_accepted_one_millisecond_before_the_deadline_wins(scenario):
+    _approval(scenario)
+    run_id = scenario.start("approval")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=60) - MS)
+    body = scenario.signal(run_id, "approve", "yes").get_json()
+    assert body["status"] == "delivered"
+    assert body["accepted_at"] == "2026-01-05T12:00:59.999000Z"
+    scenario.set_clock(FIXED_NOW + timedelta(minutes=5))
+    result = scenario.tick()
+    assert result.deadlines == 0  # the timeout was consumed by the delivery
+    run = scenario.run(run_id)
+    assert run["status"] == "completed" and run["output"] == "approved"
+    assert "signal_timed_out" not in scenario.types(run_id)
+
+
+def test_signal_accepted_exactly_at_the_deadline_is_ignored_before_the_scanner_runs(scenario):
+    _approval(scenario)
+    run_id = scenario.start("approval")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=60))
+    # No tick has applied the timeout yet: the run still waits, but the signal is too late.
+    assert scenario.run(run_id)["status"] == "waiting"
+    body = scenario.signal(run_id, "approve", "yes").get_json()
+    assert body["status"] == "ignored" and body["reason"] == "too_late"
+    ignored = next(e for e in scenario.events(run_id) if e["event_type"] == "signal_ignored")
+    assert ignored["payload"]["accepted_at"] == "2026-01-05T12:01:00Z"
+    assert ignored["payload"]["deadline"] == "2026-01-05T12:01:00Z"
+    assert scenario.tick().deadlines == 1
+    run = scenario.run(run_id)
+    assert run["status"] == "failed" and run["error"]["type"] == "signal_timed_out"
+    assert scenario.signal(run_id, "approve").status_code == 409
+
+
+def test_signal_after_a_continued_timeout_is_too_late(scenario):
+    scenario.deploy("then-wait", [
+        {"id": "approval", "type": "signal", "signal": "approve", "timeout_seconds": 60,
+         "on_timeout": "continue"},
+        {"id": "rest", "type": "wait", "duration": "PT1H"},
+    ])
+    run_id = scenario.start("then-wait")["run_id"]
+    scenario.tick()
+    scenario.advance(seconds=61)
+    scenario.tick()
+    assert scenario.run(run_id)["current_step"] == "rest"
+    body = scenario.signal(run_id, "approve").get_json()
+    assert body["status"] == "ignored" and body["reason"] == "too_late"
+
+
+def test_task_completed_one_millisecond_before_wins_and_at_the_deadline_is_refused(scenario):
+    scenario.deploy("review", [
+        {"id": "review", "type": "task", "title": "Check", "timeout_seconds": 60}])
+    early = scenario.start("review")["run_id"]
+    late = scenario.start("review")["run_id"]
+    scenario.tick()
+    tasks = {t["run_id"]: t["id"] for t in scenario.api.get("/tasks").get_json()["items"]}
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=60) - MS)
+    assert scenario.api.post(f"/tasks/{tasks[early]}/complete", json={"output": 1}).status_code \
+        == 200
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=60))
+    refused = scenario.api.post(f"/tasks/{tasks[late]}/complete", json={"output": 1})
+    assert refused.status_code == 409
+    assert refused.get_json()["error"]["details"]["status"] == "too_late"
+    scenario.tick()
+    assert scenario.run(early)["status"] == "completed"
+    assert scenario.run(late)["status"] == "failed"
+
+
+def test_deadlines_due_together_apply_in_spec_order(scenario):
+    scenario.deploy("timeboxed", [{"id": "long", "type": "wait", "duration": "PT10M"}],
+                    timeout_seconds=60)
+    scenario.deploy("signal", [{"id": "s-approve", "type": "signal", "signal": "go",
+                                "timeout_seconds": 60, "on_timeout": "continue"}])
+    scenario.deploy("task", [{"id": "t-review", "type": "task", "title": "t",
+                              "timeout_seconds": 60, "on_timeout": "continue"}])
+    scenario.deploy("wait-b", [{"id": "b-wait", "type": "wait", "duration": "PT1M"}])
+    scenario.deploy("wait-a", [{"id": "a-wait", "type": "wait", "duration": "PT1M"}])
+    scenario.deploy("wait-z", [{"id": "z-wait", "type": "wait", "duration": "PT30S"}])
+    runs = {name: scenario.start(name)["run_id"]
+            for name in ("wait-b", "wait-a", "wait-z", "task", "signal", "timeboxed")}
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(minutes=1))
+    result = scenario.tick(work=False)
+    assert result.deadlines == 6
+    applied = {}
+    for name, run_id in runs.items():
+        for event in scenario.events(run_id):
+            if event["event_type"] in ("run_timed_out", "signal_timed_out", "task_timed_out",
+                                       "wait_elapsed"):
+                applied[event["id"]] = name
+    # Run timeout, then signal and task timeouts (by due time, node id), then waits by
+    # (due time, node id): z-wait was due first, a-wait and b-wait tie on time.
+    assert [applied[i] for i in sorted(applied)] == [
+        "timeboxed", "signal", "task", "wait-z", "wait-a", "wait-b"]
+    assert scenario.run(runs["timeboxed"])["status"] == "timed_out"
+    assert "wait_elapsed" not in scenario.types(runs["timeboxed"])
+
+
+def test_run_timeout_beats_a_wait_due_at_the_same_instant(scenario):
+    scenario.deploy("tie", [
+        {"id": "pause", "type": "wait", "duration": "PT5M"},
+        {"id": "after", "type": "action", "action": "noop"},
+    ], timeout_seconds=300)
+    run_id = scenario.start("tie")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(minutes=5))
+    result = scenario.tick()
+    assert result.deadlines == 1 and result.steps == 0
+    run = scenario.run(run_id)
+    assert run["status"] == "timed_out" and run["current_step"] == "pause"
+    types = scenario.types(run_id)
+    assert types[-1] == "run_timed_out" and "wait_elapsed" not in types
+    timed_out = scenario.events(run_id)[-1]["payload"]
+    assert timed_out == {"deadline": "2026-01-05T12:05:00Z", "observed_at": "2026-01-05T12:05:00Z"}
+
+
+def test_the_earliest_of_the_definition_and_run_timeouts_wins(scenario):
+    scenario.deploy("slow", [{"id": "pause", "type": "wait", "duration": "PT1H"}],
+                    timeout_seconds=3600)
+    run_id = scenario.start("slow", timeout_seconds=90)["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=90) - MS)
+    scenario.tick()
+    assert scenario.run(run_id)["status"] == "waiting"
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=90))
+    scenario.tick()
+    assert scenario.run(run_id)["status"] == "timed_out"
+
+
+def test_cancel_during_a_wait_stops_the_run_and_its_timer(scenario):
+    scenario.deploy("sleepy", [
+        {"id": "pause", "type": "wait", "duration": "PT5M"},
+        {"id": "after", "type": "action", "action": "noop"},
+    ])
+    run_id = scenario.start("sleepy")["run_id"]
+    scenario.tick()
+    response = scenario.api.post(f"/runs/{run_id}/cancel", json={"reason": "not needed"})
+    assert response.status_code == 200
+    assert response.get_json()["status"] == "cancelled"
+    scenario.advance(minutes=10)
+    result = scenario.tick()
+    assert result.deadlines == 0 and result.steps == 0
+    assert scenario.types(run_id)[-2:] == ["cancel_requested", "run_cancelled"]
+    again = scenario.api.post(f"/runs/{run_id}/cancel", json={})
+    assert again.status_code == 409
+    assert again.get_json()["error"]["details"]["status"] == "cancelled"
+    assert "cancelled" in again.get_json()["error"]["message"]
+
+
+def test_a_moved_back_clock_does_not_wake_a_wait(scenario):
+    scenario.deploy("wait", [{"id": "w", "type": "wait", "duration": "PT1M"}])
+    run_id = scenario.start("wait")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW - timedelta(hours=1))
+    assert scenario.tick().deadlines == 0
+    scenario.set_clock(FIXED_NOW + timedelta(minutes=1) - MS)
+    assert scenario.tick().deadlines == 0
+    assert scenario.run(run_id)["status"] == "waiting"

@@ -1,0 +1,164 @@
+"""Workers: leases, terminate and cancel during an action, lost workers, queues, the pool."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from app.context import clock, database
+from app.db import Run
+from app.runs import engine
+from app.runs.pool import WorkerPool
+from tests.conftest import FIXED_NOW
+from tests.runs import probe_actions  # noqa: F401 - registers the `probe` action
+
+LEASE = timedelta(seconds=engine.DEFAULT_LEASE_SECONDS)
+
+
+def _settings(name="test-worker", queue=engine.ANY_QUEUE):
+    return engine.WorkerSettings(name=name, queue=queue)
+
+
+def _claim(app, settings=None):
+    claim = engine.claim_next(database(app), clock(app), settings or _settings())
+    assert isinstance(claim, engine.Claim)
+    return claim
+
+
+def _finish(app, claim):
+    return engine.commit_outcome(database(app), clock(app), claim, engine.execute(claim))
+
+
+def _deploy_pair(scenario):
+    scenario.deploy("pair", [
+        {"id": "first", "type": "action", "action": "echo", "args": 1},
+        {"id": "second", "type": "action", "action": "echo", "args": 2},
+    ])
+
+
+def test_terminate_during_an_action_discards_its_result(app, scenario):
+    _deploy_pair(scenario)
+    run_id = scenario.start("pair")["run_id"]
+    claim = _claim(app)
+    assert scenario.run(run_id)["status"] == "running"
+    response = scenario.api.post(f"/runs/{run_id}/terminate", json={"reason": "stop now"})
+    assert response.status_code == 200 and response.get_json()["status"] == "terminated"
+    assert _finish(app, claim) is False
+    assert scenario.tick().steps == 0
+    types = scenario.types(run_id)
+    assert types == ["run_started", "step_started", "run_terminated"]
+    assert scenario.events(run_id)[-1]["payload"] == {"reason": "stop now"}
+    again = scenario.api.post(f"/runs/{run_id}/terminate", json={})
+    assert again.status_code == 409 and again.get_json()["error"]["details"]["status"] == \
+        "terminated"
+
+
+def test_cancel_during_an_action_waits_for_the_step_boundary(app, scenario):
+    _deploy_pair(scenario)
+    run_id = scenario.start("pair")["run_id"]
+    claim = _claim(app)
+    response = scenario.api.post(f"/runs/{run_id}/cancel", json={"reason": "enough"})
+    assert response.status_code == 200 and response.get_json()["status"] == "running"
+    assert _finish(app, claim) is True
+    run = scenario.run(run_id)
+    assert run["status"] == "cancelled"
+    assert scenario.types(run_id) == ["run_started", "step_started", "cancel_requested",
+                                      "step_completed", "run_cancelled"]
+    assert scenario.tick().steps == 0
+
+
+def test_a_worker_that_dies_mid_step_loses_its_lease_and_the_step_runs_again(
+        app, scenario, tmp_path):
+    log = tmp_path / "probe.log"
+    scenario.deploy("probed", [
+        {"id": "only", "type": "action", "action": "probe", "args": {"log": str(log)}}])
+    run_id = scenario.start("probed")["run_id"]
+    dead = _claim(app, _settings("doomed"))  # claimed, then the worker "dies": never commits
+    scenario.set_clock(FIXED_NOW + LEASE - timedelta(milliseconds=1))
+    assert scenario.tick().steps == 0  # the lease still holds: nobody else may run the step
+    scenario.set_clock(FIXED_NOW + LEASE)
+    result = scenario.tick()
+    assert result.steps == 1
+    run = scenario.run(run_id)
+    assert run["status"] == "completed"
+    executions = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(executions) == 1 and executions[0]["attempt"] == 1
+    # The dead worker's late result (if it ever came) is discarded: the run completed once.
+    assert _finish(app, dead) is False
+    types = scenario.types(run_id)
+    assert types.count("run_completed") == 1 and types.count("step_completed") == 1
+    failed = next(e for e in scenario.events(run_id) if e["event_type"] == "step_failed")
+    assert failed["payload"]["error"]["type"] == "lease_expired"
+    assert failed["payload"]["will_retry"] is True
+
+
+def test_a_worker_may_also_take_over_an_expired_lease_directly(app, scenario):
+    _deploy_pair(scenario)
+    run_id = scenario.start("pair")["run_id"]
+    _claim(app, _settings("doomed"))
+    scenario.set_clock(FIXED_NOW + LEASE)
+    # No tick ran: the next claim itself releases the expired lease first.
+    while engine.work_once(database(app), clock(app), _settings("heir")):
+        pass
+    assert scenario.run(run_id)["status"] == "completed"
+    assert scenario.types(run_id).count("step_failed") == 1
+
+
+def test_queues_route_runs_to_their_workers(app, scenario):
+    _deploy_pair(scenario)
+    gpu = scenario.start("pair", queue="gpu")["run_id"]
+    plain = scenario.start("pair")["run_id"]
+    db, clk = database(app), clock(app)
+    while engine.work_once(db, clk, _settings("default-worker", queue=None)):
+        pass
+    assert scenario.run(plain)["status"] == "completed"
+    assert scenario.run(gpu)["status"] == "pending"
+    while engine.work_once(db, clk, _settings("gpu-worker", queue="gpu")):
+        pass
+    assert scenario.run(gpu)["status"] == "completed" and scenario.run(gpu)["queue"] == "gpu"
+
+
+def test_an_action_that_raises_or_returns_no_json_fails_its_step(app, scenario):
+    from app.runs.actions import action
+
+    @action("test-returns-set")
+    def returns_set(ctx):
+        return {1, 2}
+
+    @action("test-raises")
+    def raises(ctx):
+        raise KeyError("missing")
+
+    scenario.deploy("bad-output", [{"id": "s", "type": "action", "action": "test-returns-set"}])
+    scenario.deploy("raises", [{"id": "s", "type": "action", "action": "test-raises"}])
+    bad = scenario.start("bad-output")["run_id"]
+    raised = scenario.start("raises")["run_id"]
+    scenario.tick()
+    assert scenario.run(bad)["error"]["type"] == "output_not_json"
+    assert scenario.run(raised)["error"]["type"] == "KeyError"
+
+
+def test_worker_pool_threads_complete_runs_each_step_once(app, scenario, tmp_path):
+    log = tmp_path / "probe.log"
+    scenario.deploy("probed", [
+        {"id": f"s{i}", "type": "action", "action": "probe", "args": {"log": str(log)}}
+        for i in range(3)])
+    run_ids = [scenario.start("probed")["run_id"] for _ in range(8)]
+    pool = WorkerPool(database(app), clock(app), size=3, poll_seconds=0.05).start()
+    try:
+        give_up = time.monotonic() + 60
+        while time.monotonic() < give_up:
+            with database(app).session() as session:
+                left = session.scalar(select(Run.id).where(Run.status != "completed").limit(1))
+            if left is None:
+                break
+            time.sleep(0.05)
+    finally:
+        pool.stop()
+    assert all(scenario.run(r)["status"] == "completed" for r in run_ids)
+    executions = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted((e["run"], e["step"]) for e in executions) == sorted(
+        (r, f"s{i}") for r in run_ids for i in range(3))
