@@ -21,6 +21,11 @@ DEFAULTS: dict[str, Any] = {
     "ADMIN_PASSWORD": None,
     "ADMIN_TOKEN": None,
     "ACTION_MODULES": "",
+    # Worker threads hosted beside the ticker, their step lease, idle poll and claim batch.
+    "WORKERS": 2,
+    "LEASE_SECONDS": 60.0,
+    "WORKER_POLL_SECONDS": 0.5,
+    "WORKER_BATCH": 1,
     "CLOCK": "system",
     "TESTING": False,
     # 1 MiB of request body is plenty for any definition, schedule or signal (413 beyond).
