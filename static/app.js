@@ -1,7 +1,97 @@
-// Small progressive enhancements; every page works without this file.
-document.addEventListener("change", (event) => {
-  const el = event.target;
-  if (el instanceof HTMLSelectElement && el.hasAttribute("data-autosubmit")) {
-    el.form.submit();
+// Progressive enhancements; every page works without this file.
+(() => {
+  "use strict";
+
+  // The namespace switcher submits itself when changed.
+  document.addEventListener("change", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLSelectElement && el.hasAttribute("data-autosubmit")) el.form.submit();
+  });
+
+  // Plain (non-htmx) forms that need a confirmation.
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    const question = form.getAttribute && form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
+
+  // The modal: a native <dialog> opened by [data-modal-opener] buttons that load its body.
+  let openerId = null;
+  let lastRequest = null;
+  const modal = () => document.getElementById("modal");
+
+  function openModal() {
+    const dialog = modal();
+    if (dialog && !dialog.open) dialog.showModal();
   }
-});
+
+  function focusTitle() {
+    const title = document.getElementById("modal-title");
+    const meta = document.querySelector("#modal-body [data-modal-title]");
+    if (title && meta) title.textContent = meta.getAttribute("data-modal-title");
+    if (title) title.focus();
+  }
+
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const source = event.detail.elt;
+    const target = event.detail.target;
+    if (!target) return;
+    if (target.id === "modal-body" || target.id === "history-events") {
+      lastRequest = { path: event.detail.requestConfig.path, target: "#" + target.id,
+                      swap: target.id === "modal-body" ? "innerHTML" : "beforeend" };
+      const error = document.querySelector("#modal-body .load-error");
+      if (error) error.hidden = true;
+    }
+    if (source && source.hasAttribute("data-modal-opener")) {
+      openerId = source.id;
+      document.getElementById("modal-body").innerHTML = '<p class="muted">Loading…</p>';
+      openModal();
+    }
+  });
+
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (event.detail.target && event.detail.target.id === "modal-body") focusTitle();
+  });
+
+  function showError() {
+    const body = document.getElementById("modal-body");
+    if (!body) return;
+    let error = body.querySelector(".load-error");
+    if (!error) {
+      body.insertAdjacentHTML("beforeend", '<p class="load-error" role="alert">Could not load ' +
+        'the history. <button type="button" data-retry>Retry</button></p>');
+      error = body.querySelector(".load-error");
+    }
+    error.hidden = false;
+    const loading = body.querySelector(".htmx-indicator");
+    if (loading) loading.classList.remove("htmx-request");
+  }
+
+  for (const name of ["htmx:responseError", "htmx:sendError", "htmx:timeout"]) {
+    document.addEventListener(name, (event) => {
+      const target = event.detail.target;
+      if (target && (target.id === "modal-body" || target.id === "history-events")) {
+        if (target.id === "modal-body") target.innerHTML = "";
+        showError();
+      }
+    });
+  }
+
+  document.addEventListener("click", (event) => {
+    const el = event.target;
+    if (!(el instanceof Element)) return;
+    if (el.closest("[data-modal-close]")) modal().close();
+    if (el.closest("[data-retry]") && lastRequest && window.htmx) {
+      window.htmx.ajax("GET", lastRequest.path, { target: lastRequest.target, swap: lastRequest.swap });
+    }
+  });
+
+  // Focus returns to the button that opened the modal (found by id: a live refresh may
+  // have replaced the element itself).
+  document.addEventListener("close", (event) => {
+    if (event.target && event.target.id === "modal" && openerId) {
+      const opener = document.getElementById(openerId);
+      if (opener) opener.focus();
+    }
+  }, true);
+})();

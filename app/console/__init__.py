@@ -23,10 +23,10 @@ def _load_user(user_id: str) -> ConsoleUser | None:
 
 def init_app(app: Flask) -> None:
     """Register console blueprints, sessions and CSRF protection."""
-    from app.console.auth import bp as auth_bp
-    from app.console.schedules import bp as schedules_bp
+    from app.console import auth, filters, load, runs, schedule_actions, schedule_forms, schedules
 
+    filters.register(app)
     login_manager.init_app(app)
     csrf.init_app(app)
-    app.register_blueprint(auth_bp)
-    app.register_blueprint(schedules_bp)
+    for module in (auth, schedules, schedule_forms, schedule_actions, runs, load):
+        app.register_blueprint(module.bp)

@@ -14,8 +14,8 @@ def is_partial() -> bool:
     )
 
 
-def render(page: str, partial: str, status: int = 200, **ctx: Any) -> Response:
+def render(page: str, partial: str, /, http_status: int = 200, **ctx: Any) -> Response:
     """Render the partial alone for htmx, else the full page that includes it."""
-    response = make_response(render_template(partial if is_partial() else page, **ctx), status)
+    response = make_response(render_template(partial if is_partial() else page, **ctx), http_status)
     response.vary.add("HX-Request")
     return response

@@ -16,6 +16,13 @@ from app.db.runs import (
     Workflow,
     WorkflowVersion,
 )
+from app.db.schedules import (
+    SCHEDULE_STATUSES,
+    Schedule,
+    ScheduleHistoryEvent,
+    ScheduleOccurrence,
+    ScheduleRevision,
+)
 from app.db.session import Database, make_engine, normalize_url
 from app.db.system import ClockState, TickerBeat
 
@@ -26,6 +33,11 @@ __all__ = [
     "Deadline",
     "Run",
     "RunHistoryEvent",
+    "SCHEDULE_STATUSES",
+    "Schedule",
+    "ScheduleHistoryEvent",
+    "ScheduleOccurrence",
+    "ScheduleRevision",
     "Signal",
     "Task",
     "Workflow",

@@ -1,0 +1,63 @@
+"""Request bodies of the schedule routes (§5.1, §5.5); the service normalizes the shorthands."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from app.api.models import Strict
+
+OverlapPolicy = Literal["skip", "buffer_one", "buffer_all", "allow_all", "cancel_other",
+                        "terminate_other"]
+MissedPolicy = Literal["skip", "fire_once"]
+
+
+class ActionIn(Strict):
+    workflow: str | None = Field(default=None, min_length=1, max_length=128)
+    activation_id: str | None = Field(default=None, min_length=1, max_length=36)
+    input: Any = None
+    execution_timeout_seconds: int | None = Field(default=None, ge=1)
+    run_timeout_seconds: int | None = Field(default=None, ge=1)
+    queue: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class ScheduleIn(Strict):
+    """A save request; `cron`, `timezone`, `activation_id`, `input` and `id` are shorthands."""
+
+    schedule_id: str | None = Field(default=None, max_length=128)
+    id: str | None = Field(default=None, max_length=128)
+    spec: dict[str, Any] | None = None
+    cron: str | None = Field(default=None, max_length=256)
+    timezone: str | None = Field(default=None, max_length=64)
+    action: ActionIn | None = None
+    activation_id: str | None = Field(default=None, min_length=1, max_length=36)
+    input: Any = None
+    overlap_policy: OverlapPolicy | None = None
+    missed_policy: MissedPolicy | None = None
+    jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
+    max_runs: int | None = Field(default=None, ge=1)
+    labels: dict[str, str] | None = None
+    memo: dict[str, Any] | None = None
+    search_attributes: dict[str, Any] | None = None
+    notes: str | None = Field(default=None, max_length=4096)
+
+
+class SchedulePatchIn(ScheduleIn):
+    """A JSON merge patch (RFC 7386) of a save request: `null` removes a field or a label."""
+
+    labels: dict[str, str | None] | None = None  # type: ignore[assignment]
+
+
+class ReasonIn(Strict):
+    reason: str | None = Field(default=None, max_length=1024)
+
+
+class TriggerIn(ReasonIn):
+    overlap_policy: OverlapPolicy | None = None
+
+
+class BackfillIn(ReasonIn):
+    from_: str = Field(alias="from", max_length=64)
+    to: str = Field(max_length=64)
+    overlap_policy: OverlapPolicy | None = None

@@ -1,0 +1,32 @@
+"""What every console view shares: the acting user, its command context, page cursors."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask import request
+from flask_login import current_user
+
+from app.api.cursors import decode_cursor, encode_cursor
+from app.db import User
+from app.schedules.audit import CommandContext
+
+
+def actor() -> User:
+    return current_user.user  # type: ignore[no-any-return]
+
+
+def command(reason: str | None = None) -> CommandContext:
+    """The §5.7 command context of a console action."""
+    return CommandContext(actor().username, "console", str(uuid.uuid4()), reason or None)
+
+
+def page_key(namespace: str, collection: str) -> list[Any] | None:
+    """The keyset position of `?cursor=` for a console list (signed, namespace-bound)."""
+    token = request.args.get("cursor")
+    return decode_cursor(token, namespace, f"console-{collection}") if token else None
+
+
+def next_cursor(namespace: str, collection: str, key: list[Any] | None) -> str | None:
+    return encode_cursor(namespace, f"console-{collection}", key) if key else None

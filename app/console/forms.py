@@ -1,0 +1,181 @@
+"""Console forms <-> the request shape the schedules service takes, and errors back to fields."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from werkzeug.datastructures import MultiDict
+
+from app.errors import ValidationFailed
+
+TEXT_FIELDS = (
+    "schedule_id",
+    "timezone",
+    "start_at",
+    "end_at",
+    "workflow",
+    "activation_id",
+    "queue",
+    "overlap_policy",
+    "missed_policy",
+    "notes",
+)
+INT_FIELDS = ("execution_timeout_seconds", "run_timeout_seconds", "jitter_seconds", "max_runs")
+JSON_FIELDS = ("input", "memo", "search_attributes")
+ACTION_FIELDS = (
+    "workflow",
+    "activation_id",
+    "input",
+    "execution_timeout_seconds",
+    "run_timeout_seconds",
+    "queue",
+)
+FIELDS = (*TEXT_FIELDS, *INT_FIELDS, *JSON_FIELDS, "cron_expressions", "intervals", "labels")
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _fail(field: str, msg: str) -> ValidationFailed:
+    return ValidationFailed([{"loc": [field], "msg": msg}])
+
+
+def _json(form: MultiDict[str, str], field: str) -> Any:
+    raw = form.get(field, "").strip()
+    if not raw:
+        return {} if field != "input" else {}
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise _fail(field, f"is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+
+
+def _int(form: MultiDict[str, str], field: str) -> int | None:
+    raw = form.get(field, "").strip()
+    if not raw:
+        return None
+    if not raw.lstrip("-").isdigit():
+        raise _fail(field, "must be a whole number")
+    return int(raw)
+
+
+def _intervals(text: str) -> list[dict[str, str]]:
+    """Lines like `PT6H` or `PT6H offset PT5M`."""
+    intervals = []
+    for line in _lines(text):
+        words = line.split()
+        if len(words) == 1:
+            intervals.append({"every": words[0]})
+        elif len(words) == 3 and words[1].lower() == "offset":
+            intervals.append({"every": words[0], "offset": words[2]})
+        else:
+            raise _fail("intervals", f"{line!r}: write 'EVERY' or 'EVERY offset OFFSET'")
+    return intervals
+
+
+def _labels(text: str) -> dict[str, str]:
+    labels = {}
+    for line in _lines(text):
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise _fail("labels", f"{line!r}: write one 'key=value' per line")
+        labels[key.strip()] = value.strip()
+    return labels
+
+
+def spec_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
+    """The `spec` object of the form's calendar fields."""
+    spec: dict[str, Any] = {
+        "cron_expressions": _lines(form.get("cron_expressions", "")),
+        "intervals": _intervals(form.get("intervals", "")),
+        "timezone": form.get("timezone", "").strip() or "UTC",
+    }
+    for bound in ("start_at", "end_at"):
+        spec[bound] = form.get(bound, "").strip() or None
+    return spec
+
+
+def request_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
+    """The save request (SPEC §5.1) the form describes; 422 naming the field if unreadable."""
+    action: dict[str, Any] = {
+        "workflow": form.get("workflow", "").strip() or None,
+        "activation_id": form.get("activation_id", "").strip() or None,
+        "input": _json(form, "input"),
+        "execution_timeout_seconds": _int(form, "execution_timeout_seconds"),
+        "run_timeout_seconds": _int(form, "run_timeout_seconds"),
+        "queue": form.get("queue", "").strip() or None,
+    }
+    data: dict[str, Any] = {
+        "spec": spec_from_form(form),
+        "action": action,
+        "overlap_policy": form.get("overlap_policy") or "skip",
+        "missed_policy": form.get("missed_policy") or "skip",
+        "jitter_seconds": _int(form, "jitter_seconds") or 0,
+        "max_runs": _int(form, "max_runs"),
+        "labels": _labels(form.get("labels", "")),
+        "memo": _json(form, "memo"),
+        "search_attributes": _json(form, "search_attributes"),
+        "notes": form.get("notes", "").strip() or None,
+    }
+    if form.get("schedule_id", "").strip():
+        data["schedule_id"] = form["schedule_id"].strip()
+    return data
+
+
+def form_from_config(schedule_id: str, config: dict[str, Any]) -> dict[str, str]:
+    """Form field values for a stored configuration (the edit form)."""
+    spec, action = config["spec"], config["action"]
+    intervals = [
+        f"{i['every']} offset {i['offset']}"
+        if i.get("offset") not in (None, "PT0S")
+        else i["every"]
+        for i in spec.get("intervals", [])
+    ]
+    values = {
+        "schedule_id": schedule_id,
+        "cron_expressions": "\n".join(spec.get("cron_expressions", [])),
+        "intervals": "\n".join(intervals),
+        "timezone": spec.get("timezone") or "UTC",
+        "start_at": spec.get("start_at") or "",
+        "end_at": spec.get("end_at") or "",
+        "input": json.dumps(action.get("input", {}), indent=2),
+        "labels": "\n".join(f"{k}={v}" for k, v in (config.get("labels") or {}).items()),
+        "memo": json.dumps(config.get("memo") or {}, indent=2),
+        "search_attributes": json.dumps(config.get("search_attributes") or {}, indent=2),
+        "notes": config.get("notes") or "",
+        "overlap_policy": config.get("overlap_policy", "skip"),
+        "missed_policy": config.get("missed_policy", "skip"),
+    }
+    for key in (
+        "workflow",
+        "activation_id",
+        "queue",
+        "execution_timeout_seconds",
+        "run_timeout_seconds",
+    ):
+        values[key] = "" if action.get(key) is None else str(action[key])
+    for key in ("jitter_seconds", "max_runs"):
+        values[key] = "" if config.get(key) is None else str(config[key])
+    return values
+
+
+def field_of(loc: list[Any]) -> str:
+    """The form field an error location points at (`__all__` when none fits)."""
+    parts = [p for p in loc if isinstance(p, str) and p not in ("spec", "action", "body")]
+    for part in parts:
+        if part in FIELDS:
+            return part
+        if part == "cron":
+            return "cron_expressions"
+        if part == "id":
+            return "schedule_id"
+    return "__all__"
+
+
+def errors_by_field(errors: list[dict[str, Any]]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for error in errors:
+        found.setdefault(field_of(list(error.get("loc", []))), str(error.get("msg", "invalid")))
+    return found

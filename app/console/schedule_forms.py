@@ -1,0 +1,171 @@
+"""Create and edit forms with live calendar preview and inline errors; revision conflicts."""
+
+from __future__ import annotations
+
+from typing import Any
+from zoneinfo import available_timezones
+
+from flask import Blueprint, redirect, request, url_for
+from flask_login import login_required
+from werkzeug.wrappers import Response
+
+from app import context
+from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
+from app.calendar import CalendarError, Spec, SpecRangeError, preview
+from app.console.common import actor, command
+from app.console.forms import errors_by_field, form_from_config, request_from_form, spec_from_form
+from app.console.htmx import render
+from app.console.session import NamespaceView, namespace_view
+from app.errors import AlmanacError
+from app.schedules import service, store
+from app.schedules.errors import RevisionConflict
+
+bp = Blueprint("console_schedule_forms", __name__)
+ZONES = sorted(available_timezones() - {"localtime", "Factory"})
+DEFAULTS = {
+    "timezone": "UTC",
+    "overlap_policy": "skip",
+    "missed_policy": "skip",
+    "input": "{}",
+    "memo": "{}",
+    "search_attributes": "{}",
+    "jitter_seconds": "0",
+}
+
+
+def _form_page(
+    view: NamespaceView,
+    values: dict[str, Any],
+    *,
+    editing: str | None = None,
+    errors: dict[str, str] | None = None,
+    conflict: dict[str, Any] | None = None,
+    status: int = 200,
+) -> Response:
+    return render(
+        "schedules/form.html",
+        "schedules/form.html",
+        status,
+        ns=view,
+        values=values,
+        editing=editing,
+        errors=errors or {},
+        conflict=conflict,
+        zones=ZONES,
+    )
+
+
+def _errors_of(exc: Exception) -> dict[str, str]:
+    if isinstance(exc, CalendarError):
+        return errors_by_field([{"loc": list(exc.loc), "msg": exc.msg}])
+    if isinstance(exc, SpecRangeError):
+        return {"cron_expressions": str(exc)}
+    if isinstance(exc, AlmanacError) and exc.details.get("errors"):
+        return errors_by_field(exc.details["errors"])
+    return {"__all__": getattr(exc, "message", str(exc))}
+
+
+@bp.get("/ns/<ns>/schedules/new")
+@login_required
+def new(ns: str) -> Response:
+    """Show an empty schedule form."""
+    view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
+    return _form_page(view, dict(DEFAULTS))
+
+
+@bp.post("/ns/<ns>/schedules/new")
+@login_required
+def create(ns: str) -> Response:
+    """Save a new schedule from the form; re-show it with errors next to the fields."""
+    view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
+    session = context.session()
+    try:
+        data = request_from_form(request.form)
+        schedule, _ = service.save(
+            session, context.now(), view.current, actor(), command(), data, None
+        )
+    except (AlmanacError, CalendarError, SpecRangeError) as exc:
+        session.rollback()
+        return _form_page(view, request.form.to_dict(), errors=_errors_of(exc), status=422)
+    session.commit()
+    return redirect(url_for("console_schedules.detail", ns=ns, schedule_id=schedule.schedule_id))
+
+
+@bp.get("/ns/<ns>/schedules/<schedule_id>/edit")
+@login_required
+def edit(ns: str, schedule_id: str) -> Response:
+    """Show the form filled with the schedule's current configuration."""
+    view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
+    schedule = store.get(context.session(), view.current, schedule_id)
+    values = form_from_config(schedule_id, store.config_of(schedule).to_json())
+    values["revision"] = str(schedule.revision)
+    return _form_page(view, values, editing=schedule_id)
+
+
+@bp.post("/ns/<ns>/schedules/<schedule_id>/edit")
+@login_required
+def update(ns: str, schedule_id: str) -> Response:
+    """Replace the schedule at the revision the form was loaded with."""
+    view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
+    session = context.session()
+    revision = request.form.get("revision", "")
+    try:
+        data = request_from_form(request.form) | {"schedule_id": schedule_id}
+        service.save(
+            session,
+            context.now(),
+            view.current,
+            actor(),
+            command(),
+            data,
+            int(revision) if revision.isdigit() else None,
+        )
+    except RevisionConflict as exc:
+        session.rollback()
+        return _form_page(
+            view,
+            request.form.to_dict(),
+            editing=schedule_id,
+            status=409,
+            conflict=_conflict(view, schedule_id, exc),
+        )
+    except (AlmanacError, CalendarError, SpecRangeError) as exc:
+        session.rollback()
+        return _form_page(
+            view, request.form.to_dict(), editing=schedule_id, errors=_errors_of(exc), status=422
+        )
+    session.commit()
+    return redirect(url_for("console_schedules.detail", ns=ns, schedule_id=schedule_id))
+
+
+def _conflict(view: NamespaceView, schedule_id: str, exc: RevisionConflict) -> dict[str, Any]:
+    """What someone else changed: the current revision and the fields that differ from the form."""
+    schedule = store.get(context.session(), view.current, schedule_id)
+    current = form_from_config(schedule_id, store.config_of(schedule).to_json())
+    differing = [
+        name
+        for name, value in current.items()
+        if name != "schedule_id" and (request.form.get(name) or "").strip() != value.strip()
+    ]
+    return {
+        "current_revision": exc.details.get("current_revision"),
+        "fields": differing,
+        "status": schedule.status,
+    }
+
+
+@bp.post("/ns/<ns>/calendar/preview")
+@login_required
+def live_preview(ns: str) -> Response:
+    """The live preview under the calendar fields (htmx, debounced)."""
+    view = namespace_view(ns, RUN_READ)
+    items, error = [], None
+    try:
+        spec = Spec.from_dict(spec_from_form(request.form))
+        jitter = int(request.form.get("jitter_seconds") or 0)
+        items = preview(spec, context.now(), 8, jitter_seconds=max(0, min(jitter, 3600)))
+    except (CalendarError, AlmanacError, ValueError) as exc:
+        error = _errors_of(exc)
+    return render(
+        "schedules/_preview.html", "schedules/_preview.html", ns=view, items=items, error=error
+    )

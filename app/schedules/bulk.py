@@ -1,0 +1,140 @@
+"""Bulk inserts and updates for the tick's hot path: one statement per table and page.
+
+PostgreSQL receives the whole batch as one JSON document expanded server-side by
+`json_populate_recordset` (constant SQL text, one round trip, no per-value client work).
+SQLite, in-process, gets the driver's executemany with the columns' own bind processors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Table
+
+Row = dict[str, Any]
+
+
+def _names(table: Table, rows: Sequence[Row]) -> list[str]:
+    names = list(rows[0])
+    # Python-side column defaults (scalars, or callables like generated ids) left out.
+    for column in table.columns:
+        default = column.default
+        if column.name not in names and default is not None and (
+                default.is_scalar or default.is_callable):
+            names.append(column.name)
+    return names
+
+
+def _with_defaults(table: Table, names: list[str], rows: Sequence[Row]) -> Sequence[Row]:
+    missing = [name for name in names if name not in rows[0]]
+    if not missing:
+        return rows
+    defaults = {name: table.c[name].default for name in missing}
+    return [row | {name: default.arg(None) if default.is_callable else default.arg  # type: ignore[union-attr]
+                   for name, default in defaults.items()} for row in rows]
+
+
+def _document(names: Sequence[str], rows: Sequence[Row]) -> str:
+    """The rows as one JSON array; instants as ISO text, each distinct one formatted once."""
+    instants: dict[datetime, str] = {}
+
+    def text(value: Any) -> Any:
+        if not isinstance(value, datetime):
+            return value
+        if value not in instants:
+            instants[value] = value.isoformat()
+        return instants[value]
+
+    return json.dumps([{name: text(row[name]) for name in names} for row in rows],
+                      separators=(",", ":"))
+
+
+def _sqlite_params(conn: Connection, table: Table, names: Sequence[str],
+                   rows: Sequence[Row]) -> list[tuple[Any, ...]]:
+    """Driver parameters, column by column; a page repeats the same instants and JSON values
+    (its `now`, empty objects, one schedule's labels), so each distinct one is converted once."""
+    columns = []
+    for name in names:
+        process = table.c[name].type._cached_bind_processor(conn.dialect)
+        values = [row[name] for row in rows]
+        if process is not None:
+            values = list(map(_memoized(process), values))
+        columns.append(values)
+    return list(zip(*columns, strict=True))
+
+
+def _memoized(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    by_value: dict[Any, Any] = {}
+    by_identity: dict[int, Any] = {}
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, dict | list):
+            # Unhashable: the same object (e.g. one schedule's labels) is converted once,
+            # and so is every empty object.
+            key = id(value) if value else -len(type(value).__name__)
+            if key not in by_identity:
+                by_identity[key] = process(value)
+            return by_identity[key]
+        # (type, value): True and 1 are equal keys but different JSON.
+        typed = (type(value), value)
+        if typed not in by_value:
+            by_value[typed] = process(value)
+        return by_value[typed]
+
+    return convert
+
+
+def insert_rows(conn: Connection, table: Table, rows: Sequence[Row],
+                returning: Sequence[str] = ()) -> list[tuple[Any, ...]]:
+    """Insert `rows` (the same keys in each); return the `returning` columns of every row.
+
+    On SQLite `returning` must start with a unique column present in the rows (its key).
+    """
+    if not rows:
+        return []
+    names = _names(table, rows)
+    rows = _with_defaults(table, names, rows)
+    columns = ", ".join(names)
+    if conn.dialect.name == "postgresql":
+        sql = (f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
+               f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json))')
+        if returning:
+            sql += f" RETURNING {', '.join(returning)}"
+        result = conn.exec_driver_sql(sql, {"rows": _document(names, rows)})
+        return [tuple(row) for row in result] if returning else []
+    marks = ", ".join("?" for _ in names)
+    conn.exec_driver_sql(f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks})',
+                         _sqlite_params(conn, table, names, rows))  # type: ignore[arg-type]
+    if not returning:
+        return []
+    # sqlite3's executemany returns no rows: read them back by a unique key of the batch.
+    key = returning[1] if returning[0] == "id" else returning[0]
+    found: list[tuple[Any, ...]] = []
+    keys = [row[key] for row in rows]
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        found.extend(tuple(row) for row in conn.exec_driver_sql(
+            f'SELECT {", ".join(returning)} FROM "{table.name}" WHERE {key} IN ({marks})',
+            tuple(chunk)))
+    return found
+
+
+def update_rows(conn: Connection, table: Table, rows: Sequence[Row]) -> None:
+    """Update rows by `id`; every row carries the same keys (`id` plus the changed columns)."""
+    if not rows:
+        return
+    names = [name for name in rows[0] if name != "id"]
+    if conn.dialect.name == "postgresql":
+        assignments = ", ".join(f"{name} = v.{name}" for name in names)
+        sql = (f'UPDATE "{table.name}" AS t SET {assignments} FROM '
+               f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json)) AS v '
+               "WHERE t.id = v.id")
+        conn.exec_driver_sql(sql, {"rows": _document(["id", *names], rows)})
+        return
+    assignments = ", ".join(f"{name} = ?" for name in names)
+    conn.exec_driver_sql(f'UPDATE "{table.name}" SET {assignments} WHERE id = ?',
+                         _sqlite_params(conn, table, [*names, "id"], rows))  # type: ignore[arg-type]

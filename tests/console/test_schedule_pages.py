@@ -1,0 +1,219 @@
+"""Console schedule pages through the Flask client: list, detail, forms, actions, history."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import func, select
+
+from app.context import database
+from app.db import Schedule, ScheduleHistoryEvent
+from tests.console.conftest import seed_workflow
+from tests.console.test_pages import csrf_from, sign_in
+
+
+@pytest.fixture
+def operator(client, accounts, app):
+    account = accounts.create("olga", role="operator")
+    seed_workflow(app)
+    sign_in(client, "olga", account.password)
+    return account
+
+
+def make_schedule(api, schedule_id="nightly", **extra):
+    body = {
+        "schedule_id": schedule_id,
+        "spec": {"cron_expressions": ["30 2 * * *"], "timezone": "America/New_York"},
+        "action": {"workflow": "invoice-sync"},
+    } | extra
+    response = api.post("/schedules", json=body)
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()
+
+
+def count(app, model):
+    with database(app).session() as session:
+        return session.scalar(select(func.count()).select_from(model))
+
+
+def test_list_shows_schedule_with_next_due_and_partial_refresh(client, operator, api_for):
+    api = api_for("apiuser")
+    make_schedule(api, labels={"team": "billing"})
+    page = client.get("/ns/default/schedules")
+    assert page.status_code == 200
+    text = page.get_data(as_text=True)
+    assert "nightly" in text and "invoice-sync" in text and "team=billing" in text
+    assert "2026-01-06 07:30:00 UTC" in text  # next due, absolute
+    assert 'hx-trigger="every 5s"' in text
+    rows = client.get("/ns/default/schedules?label=team:billing", headers={"HX-Request": "true"})
+    assert "<html" not in rows.get_data(as_text=True) and "nightly" in rows.get_data(as_text=True)
+    assert "HX-Request" in rows.headers["Vary"]
+    none = client.get("/ns/default/schedules?label=team:other", headers={"HX-Request": "true"})
+    assert "nightly" not in none.get_data(as_text=True)
+
+
+def test_create_through_form_with_field_error_then_success(client, operator, app):
+    form = client.get("/ns/default/schedules/new")
+    token = csrf_from(form)
+    before = count(app, Schedule)
+    bad = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "schedule_id": "daily",
+            "cron_expressions": "0 0 * * 7",
+            "timezone": "UTC",
+            "workflow": "invoice-sync",
+            "input": "{}",
+        },
+    )
+    assert bad.status_code == 422
+    html = bad.get_data(as_text=True)
+    assert re.search(r'id="err-cron_expressions"[^>]*>[^<]*day of week', html), html[:3000]
+    assert count(app, Schedule) == before
+    bad_json = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "cron_expressions": "0 2 * * *",
+            "workflow": "invoice-sync",
+            "input": "{oops",
+        },
+    )
+    assert bad_json.status_code == 422
+    assert 'id="err-input"' in bad_json.get_data(as_text=True)
+    good = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "schedule_id": "daily",
+            "cron_expressions": "0 2 * * *",
+            "timezone": "Europe/Berlin",
+            "workflow": "invoice-sync",
+            "input": '{"a": 1}',
+            "labels": "team=billing",
+            "overlap_policy": "buffer_one",
+            "missed_policy": "skip",
+        },
+    )
+    assert good.status_code == 302, good.get_data(as_text=True)[:2000]
+    detail = client.get(good.headers["Location"]).get_data(as_text=True)
+    assert "daily" in detail and "buffer one" in detail and "Europe/Berlin" in detail
+
+
+def test_live_preview_shows_dst_note_and_errors(client, operator):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={
+            "csrf_token": token,
+            "cron_expressions": "30 2 * * *",
+            "timezone": "America/New_York",
+            "start_at": "2026-03-07T00:00:00Z",
+        },
+    )
+    html = response.get_data(as_text=True)
+    assert "2026-03-08 07:00:00 UTC" in html and "does not exist" in html
+    response = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={"csrf_token": token, "cron_expressions": "61 * * * *"},
+    )
+    assert "minute" in response.get_data(as_text=True)
+    assert (
+        client.post(
+            "/ns/default/calendar/preview", data={"cron_expressions": "* * * * *"}
+        ).status_code
+        == 400
+    )  # no CSRF token
+
+
+def test_pause_resume_trigger_delete(client, operator, api_for, app):
+    api = api_for("apiuser")
+    make_schedule(api)
+    page = client.get("/ns/default/schedules/nightly")
+    token = csrf_from(page)
+    response = client.post(
+        "/ns/default/schedules/nightly/pause",
+        data={"csrf_token": token, "revision": "1", "reason": "maintenance"},
+    )
+    assert response.status_code == 302
+    detail = client.get("/ns/default/schedules/nightly").get_data(as_text=True)
+    assert "paused" in detail and "maintenance" in detail
+    client.post("/ns/default/schedules/nightly/resume", data={"csrf_token": token, "revision": "2"})
+    assert api.get("/schedules/nightly").get_json()["status"] == "active"
+    result = client.post(
+        "/ns/default/schedules/nightly/trigger",
+        data={"csrf_token": token},
+        headers={"HX-Request": "true"},
+    )
+    assert "schedule:nightly:manual:" in result.get_data(as_text=True)
+    stale = client.post(
+        "/ns/default/schedules/nightly/delete",
+        data={"csrf_token": token, "revision": "1"},
+        follow_redirects=True,
+    )
+    assert "Someone else changed nightly" in stale.get_data(as_text=True)
+    deleted = client.post(
+        "/ns/default/schedules/nightly/delete", data={"csrf_token": token, "revision": "3"}
+    )
+    assert deleted.status_code == 302
+    assert api.get("/schedules/nightly").get_json()["status"] == "deleted"
+    assert client.get("/ns/default/schedules/nightly/history").status_code == 200
+
+
+def test_history_modal_pages_with_load_more(client, operator, api_for, app):
+    api = api_for("apiuser")
+    make_schedule(api)
+    revision = 1
+    for _ in range(60):  # 120 more events: pause + resume
+        for verb in ("pause", "resume"):
+            response = api.post(
+                f"/schedules/nightly/{verb}", json={}, headers={"If-Match": str(revision)}
+            )
+            assert response.status_code == 200, response.get_json()
+            revision += 1
+    first = client.get("/ns/default/schedules/nightly/history", headers={"HX-Request": "true"})
+    html = first.get_data(as_text=True)
+    assert html.count('class="event"') == 100 and "Load more" in html
+    assert "after_sequence=100" in html
+    second = client.get(
+        "/ns/default/schedules/nightly/history?after_sequence=100", headers={"HX-Request": "true"}
+    ).get_data(as_text=True)
+    assert second.count('class="event"') == 21
+    assert 'hx-swap-oob="true"' in second and "Load more" not in second
+
+
+def test_viewer_sees_no_mutating_control_and_gets_403(client, accounts, app, api_for):
+    api = api_for("apiuser")
+    seed_workflow(app)
+    make_schedule(api)
+    viewer = accounts.create("vera", role="viewer")
+    sign_in(client, "vera", viewer.password)
+    listing = client.get("/ns/default/schedules").get_data(as_text=True)
+    assert "New schedule" not in listing
+    detail = client.get("/ns/default/schedules/nightly")
+    html = detail.get_data(as_text=True)
+    for control in ("Pause", "Trigger now", "Delete", "Edit", "Backfill"):
+        assert f">{control}<" not in html, control
+    token = csrf_from(detail)
+    for path in ("pause", "resume", "trigger", "delete", "backfill", "edit"):
+        response = client.post(
+            f"/ns/default/schedules/nightly/{path}", data={"csrf_token": token, "revision": "1"}
+        )
+        assert response.status_code == 403, path
+    assert client.get("/ns/default/schedules/new").status_code == 403
+
+
+def test_script_in_notes_labels_and_payloads_is_inert(client, operator, api_for, app):
+    evil = "<script>alert(1)</script>"
+    make_schedule(api_for("apiuser"), notes=evil, labels={"x": evil}, memo={"m": evil})
+    for path in ("/ns/default/schedules", "/ns/default/schedules/nightly"):
+        html = client.get(path).get_data(as_text=True)
+        assert evil not in html and "&lt;script&gt;" in html
+    history = client.get("/ns/default/schedules/nightly/history", headers={"HX-Request": "true"})
+    assert evil not in history.get_data(as_text=True)
+    with database(app).session() as session:
+        assert session.scalar(select(func.count()).select_from(ScheduleHistoryEvent)) >= 1

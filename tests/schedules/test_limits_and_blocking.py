@@ -1,0 +1,161 @@
+"""Capacity, max_runs, principals and targets that block, calendars that run out (§5.3, §5.4)."""
+
+from __future__ import annotations
+
+from app.schedules.audit import EVENT_KEYS
+
+
+def hold_the_only_slot(h):
+    """A yearly schedule triggered by hand keeps one run active; the namespace allows one."""
+    h.create("hog", cron="0 0 1 1 *")
+    assert h.post("hog", "trigger").get_json()["outcome"] == "triggered"
+    h.set_limit(1)
+
+
+def test_capacity_refusal_retries_the_same_occurrence_until_it_fits(h):
+    h.create("s", cron="*/10 * * * *")
+    hold_the_only_slot(h)
+    rows = h.tick("12:10")
+    assert [(r["schedule_id"], r["outcome"], r["run_id"]) for r in rows] == [
+        ("s", "refused", None)]
+    assert h.read("s")["next_fire_at"] == "2026-01-05T12:10:00Z"
+    assert h.read("s")["status"] == "active"
+    # Still inside its grace: retried with the same key, still refused, nothing written.
+    assert [r["outcome"] for r in h.tick("12:10:30")] == ["refused"]
+    assert h.ledger("s") == [] and h.event_types("s") == ["ScheduleCreated"]
+    h.finish()
+    rows = h.tick("12:10:40")
+    assert [(r["outcome"], r["run_id"]) for r in rows] == [
+        ("triggered", "schedule:s:20260105T121000Z")]
+    assert [o["kind"] for o in h.ledger("s")] == ["started"]
+
+
+def test_an_occurrence_still_refused_when_its_grace_ends_joins_a_capacity_range(h):
+    h.create("s", cron="*/10 * * * *")
+    hold_the_only_slot(h)
+    assert [r["outcome"] for r in h.tick("12:10:59")] == ["refused"]
+    rows = h.tick("12:11")
+    assert [(r["outcome"], r["occurrence_time"]) for r in rows] == [
+        ("skipped", "2026-01-05T12:10:00Z")]
+    ledger = h.ledger("s")
+    assert [(o["kind"], o["instant"], o["through"], o["reason"]) for o in ledger] == [
+        ("skipped", "2026-01-05T12:10:00Z", "2026-01-05T12:10:00Z", "capacity")]
+    data = h.read("s")
+    assert data["next_fire_at"] == "2026-01-05T12:20:00Z"
+    assert data["last_skip_reason"] == "capacity" and data["skipped_trigger_count"] == 1
+    assert h.runs("s") == []
+
+
+def test_max_runs_deletes_the_schedule_after_its_last_start(h):
+    data = h.create("s", max_runs=2, overlap_policy="allow_all")
+    assert data["remaining_runs"] == 2
+    h.tick("12:05")
+    assert h.read()["remaining_runs"] == 1
+    h.tick("12:10")
+    data = h.read()
+    assert data["status"] == "deleted" and data["remaining_runs"] == 0
+    assert data["next_fire_at"] is None and data["deleted_at"] == "2026-01-05T12:10:00Z"
+    deleted = h.history()[-1]
+    assert deleted["event_type"] == "ScheduleDeleted"
+    assert deleted["payload"]["reason"] == "max_runs_exhausted"
+    assert set(deleted["payload"]) == EVENT_KEYS["ScheduleDeleted"]
+    assert h.tick("12:15") == []
+    assert len(h.runs()) == 2
+
+
+def test_max_runs_cannot_be_lowered_below_the_runs_already_started(h):
+    activation = h.workflow()
+    h.create("s", activation_id=activation, max_runs=5, overlap_policy="allow_all")
+    h.tick("12:05")
+    h.tick("12:10")
+    response = h.api.request("PATCH", "/schedules/s", json={"max_runs": 2},
+                             headers={"If-Match": "1"})
+    assert response.status_code == 422
+    assert response.get_json()["error"]["details"]["errors"][0]["loc"] == ["max_runs"]
+    ok = h.api.request("PATCH", "/schedules/s", json={"max_runs": 3}, headers={"If-Match": "1"})
+    assert ok.status_code == 200 and ok.get_json()["remaining_runs"] == 1
+
+
+def test_a_disabled_principal_blocks_without_consuming_an_occurrence(h, api_for):
+    h.create("s")
+    h.disable_user("olga")
+    rows = h.tick("12:05")
+    assert [(r["outcome"], r["run_id"]) for r in rows] == [("blocked", None)]
+    other = api_for("pavel", "operator")
+    data = other.get("/schedules/s").get_json()
+    assert data["status"] == "blocked" and data["blocked_reason"] == "principal_unauthorized"
+    assert data["next_fire_at"] is None
+    blocked = other.get("/schedules/s/history").get_json()["events"][-1]
+    assert blocked["event_type"] == "ScheduleBlocked"
+    assert blocked["payload"]["reason"] == "principal_unauthorized"
+    assert other.get("/schedules/s/occurrences").get_json()["items"] == []
+    assert h.runs() == []
+    # Later ticks leave a blocked schedule alone; a resume rebinds it from now on.
+    h.set_clock("12:32")
+    revision = str(data["revision"])
+    response = other.post("/schedules/s/resume", json={}, headers={"If-Match": revision})
+    assert response.status_code == 200
+    resumed = response.get_json()
+    assert resumed["status"] == "active" and resumed["principal"] == "pavel"
+    assert resumed["next_fire_at"] == "2026-01-05T12:35:00Z"
+    assert other.get("/schedules/s/occurrences").get_json()["items"] == []
+    rows = h.tick("12:35")
+    assert [r["run_id"] for r in rows] == ["schedule:s:20260105T123500Z"]
+
+
+def test_a_principal_who_lost_the_grant_blocks_the_schedule(h, accounts):
+    from app.auth import service
+    from app.context import database
+
+    h.create("s")
+    with database(h.app).session() as session:
+        service.grant_role(session, "olga", "default", "viewer")
+        session.commit()
+    assert [r["outcome"] for r in h.tick("12:05")] == ["blocked"]
+
+
+def test_a_retired_pinned_activation_blocks_and_a_save_unblocks(h):
+    activation = h.workflow()
+    h.create("s", activation_id=activation)
+    h.retire(activation)
+    assert [r["outcome"] for r in h.tick("12:05")] == ["blocked"]
+    data = h.read()
+    assert data["blocked_reason"] == "activation_not_ready"
+    resume = h.post("s", "resume")
+    assert resume.status_code == 409 and resume.get_json()["error"]["code"] == "CONFLICT"
+    fresh = h.workflow()
+    h.set_clock("12:07")
+    saved = h.save({"id": "s", "cron": "*/5 * * * *", "activation_id": fresh},
+                   revision=data["revision"], expect=200)
+    assert saved["status"] == "active" and saved["blocked_reason"] is None
+    assert saved["next_fire_at"] == "2026-01-05T12:10:00Z"
+    assert h.ledger() == []
+    assert [r["outcome"] for r in h.tick("12:10")] == ["triggered"]
+
+
+def test_a_workflow_action_follows_the_newest_ready_activation(h):
+    first = h.workflow("flow")
+    h.save({"id": "s", "cron": "*/5 * * * *", "action": {"workflow": "flow"}}, expect=201)
+    h.tick("12:05")
+    second = h.workflow("flow")
+    h.finish()
+    h.tick("12:10")
+    assert [r.activation_id for r in h.runs()] == [first, second]
+    h.retire(second)
+    h.retire(first)
+    h.finish()
+    assert [r["outcome"] for r in h.tick("12:15")] == ["blocked"]
+    assert h.read()["blocked_reason"] == "activation_not_ready"
+
+
+def test_a_calendar_that_runs_out_blocks_the_schedule(h):
+    activation = h.workflow()
+    h.save({"id": "s", "spec": {"cron_expressions": ["*/5 * * * *"],
+                                "end_at": "2026-01-05T12:10:00Z"},
+            "activation_id": activation, "overlap_policy": "allow_all"}, expect=201)
+    h.tick("12:05")
+    rows = h.tick("12:10")
+    assert [r["outcome"] for r in rows] == ["triggered", "blocked"]
+    data = h.read()
+    assert data["status"] == "blocked" and data["blocked_reason"] == "calendar_exhausted"
+    assert h.tick("12:15") == []

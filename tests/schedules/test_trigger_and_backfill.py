@@ -1,0 +1,149 @@
+"""Manual triggers and backfill (§5.5)."""
+
+from __future__ import annotations
+
+from app.schedules.audit import RUN_ORIGIN_KEYS
+
+
+def backfill(h, start, end, **extra):
+    body = {"from": f"2026-01-05T{start}:00Z", "to": f"2026-01-05T{end}:00Z", **extra}
+    return h.api.post("/schedules/s/backfill", json=body)
+
+
+def test_trigger_starts_a_run_now_and_is_idempotent_within_the_millisecond(h):
+    h.create("s")
+    h.set_clock("2026-01-05T12:01:02.345678Z")
+    response = h.post("s", "trigger", {"reason": "by hand"})
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body == {"outcome": "triggered", "reason": None,
+                    "run_id": "schedule:s:manual:1767614462345"}
+    events = h.run_events(body["run_id"])
+    assert events[0].event_type == "ScheduleTriggered" and set(events[0].payload) == RUN_ORIGIN_KEYS
+    again = h.post("s", "trigger").get_json()
+    assert again == body
+    assert len(h.runs()) == 1
+    audit = h.history()[-1]
+    assert audit["event_type"] == "ScheduleTriggered"
+    assert audit["payload"]["command_context"]["source"] == "api"
+    assert audit["payload"]["command_context"]["reason"] == "by hand"
+    data = h.read()
+    assert data["fires_count"] == 1 and data["latest_run_id"] == body["run_id"]
+
+
+def test_trigger_applies_the_overlap_policy_or_its_override(h):
+    h.create("s")
+    h.set_clock("12:01")
+    h.post("s", "trigger")
+    h.set_clock("12:02")
+    skipped = h.post("s", "trigger").get_json()
+    assert skipped == {"outcome": "skipped", "run_id": None, "reason": "overlap_policy_skip"}
+    h.set_clock("12:03")
+    allowed = h.post("s", "trigger", {"overlap_policy": "allow_all"}).get_json()
+    assert allowed["outcome"] == "triggered"
+    h.set_clock("12:04")
+    buffered = h.post("s", "trigger", {"overlap_policy": "buffer_one"}).get_json()
+    assert buffered == {"outcome": "buffered", "run_id": None, "reason": None}
+    assert h.read()["buffered_count"] == 1
+
+
+def test_trigger_at_capacity_answers_429_and_writes_nothing(h):
+    h.create("s")
+    h.set_limit(0 + 1)
+    h.set_clock("12:01")
+    h.post("s", "trigger")
+    before = h.counts()
+    h.set_clock("12:02")
+    response = h.post("s", "trigger", {"overlap_policy": "allow_all"})
+    assert response.status_code == 429
+    assert response.get_json()["error"]["code"] == "CAPACITY"
+    assert response.headers["Retry-After"]
+    assert h.counts() == before
+
+
+def test_backfill_covers_from_inclusive_to_exclusive_with_canonical_times(h):
+    h.set_clock("12:00")
+    h.create("s", jitter_seconds=120, overlap_policy="allow_all")
+    h.set_clock("12:30")
+    h.post("s", "pause")
+    response = backfill(h, "12:05", "12:20")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert [(r["occurrence_time"][11:16], r["outcome"]) for r in body["results"]] == [
+        ("12:05", "backfilled"), ("12:10", "backfilled"), ("12:15", "backfilled")]
+    assert body["started"] == 3 and body["skipped"] == 0
+    assert body["results"][0]["run_id"] == "schedule:s:backfill:20260105T120500Z"
+    events = h.run_events("schedule:s:backfill:20260105T120500Z")
+    assert events[0].payload["occurrence_time"] == "2026-01-05T12:05:00Z"
+    origins = {o["origin"] for o in h.ledger()}
+    assert origins == {"backfill", "scheduled"}
+
+
+def test_backfill_is_idempotent_and_never_starts_an_occurrence_twice(h):
+    h.create("s", overlap_policy="allow_all")
+    h.tick("12:05")
+    h.set_clock("12:20")
+    h.post("s", "pause")
+    first = backfill(h, "12:00", "12:20").get_json()
+    assert [(r["occurrence_time"][11:16], r["outcome"]) for r in first["results"]] == [
+        ("12:00", "backfilled"), ("12:05", "already_started"), ("12:10", "backfilled"),
+        ("12:15", "backfilled")]
+    assert first["results"][1]["run_id"] == "schedule:s:20260105T120500Z"
+    second = backfill(h, "12:00", "12:20").get_json()
+    assert {r["outcome"] for r in second["results"]} == {"already_started"}
+    assert second["started"] == 0
+    assert len(h.runs()) == 4
+
+
+def test_backfill_treats_buffer_policies_as_allow_all(h):
+    h.create("s", overlap_policy="buffer_one")
+    h.set_clock("12:20")
+    h.post("s", "pause")
+    body = backfill(h, "12:05", "12:20").get_json()
+    assert body["started"] == 3 and h.read()["buffered_count"] == 0
+    assert all(e["payload"]["effective_overlap_policy"] == "allow_all"
+               for e in h.history() if e["event_type"] == "ScheduleTriggered")
+
+
+def test_backfill_honours_max_runs(h):
+    h.create("s", overlap_policy="allow_all", max_runs=2)
+    h.set_clock("12:30")
+    body = backfill(h, "11:00", "11:20").get_json()
+    assert [r["outcome"] for r in body["results"]] == [
+        "backfilled", "backfilled", "skipped", "skipped"]
+    assert body["results"][2]["reason"] == "max_runs_exhausted"
+    assert h.read()["status"] == "deleted"
+    assert h.history()[-1]["payload"]["reason"] == "max_runs_exhausted"
+
+
+def test_backfill_leaves_occurrences_the_scheduler_has_not_reached_to_it(h):
+    h.create("s", overlap_policy="allow_all")
+    h.set_clock("12:12")
+    body = backfill(h, "11:55", "12:12").get_json()
+    assert [(r["occurrence_time"][11:16], r["outcome"], r["reason"]) for r in body["results"]] == [
+        ("11:55", "backfilled", None), ("12:00", "backfilled", None),
+        ("12:05", "skipped", "scheduled"), ("12:10", "skipped", "scheduled")]
+
+
+def test_backfill_refuses_bad_ranges_and_too_many_occurrences(h):
+    h.create("s", cron="* * * * *")
+    h.set_clock("2026-01-06T12:00:00Z")
+    h.post("s", "pause")
+    before = h.counts()
+    for body, code in (
+        ({"from": "2026-01-05T12:00:00Z", "to": "2026-01-05T12:00:00Z"}, "VALIDATION"),
+        ({"from": "2026-01-05T12:00:00Z", "to": "2026-01-05T11:00:00Z"}, "VALIDATION"),
+        ({"from": "2026-01-05T12:00:00Z", "to": "2026-01-07T11:00:00Z"}, "VALIDATION"),
+        ({"from": "2026-01-05T00:00:00Z", "to": "2026-01-05T16:41:00Z"}, "BACKFILL_TOO_LARGE"),
+        ({"from": "yesterday", "to": "2026-01-05T11:00:00Z"}, "VALIDATION"),
+        ({"to": "2026-01-05T11:00:00Z"}, "VALIDATION"),
+    ):
+        response = h.api.post("/schedules/s/backfill", json=body)
+        assert response.status_code == 422, (body, response.get_json())
+        assert response.get_json()["error"]["code"] == code
+    # Exactly 1000 occurrences is allowed.
+    ok = h.api.post("/schedules/s/backfill", json={
+        "from": "2026-01-05T00:00:00Z", "to": "2026-01-05T16:40:00Z",
+        "overlap_policy": "allow_all"})
+    assert ok.status_code == 200 and ok.get_json()["started"] == 1000
+    assert h.counts()["runs"] == before["runs"] + 1000
