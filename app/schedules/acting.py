@@ -11,7 +11,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from app.db import Run, Schedule
+from app.db import ACTIVE_RUN_STATUSES, Run, Schedule
 from app.runs import lifecycle
 from app.runs.lifecycle import RunTarget
 from app.schedules.audit import CommandContext
@@ -89,13 +89,13 @@ def _end_others(ctx: PageContext, schedule: Schedule, now: datetime, policy: str
     for entry in ctx.active[schedule.uid]:
         run = ctx.session.scalar(select(Run).where(Run.namespace_id == schedule.namespace_id,
                                                    Run.run_id == entry.run_id))
-        if run is None or run.status not in ("pending", "running", "waiting"):
+        if run is None or run.status not in ACTIVE_RUN_STATUSES:
             continue
         reason = f"schedule {schedule.schedule_id!r} started a newer run ({policy})"
         if policy == "terminate_other":
             lifecycle.terminate_run(ctx.session, run, now, reason)
         else:
             lifecycle.request_cancel(ctx.session, run, now, reason)
-            if run.status in ("pending", "running", "waiting"):
+            if run.status in ACTIVE_RUN_STATUSES:
                 still_active.append(entry)
     ctx.active[schedule.uid] = still_active

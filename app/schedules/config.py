@@ -130,7 +130,7 @@ def _expand_shorthands(data: Mapping[str, Any]) -> dict[str, Any]:
     """Move `cron`, `timezone`, `activation_id`, `input` into `spec` / `action`."""
     merged = {key: value for key, value in data.items() if key not in SHORTHANDS}
     for short, (field, key) in SHORTHANDS.items():
-        if short not in data:
+        if short not in data or (short == "cron" and data[short] is None):
             continue
         container = merged.get(field)
         if container is None:
@@ -138,8 +138,6 @@ def _expand_shorthands(data: Mapping[str, Any]) -> dict[str, Any]:
         elif not isinstance(container, Mapping):
             raise invalid([field], "must be an object")
         value = [data[short]] if short == "cron" else data[short]
-        if short == "cron" and data[short] is None:
-            continue
         if key in container or (short == "cron" and "cron" in container):
             raise invalid([short], f"use either {short!r} or {field}.{key}, not both")
         merged[field] = {**container, key: value}

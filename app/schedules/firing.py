@@ -14,6 +14,7 @@ from app.calendar import Spec, jitter_offset, next_occurrence, occurrences_betwe
 from app.calendar.occurrences import HORIZON
 
 BUFFER_LIMITS = {"buffer_one": 1, "buffer_all": 1000}
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ENDS_OTHERS = ("cancel_other", "terminate_other")
 
 
@@ -61,7 +62,8 @@ class Choice:
 def run_id_for(schedule_id: str, instant: datetime, origin: str = "scheduled") -> str:
     """Deterministic run ids (§5.4): canonical time, backfill time, or manual epoch ms."""
     if origin == "manual":
-        return f"schedule:{schedule_id}:manual:{int(instant.timestamp() * 1000)}"
+        millis = (instant - EPOCH) // timedelta(milliseconds=1)
+        return f"schedule:{schedule_id}:manual:{millis}"
     stamp = instant.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     if origin == "backfill":
         return f"schedule:{schedule_id}:backfill:{stamp}"

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.calendar import check_range, format_utc
@@ -114,8 +115,16 @@ def _create(
         buffered_count=0, history_sequence=0, created_at=now, updated_at=now,
         **_config_columns(config),
     )
-    session.add(schedule)
-    session.flush()
+    try:
+        # PostgreSQL locks no row for an id that does not exist yet: two creates of one id
+        # race here, and the unique constraint picks the winner.
+        with session.begin_nested():
+            session.add(schedule)
+            session.flush()
+    except IntegrityError:
+        winner = store.find(session, namespace, schedule.schedule_id)
+        raise RevisionConflict(f"schedule {schedule.schedule_id!r} was just created by another "
+                               "request", winner.revision if winner else None) from None
     reschedule(schedule, config.spec)
     snapshot(session, schedule, now)
     w = Writes()

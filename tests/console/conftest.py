@@ -53,9 +53,9 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], timeout: float = 30)
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
         try:
-            if requests.get(url + "/api/v1/health", timeout=1).status_code in (200, 503):
+            if requests.get(url + "/api/v1/health", timeout=5).status_code in (200, 503):
                 return
-        except requests.ConnectionError:
+        except requests.RequestException:
             pass
         time.sleep(0.1)  # polling a starting process, not waiting for the clock
     raise RuntimeError("server did not start")

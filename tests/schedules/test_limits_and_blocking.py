@@ -159,3 +159,13 @@ def test_a_calendar_that_runs_out_blocks_the_schedule(h):
     data = h.read()
     assert data["status"] == "blocked" and data["blocked_reason"] == "calendar_exhausted"
     assert h.tick("12:15") == []
+
+
+def test_max_runs_counts_manual_triggers_too(h):
+    h.create("s", max_runs=2, overlap_policy="allow_all")
+    h.set_clock("12:01")
+    assert h.post("s", "trigger").get_json()["outcome"] == "triggered"
+    assert h.read()["remaining_runs"] == 1
+    h.tick("12:05")
+    assert h.read()["status"] == "deleted"
+    assert len(h.runs()) == 2

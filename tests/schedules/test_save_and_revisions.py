@@ -239,3 +239,91 @@ def test_pause_aliases_write_a_revision_and_an_event(h, verb):
     assert event["payload"]["command_context"]["reason"] == "maintenance"
     # Pausing a paused schedule changes nothing.
     assert h.post("s", verb).get_json()["revision"] == 2
+
+
+def test_every_change_writes_one_immutable_revision(h):
+    h.create("s")
+    h.post("s", "pause", {"reason": "r"})
+    h.post("s", "resume")
+    h.api.request("PATCH", "/schedules/s", json={"notes": "n"}, headers={"If-Match": "3"})
+    h.api.request("DELETE", "/schedules/s", headers={"If-Match": "4"})
+    with h.db.session() as session:
+        revisions = list(session.scalars(select(ScheduleRevision)
+                                         .order_by(ScheduleRevision.revision)))
+    assert [(r.revision, r.config["status"]) for r in revisions] == [
+        (1, "active"), (2, "paused"), (3, "active"), (4, "active"), (5, "deleted")]
+    assert revisions[1].config["paused_reason"] == "r"
+    assert revisions[3].config["notes"] == "n" and revisions[2].config["notes"] is None
+    assert h.event_types() == ["ScheduleCreated", "SchedulePaused", "ScheduleResumed",
+                               "ScheduleUpdated", "ScheduleDeleted"]
+
+
+def test_resume_fires_from_the_resume_time_without_catch_up(h):
+    h.create("s")
+    h.tick("12:05")
+    h.finish()
+    h.set_clock("12:06")
+    h.post("s", "pause")
+    h.set_clock("12:31")
+    resumed = h.post("s", "resume").get_json()
+    assert resumed["next_fire_at"] == "2026-01-05T12:35:00Z"
+    assert h.history()[-1]["payload"]["next_fire_at"] == "2026-01-05T12:35:00Z"
+    assert [r["run_id"] for r in h.tick("12:35")] == ["schedule:s:20260105T123500Z"]
+    # The paused half hour holds no occurrence: not started, not skipped.
+    assert [(o["kind"], o["instant"][11:16]) for o in h.ledger()] == [
+        ("started", "12:05"), ("started", "12:35")]
+
+
+def test_pause_closes_the_period_at_the_pause_time(h):
+    h.create("s", cron="* * * * *")
+    h.set_clock("12:03:30")
+    # The tick has not observed 12:01-12:03 yet: pausing accounts for them.
+    h.post("s", "pause")
+    ledger = h.ledger()
+    assert [(o["kind"], o["instant"], o["through"], o["reason"]) for o in ledger] == [
+        ("skipped", "2026-01-05T12:01:00Z", "2026-01-05T12:03:00Z", "paused")]
+
+
+def test_the_command_source_and_request_id_come_from_the_request(h):
+    activation = h.workflow()
+    h.api.post("/schedules", json={"id": "s", "cron": "* * * * *", "activation_id": activation},
+               headers={"X-Almanac-Source": "cli", "X-Request-Id": "req-42"})
+    context = h.history()[0]["payload"]["command_context"]
+    assert context == {"actor": "olga", "source": "cli", "request_id": "req-42", "reason": None}
+
+
+def test_concurrent_creates_of_one_id_exactly_one_wins(h, db_url):
+    activation = h.workflow()
+    apps = [make_test_app(db_url) for _ in range(2)]
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def create(app):
+        from app.context import database
+        from app.db import Namespace, User
+
+        db = database(app)
+        with db.session() as session:
+            namespace = session.scalar(select(Namespace).where(Namespace.name == "default"))
+            user = session.scalar(select(User).where(User.username == "olga"))
+            session.commit()
+            body = {"id": "twin", "cron": "0 * * * *", "activation_id": activation}
+            barrier.wait()
+            try:
+                service.save(session, h.set_clock("12:00"), namespace, user,
+                             CommandContext("olga", "api"), body, None)
+                session.commit()
+                outcomes.append("created")
+            except AlmanacError as exc:
+                session.rollback()
+                outcomes.append(exc.code)
+        db.dispose()
+
+    threads = [threading.Thread(target=create, args=(app,)) for app in apps]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["SCHEDULE_REVISION", "created"]
+    assert h.read("twin")["revision"] == 1
+    assert h.event_types("twin") == ["ScheduleCreated"]

@@ -7,8 +7,10 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from app.calendar import Spec, format_utc, jitter_offset, next_occurrence
-from app.db import Deadline
+from app.db import Deadline, Namespace
+from app.runs import lifecycle
 from app.schedules.audit import RUN_ORIGIN_KEYS
+from tests.conftest import Api
 from tests.schedules.conftest import at
 
 
@@ -166,13 +168,7 @@ def test_namespaces_take_turns_page_by_page(h, accounts, monkeypatch):
     from app.schedules import ticking
 
     monkeypatch.setattr(ticking, "PAGE_SIZE", 2)
-    activations = {}
-    for ns in ("alpha", "beta"):
-        api = h.api if ns == "alpha" else None
-        accounts.create(f"op-{ns}", "operator", ns)
-        activations[ns] = h.workflow(namespace=ns)
-    from tests.conftest import Api
-
+    activations = {ns: h.workflow(namespace=ns) for ns in ("alpha", "beta")}
     for ns in ("alpha", "beta"):
         token = accounts.create(f"writer-{ns}", "operator", ns).token
         api = Api(h.api.client, token)
@@ -187,15 +183,11 @@ def test_namespaces_take_turns_page_by_page(h, accounts, monkeypatch):
     assert len({r["run_id"] for r in rows}) == 8
 
 
-def test_a_firing_whose_run_id_is_taken_is_rolled_back_alone(h, app):
-    from app.runs import lifecycle
-
+def test_a_firing_whose_run_id_is_taken_is_rolled_back_alone(h):
     activation = h.workflow()
     h.create("s", activation_id=activation)
     h.create("t", activation_id=activation)
     with h.db.session() as session:
-        from app.db import Namespace
-
         namespace = session.scalar(select(Namespace).where(Namespace.name == "default"))
         target = lifecycle.resolve_target(session, namespace, activation_id=activation)
         lifecycle.start_run(session, at("12:00"), namespace, target,
