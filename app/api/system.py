@@ -13,6 +13,7 @@ from app.api.routing import current_user, operation, parse_body
 from app.auth import service as auth_service
 from app.calendar import format_utc, parse_instant
 from app.db import Namespace
+from app.db.session import begin_write
 from app.errors import Conflict
 from app.ticker import tick as ticker
 
@@ -60,6 +61,7 @@ def create_namespace() -> Any:
     """Create a namespace (superuser only)."""
     body = parse_body(NamespaceIn)
     session = context.session()
+    begin_write(session)
     namespace = auth_service.create_namespace(
         session, context.now(), body.name, body.max_active_runs
     )
@@ -78,6 +80,7 @@ def set_clock() -> Any:
         raise Conflict("the clock is not manual; start with ALMANAC_CLOCK=manual")
     instant = parse_instant(body.now, ("now",))
     session = context.session()
+    begin_write(session)
     clock.set(session, instant)  # type: ignore[union-attr]
     session.commit()
     result: dict[str, Any] = {"now": format_utc(instant)}

@@ -48,7 +48,7 @@ def _json(form: MultiDict[str, str], field: str) -> Any:
         return {} if field != "input" else {}
     try:
         return json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise _fail(field, f"is not valid JSON: {exc.msg} (line {exc.lineno})") from None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from flask import Blueprint, flash, redirect, request, url_for
 from flask_login import login_required
@@ -94,21 +95,26 @@ def _json_field(name: str) -> object:
     return json.loads(raw) if raw else None
 
 
-def _run_action(ns: str, run_id: str, apply: object, done: str) -> Response:
+def _act(ns: str, back: str, apply: Any, done: str) -> Response:
+    """Apply one run.manage operation; refusals and bad JSON become a message, then go `back`."""
     view = namespace_view(ns, RUN_MANAGE)
     session = context.session()
     try:
-        message = apply(session, view.current) or done  # type: ignore[operator]
+        message = apply(session, view.current) or done
     except ValueError as exc:
         session.rollback()
-        flash(f"The payload is not valid JSON: {exc}", "error")
+        flash(f"That is not valid JSON: {exc}", "error")
     except AlmanacError as exc:
         session.rollback()
         flash(exc.message, "error")
     else:
         session.commit()
         flash(message, "ok")
-    return redirect(url_for(".detail", ns=ns, run_id=run_id))
+    return redirect(back)
+
+
+def _run_action(ns: str, run_id: str, apply: Any, done: str) -> Response:
+    return _act(ns, url_for(".detail", ns=ns, run_id=run_id), apply, done)
 
 
 @bp.post("/ns/<ns>/runs/<path:run_id>/signal")
@@ -190,18 +196,14 @@ def inbox(ns: str) -> Response:
 @login_required
 def complete_task(ns: str, task_id: str) -> Response:
     """Complete a task with a JSON output."""
-    view = namespace_view(ns, RUN_MANAGE)
-    session = context.session()
-    try:
-        output = _json_field("output")
-        tasks.complete(session, context.now(), view.current, actor(), task_id, output)
-    except ValueError as exc:
-        session.rollback()
-        flash(f"The output is not valid JSON: {exc}", "error")
-    except AlmanacError as exc:
-        session.rollback()
-        flash(exc.message, "error")
-    else:
-        session.commit()
-        flash("Task completed.", "ok")
-    return redirect(url_for(".inbox", ns=ns))
+    return _act(
+        ns,
+        url_for(".inbox", ns=ns),
+        lambda session, namespace: (
+            tasks.complete(
+                session, context.now(), namespace, actor(), task_id, _json_field("output")
+            )
+            and None
+        ),
+        "Task completed.",
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
@@ -48,11 +50,8 @@ def index(ns: str) -> Response:
     after = int(key[0]) if key and isinstance(key[0], int) else None
     rows, next_key = queries.list_schedules(context.session(), view.current, _filters(), 50, after)
     cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
-    next_url = (
-        url_for(".index", ns=ns, **(request.args.to_dict() | {"cursor": cursor}))
-        if cursor
-        else None
-    )
+    args: dict[str, Any] = request.args.to_dict() | {"cursor": cursor}
+    next_url = url_for(".index", ns=ns, **args) if cursor else None
     return render(
         "schedules/index.html",
         "schedules/_rows.html",

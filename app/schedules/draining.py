@@ -17,12 +17,12 @@ from sqlalchemy.orm import Session
 
 from app.calendar import format_utc
 from app.db import ACTIVE_RUN_STATUSES, Database, Namespace, Run, Schedule, ScheduleOccurrence
+from app.db.session import begin_write
 from app.schedules.acting import finish_if_exhausted
 from app.schedules.firing import due_of, run_id_for
 from app.schedules.ledger import Writes, block, spec_of, start_occurrence
 from app.schedules.page import ActiveRun, PageContext
 from app.schedules.starts import orm_starter
-from app.schedules.store import begin_write
 
 PAGE_SIZE = 100
 log = logging.getLogger(__name__)

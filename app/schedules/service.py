@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.calendar import check_range, format_utc
 from app.db import Namespace, Schedule, ScheduleRevision, User
+from app.db.session import begin_write
 from app.runs import lifecycle
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError
 from app.schedules import store
@@ -35,7 +36,7 @@ def save(
     check_range(config.spec, now)
     if schedule_id is None and expected_revision is not None:
         raise RevisionConflict("If-Match names no schedule: give its 'id'", None)
-    store.begin_write(session)
+    begin_write(session)
     existing = store.lock(session, namespace, schedule_id) if schedule_id else None
     if existing is not None and existing.status == "deleted":
         raise ScheduleDeleted(existing.schedule_id)

@@ -7,24 +7,9 @@ from sqlalchemy.orm import Session
 
 from app.calendar import Spec
 from app.db import Namespace, Schedule
+from app.db.session import begin_write
 from app.schedules.config import ScheduleConfig
 from app.schedules.errors import RevisionConflict, ScheduleDeleted, ScheduleNotFound
-
-
-def begin_write(session: Session) -> None:
-    """Start a write transaction whose reads see the latest committed state.
-
-    SQLite: `BEGIN IMMEDIATE`, so two writers queue on the lock instead of both reading the old
-    revision. PostgreSQL: the row lock of `lock` does the same per schedule.
-    """
-    if session.get_bind().dialect.name != "sqlite":
-        return
-    if session.in_transaction():
-        if session.connection().get_execution_options().get("sqlite_immediate"):
-            return
-        # End the read-only transaction (authentication, namespace lookup) first.
-        session.commit()
-    session.connection(execution_options={"sqlite_immediate": True})
 
 
 def find(session: Session, namespace: Namespace, schedule_id: str) -> Schedule | None:

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from app.calendar import Spec, format_utc
 from app.db import Database, Namespace, Schedule
+from app.db.session import begin_write
 from app.schedules import rows as rows_module
 from app.schedules.acting import act
 from app.schedules.firing import DueScan, Occurrence, choose, due_of, retry_until, scan_due
@@ -29,7 +30,6 @@ from app.schedules.ledger import Writes, block, record_skip, reschedule, spec_of
 from app.schedules.page import PageContext
 from app.schedules.rows import ScheduleRow
 from app.schedules.starts import BulkStarter
-from app.schedules.store import begin_write
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from app.context import clock as app_clock
 from app.context import database
 from app.db import Database, TickerBeat
 from app.db.clock import ManualClock, SystemClock
+from app.db.session import begin_write
 
 TICKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -93,6 +94,7 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
 
 def _record_beat(db: Database, now: datetime, duration_ms: int) -> None:
     with db.session() as session:
+        begin_write(session)
         beat = session.get(TickerBeat, TICKER_ID)
         wall = datetime.now(UTC)
         if beat is None:
