@@ -34,10 +34,14 @@ test: install-dev browser
 
 lint: install-dev
 	$(BIN)/ruff check app tests bench
-	$(BIN)/mypy app/calendar app/auth app/db
+	$(BIN)/mypy app/calendar app/auth app/db app/runs app/schedules app/console
 
+# The benchmarks print their figures (docs/benchmarks.md); the tick and console ones take minutes.
 bench: install-dev
 	$(BIN)/python bench/calendar_bench.py
+	$(BIN)/python bench/runs_bench.py
+	$(BIN)/python bench/tick_bench.py
+	$(BIN)/python bench/console_bench.py
 
 clean:
 	rm -rf $(VENV) instance tests/artifacts

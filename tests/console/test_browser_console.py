@@ -123,6 +123,17 @@ def test_history_modal_loads_every_page(live_server, live_api, workflows, page, 
     assert modal.get_by_role("button", name="Load more").count() == 0
     assert modal.locator("li.event").last.get_attribute("data-sequence") == "250"
     page.screenshot(path=str(artifacts / "console-history-modal.png"))
+    # The list refreshes itself every 5 s behind the open modal; wait for that request.
+    with page.expect_response(
+        lambda r: (
+            r.url.split("?")[0].endswith("/ns/default/schedules")
+            and r.request.headers.get("hx-request") == "true"
+        ),
+        timeout=15_000,
+    ):
+        pass
+    page.wait_for_load_state("networkidle")
+    assert modal.is_visible() and modal.locator("li.event").count() == 250
     page.keyboard.press("Escape")
     assert not modal.is_visible()
     assert page.evaluate("document.activeElement.id") == "history-open-busy"

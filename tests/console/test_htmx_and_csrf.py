@@ -1,0 +1,106 @@
+"""Every htmx endpoint answers its partial with HX-Request and the page without; every console
+POST is refused without a CSRF token; backfill counts before it starts anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.ticker.tick import run_tick
+from tests.console.conftest import seed_workflow
+from tests.console.test_pages import csrf_from, sign_in
+from tests.console.test_run_pages import TASK_STEPS
+
+
+@pytest.fixture
+def seeded(app, client, accounts, api_for):
+    api = api_for("starter")
+    seed_workflow(app)
+    seed_workflow(app, "review", steps=TASK_STEPS)
+    body = {
+        "schedule_id": "nightly",
+        "cron": "0 2 * * *",
+        "overlap_policy": "allow_all",
+        "action": {"workflow": "invoice-sync"},
+    }
+    assert api.post("/schedules", json=body).status_code == 201
+    assert api.post("/runs", json={"workflow": "review", "run_id": "r-1"}).status_code == 201
+    run_tick(app, work=True)
+    account = accounts.create("olga", role="operator")
+    sign_in(client, "olga", account.password)
+    return api
+
+
+PARTIALS = [
+    "/ns/default/schedules",
+    "/ns/default/schedules/nightly",
+    "/ns/default/schedules/nightly/history",
+    "/ns/default/schedules/nightly/history?after_sequence=0",
+    "/ns/default/runs",
+    "/ns/default/runs/r-1",
+    "/ns/default/tasks",
+]
+
+
+@pytest.mark.parametrize("path", PARTIALS)
+def test_partial_with_hx_request_full_page_without(seeded, client, path):
+    full = client.get(path)
+    partial = client.get(path, headers={"HX-Request": "true"})
+    assert full.status_code == partial.status_code == 200
+    assert b"<html" in full.data and b"<html" not in partial.data
+    assert len(partial.data) < len(full.data)
+    for response in (full, partial):
+        assert "HX-Request" in response.headers["Vary"]
+
+
+POSTS = [
+    "/ns/default/schedules/new",
+    "/ns/default/schedules/nightly/edit",
+    "/ns/default/schedules/nightly/pause",
+    "/ns/default/schedules/nightly/resume",
+    "/ns/default/schedules/nightly/trigger",
+    "/ns/default/schedules/nightly/delete",
+    "/ns/default/schedules/nightly/backfill",
+    "/ns/default/calendar/preview",
+    "/ns/default/runs/r-1/signal",
+    "/ns/default/runs/r-1/cancel",
+    "/ns/default/runs/r-1/terminate",
+    "/ns/default/tasks/any/complete",
+    "/logout",
+]
+
+
+@pytest.mark.parametrize("path", POSTS)
+def test_posts_without_csrf_token_are_refused(seeded, client, path):
+    before = seeded.get("/schedules/nightly").get_json()
+    for headers in ({}, {"HX-Request": "true"}):
+        response = client.post(path, data={"revision": "1", "name": "x"}, headers=headers)
+        assert response.status_code == 400, path
+    assert seeded.get("/schedules/nightly").get_json() == before
+
+
+def test_backfill_counts_then_starts(seeded, client, app):
+    page = client.get("/ns/default/schedules/nightly")
+    count = client.get(
+        "/ns/default/schedules/nightly/backfill/count?from=2026-01-01T00:00:00Z"
+        "&to=2026-01-04T00:00:00Z",
+        headers={"HX-Request": "true"},
+    )
+    assert "This range holds 3 occurrences" in count.get_data(as_text=True)
+    bad = client.get("/ns/default/schedules/nightly/backfill/count?from=x&to=y")
+    assert "from" in bad.get_data(as_text=True)
+    result = client.post(
+        "/ns/default/schedules/nightly/backfill",
+        headers={"HX-Request": "true"},
+        data={
+            "csrf_token": csrf_from(page),
+            "from": "2026-01-01T00:00:00Z",
+            "to": "2026-01-04T00:00:00Z",
+        },
+    )
+    assert "Backfill started 3 runs" in result.get_data(as_text=True)
+    runs = seeded.get("/runs?schedule_id=nightly").get_json()["items"]
+    assert sorted(r["run_id"] for r in runs) == [
+        "schedule:nightly:backfill:20260101T020000Z",
+        "schedule:nightly:backfill:20260102T020000Z",
+        "schedule:nightly:backfill:20260103T020000Z",
+    ]
