@@ -134,38 +134,27 @@ def signal(ns: str, run_id: str) -> Response:
     return _run_action(ns, run_id, apply, "")
 
 
+def _end(ns: str, run_id: str, operation: Any, done: str) -> Response:
+    """Cancel or terminate the run, recording who asked."""
+
+    def apply(session: Any, namespace: Any) -> None:
+        operation(session, context.now(), namespace, run_id, f"console: {actor().username}")
+
+    return _run_action(ns, run_id, apply, done)
+
+
 @bp.post("/ns/<ns>/runs/<path:run_id>/cancel")
 @login_required
 def cancel(ns: str, run_id: str) -> Response:
     """Ask the run to stop at its next step boundary."""
-    return _run_action(
-        ns,
-        run_id,
-        lambda session, namespace: (
-            runs_service.cancel(
-                session, context.now(), namespace, run_id, f"console: {actor().username}"
-            )
-            and None
-        ),
-        "Cancel requested.",
-    )
+    return _end(ns, run_id, runs_service.cancel, "Cancel requested.")
 
 
 @bp.post("/ns/<ns>/runs/<path:run_id>/terminate")
 @login_required
 def terminate(ns: str, run_id: str) -> Response:
     """End the run now."""
-    return _run_action(
-        ns,
-        run_id,
-        lambda session, namespace: (
-            runs_service.terminate(
-                session, context.now(), namespace, run_id, f"console: {actor().username}"
-            )
-            and None
-        ),
-        "Terminated.",
-    )
+    return _end(ns, run_id, runs_service.terminate, "Terminated.")
 
 
 @bp.get("/ns/<ns>/tasks")

@@ -74,7 +74,9 @@ def test_preview_count_bounds(admin_api):
     assert response.get_json()["error"]["details"]["errors"][0]["loc"] == ["count"]
 
 
-def test_exhausted_spec_is_schedule_range(admin_api):
+def test_preview_past_end_at_lists_nothing(admin_api):
+    # Preview answers an empty list for an exhausted spec; saving one is 422 SCHEDULE_RANGE
+    # (tests/api/test_schedules_errors.py).
     response = admin_api.post(
         "/calendar/preview",
         json={"spec": {"cron": "0 0 * * *", "end_at": "2020-01-01T00:00:00Z"}},
