@@ -36,43 +36,81 @@ from app.context import database  # noqa: E402
 from app.db import Base, Schedule, ScheduleHistoryEvent, make_engine, normalize_url  # noqa: E402
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
-PG_ADMIN = os.environ.get("ALMANAC_TEST_POSTGRES_URL",
-                          "postgresql://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN = os.environ.get(
+    "ALMANAC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 CHUNK = 10_000
 
 
 def schedule_rows(namespace_id: int, user_id: int, count: int) -> Any:
     for i in range(count):
         minute = i % 60
-        spec = {"cron_expressions": [f"{minute} {i % 24} * * *"], "intervals": [],
-                "timezone": "UTC", "start_at": None, "end_at": None}
+        spec = {
+            "cron_expressions": [f"{minute} {i % 24} * * *"],
+            "intervals": [],
+            "timezone": "UTC",
+            "start_at": None,
+            "end_at": None,
+        }
         yield {
-            "uid": str(uuid.UUID(int=i + 1)), "namespace_id": namespace_id,
-            "schedule_id": f"sched-{i:06d}", "revision": 1, "status": "active",
-            "principal_id": user_id, "workflow_name": "report", "spec": spec,
-            "action": {"workflow": "report", "activation_id": None, "input": {},
-                       "execution_timeout_seconds": None, "run_timeout_seconds": None,
-                       "queue": None},
-            "overlap_policy": "skip", "missed_policy": "skip", "jitter_seconds": 0,
-            "max_runs": None, "labels": {"team": f"t{i % 10}"}, "memo": {},
-            "search_attributes": {}, "notes": None, "cursor_at": NOW,
+            "uid": str(uuid.UUID(int=i + 1)),
+            "namespace_id": namespace_id,
+            "schedule_id": f"sched-{i:06d}",
+            "revision": 1,
+            "status": "active",
+            "principal_id": user_id,
+            "workflow_name": "report",
+            "spec": spec,
+            "action": {
+                "workflow": "report",
+                "activation_id": None,
+                "input": {},
+                "execution_timeout_seconds": None,
+                "run_timeout_seconds": None,
+                "queue": None,
+            },
+            "overlap_policy": "skip",
+            "missed_policy": "skip",
+            "jitter_seconds": 0,
+            "max_runs": None,
+            "labels": {"team": f"t{i % 10}"},
+            "memo": {},
+            "search_attributes": {},
+            "notes": None,
+            "cursor_at": NOW,
             "next_occurrence": NOW + timedelta(minutes=i % 1440),
-            "next_fire_at": NOW + timedelta(minutes=i % 1440), "fires_count": 0,
-            "skipped_trigger_count": 0, "buffered_count": 0, "history_sequence": 0,
-            "created_at": NOW, "updated_at": NOW,
+            "next_fire_at": NOW + timedelta(minutes=i % 1440),
+            "fires_count": 0,
+            "skipped_trigger_count": 0,
+            "buffered_count": 0,
+            "history_sequence": 0,
+            "created_at": NOW,
+            "updated_at": NOW,
         }
 
 
 def event_rows(schedule_pks: list[int], per: dict[int, int]) -> Any:
     for pk in schedule_pks:
         for seq in range(1, per[pk] + 1):
-            yield {"schedule_pk": pk, "sequence": seq, "event_type": "ScheduleTriggerSkipped",
-                   "payload": {"reason": "overlap_policy_skip", "skipped_trigger_count": seq,
-                               "last_skipped_at": "2026-01-05T12:00:00Z",
-                               "command_context": {"actor": None, "source": "scheduler",
-                                                   "request_id": None, "reason": None}},
-                   "workflow_instance_id": None, "workflow_run_id": None,
-                   "recorded_at": NOW + timedelta(seconds=seq)}
+            yield {
+                "schedule_pk": pk,
+                "sequence": seq,
+                "event_type": "ScheduleTriggerSkipped",
+                "payload": {
+                    "reason": "overlap_policy_skip",
+                    "skipped_trigger_count": seq,
+                    "last_skipped_at": "2026-01-05T12:00:00Z",
+                    "command_context": {
+                        "actor": None,
+                        "source": "scheduler",
+                        "request_id": None,
+                        "reason": None,
+                    },
+                },
+                "workflow_instance_id": None,
+                "workflow_run_id": None,
+                "recorded_at": NOW + timedelta(seconds=seq),
+            }
 
 
 def bulk(conn: Any, table: Any, rows: Any) -> None:
@@ -116,8 +154,10 @@ def populate(url: str, schedules: int, events: int) -> tuple[str, int]:
         with engine.begin() as conn:
             conn.execute(text("ANALYZE"))
     engine.dispose()
-    print(f"  loaded {schedules:,} schedules and {events:,} events in "
-          f"{time.perf_counter() - started:.1f} s")
+    print(
+        f"  loaded {schedules:,} schedules and {events:,} events in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     return "sched-000000", per[busiest]
 
 
@@ -134,8 +174,9 @@ def timed(client: Any, path: str, repeat: int) -> tuple[float, float]:
 
 def measure(url: str, schedules: int, events: int, repeat: int) -> list[tuple[str, float, float]]:
     busiest, last_sequence = populate(url, schedules, events)
-    app = create_app({"DATABASE_URL": url, "SCHEDULER": "off", "SECRET_KEY": "bench",
-                      "WTF_CSRF_ENABLED": False})
+    app = create_app(
+        {"DATABASE_URL": url, "SCHEDULER": "off", "SECRET_KEY": "bench", "WTF_CSRF_ENABLED": False}
+    )
     client = app.test_client()
     client.post("/login", data={"username": "bench", "password": "bench-password"})
     first = client.get("/ns/default/schedules").get_data(as_text=True)
@@ -150,8 +191,10 @@ def measure(url: str, schedules: int, events: int, repeat: int) -> list[tuple[st
         ("list, first page", "/ns/default/schedules"),
         ("list, deep page (last 60 of 100k)", f"/ns/default/schedules?cursor={deep}"),
         ("detail", f"/ns/default/schedules/{busiest}"),
-        ("history, deepest page", f"/ns/default/schedules/{busiest}/history?after_sequence="
-                                  f"{max(0, last_sequence - 100)}"),
+        (
+            "history, deepest page",
+            f"/ns/default/schedules/{busiest}/history?after_sequence={max(0, last_sequence - 100)}",
+        ),
         ("history, first page", f"/ns/default/schedules/{busiest}/history"),
     ]
     results = []
@@ -178,17 +221,20 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
-    print(f"console bench: {args.schedules:,} schedules, {args.events:,} history events; "
-          f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}")
+    print(
+        f"console bench: {args.schedules:,} schedules, {args.events:,} history events; "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     table = []
     for backend in backends:
         print(f"[{backend}]")
         if backend == "sqlite":
             folder = tempfile.mkdtemp()
-            results = measure(f"sqlite:///{folder}/bench.db", args.schedules, args.events,
-                              args.repeat)
+            results = measure(
+                f"sqlite:///{folder}/bench.db", args.schedules, args.events, args.repeat
+            )
         else:
             url, (admin, name) = postgres_url()
             try:

@@ -32,11 +32,14 @@ from app.db import Base, Run, normalize_url  # noqa: E402
 from app.runs import deadlines, engine, lifecycle, workflows  # noqa: E402
 
 START = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
-DEFINITION = {"name": "bench", "steps": [
-    {"id": "first", "type": "action", "action": "noop"},
-    {"id": "pause", "type": "wait", "duration": "PT1S"},
-    {"id": "second", "type": "action", "action": "noop"},
-]}
+DEFINITION = {
+    "name": "bench",
+    "steps": [
+        {"id": "first", "type": "action", "action": "noop"},
+        {"id": "pause", "type": "wait", "duration": "PT1S"},
+        {"id": "second", "type": "action", "action": "noop"},
+    ],
+}
 
 
 def _timed(label: str, fn: Callable[[], int], n_runs: int) -> float:
@@ -52,8 +55,7 @@ def _work(app, threads: int, batch: int) -> int:
     done = [0] * threads
 
     def loop(index: int) -> None:
-        settings = engine.WorkerSettings(name=f"bench-{index}", queue=engine.ANY_QUEUE,
-                                         batch=batch)
+        settings = engine.WorkerSettings(name=f"bench-{index}", queue=engine.ANY_QUEUE, batch=batch)
         while advanced := engine.work_once(database(app), clock(app), settings):
             done[index] += advanced
 
@@ -81,31 +83,46 @@ def _start_runs(app, n_runs: int, batch: int = 500) -> int:
 
 
 def bench(url: str, n_runs: int, threads: int, batch: int) -> None:
-    app = create_app({"TESTING": True, "DATABASE_URL": url, "SCHEDULER": "off",
-                      "CLOCK": "manual", "SECRET_KEY": "bench"})
+    app = create_app(
+        {
+            "TESTING": True,
+            "DATABASE_URL": url,
+            "SCHEDULER": "off",
+            "CLOCK": "manual",
+            "SECRET_KEY": "bench",
+        }
+    )
     db = database(app)
     Base.metadata.create_all(db.engine)
     with db.session() as session:
         clock(app).set(session, START)  # type: ignore[union-attr]
         session.commit()
-    print(f"{db.engine.dialect.name}: {n_runs} runs x 3 steps, {threads} worker thread(s), "
-          f"{batch} run(s) claimed per transaction")
+    print(
+        f"{db.engine.dialect.name}: {n_runs} runs x 3 steps, {threads} worker thread(s), "
+        f"{batch} run(s) claimed per transaction"
+    )
     create = _timed("start runs", lambda: _start_runs(app, n_runs), n_runs)
     phase1 = _timed("first action + enter wait", lambda: _work(app, threads, batch), n_runs)
     with db.session() as session:
         clock(app).set(session, START + timedelta(seconds=1))  # type: ignore[union-attr]
         session.commit()
-    scan = _timed("deadline scan (waits)",
-                  lambda: deadlines.scan(db, START + timedelta(seconds=1)).applied, n_runs)
+    scan = _timed(
+        "deadline scan (waits)",
+        lambda: deadlines.scan(db, START + timedelta(seconds=1)).applied,
+        n_runs,
+    )
     phase2 = _timed("second action + complete", lambda: _work(app, threads, batch), n_runs)
     with db.session() as session:
-        completed = session.scalar(select(func.count()).select_from(Run)
-                                   .where(Run.status == "completed"))
+        completed = session.scalar(
+            select(func.count()).select_from(Run).where(Run.status == "completed")
+        )
     assert completed == n_runs, f"only {completed} of {n_runs} runs completed"
     execute = phase1 + scan + phase2
-    print(f"  executing: {n_runs / execute:.0f} runs/s, {3 * n_runs / execute:.0f} steps/s "
-          f"({execute:.1f} s); including creation: {n_runs / (execute + create):.0f} runs/s, "
-          f"{3 * n_runs / (execute + create):.0f} steps/s")
+    print(
+        f"  executing: {n_runs / execute:.0f} runs/s, {3 * n_runs / execute:.0f} steps/s "
+        f"({execute:.1f} s); including creation: {n_runs / (execute + create):.0f} runs/s, "
+        f"{3 * n_runs / (execute + create):.0f} steps/s"
+    )
     db.dispose()
 
 
@@ -113,10 +130,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("-n", "--runs", type=int, default=10_000)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="worker threads (default: 1 on SQLite, 4 on PostgreSQL)")
-    parser.add_argument("--batch", type=int, default=25,
-                        help="runs a worker claims per transaction (ALMANAC_WORKER_BATCH)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="worker threads (default: 1 on SQLite, 4 on PostgreSQL)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=25,
+        help="runs a worker claims per transaction (ALMANAC_WORKER_BATCH)",
+    )
     parser.add_argument("--postgres-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     args = parser.parse_args()
     if args.db in ("sqlite", "both"):

@@ -57,38 +57,91 @@ PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 def _seed(db: Database, count: int) -> None:
     """One namespace, one operator, one ready activation and `count` due schedules (Core)."""
     with db.engine.begin() as conn:
-        ns = conn.execute(insert(Namespace).values(name="default", created_at=DUE)
-                          .returning(Namespace.id)).scalar_one()
-        user = conn.execute(insert(User).values(username="bench", password_hash="x",
-                                                is_superuser=False, created_at=DUE)
-                            .returning(User.id)).scalar_one()
+        ns = conn.execute(
+            insert(Namespace).values(name="default", created_at=DUE).returning(Namespace.id)
+        ).scalar_one()
+        user = conn.execute(
+            insert(User)
+            .values(username="bench", password_hash="x", is_superuser=False, created_at=DUE)
+            .returning(User.id)
+        ).scalar_one()
         conn.execute(insert(Membership).values(user_id=user, namespace_id=ns, role="operator"))
-        flow = conn.execute(insert(Workflow).values(namespace_id=ns, name="noop", created_at=DUE)
-                            .returning(Workflow.id)).scalar_one()
-        definition = {"name": "noop", "input_schema": {"type": "object"},
-                      "steps": [{"id": "a", "type": "action", "action": "noop"}]}
-        version = conn.execute(insert(WorkflowVersion).values(
-            workflow_id=flow, version=1, definition=definition, created_at=DUE,
-        ).returning(WorkflowVersion.id)).scalar_one()
+        flow = conn.execute(
+            insert(Workflow)
+            .values(namespace_id=ns, name="noop", created_at=DUE)
+            .returning(Workflow.id)
+        ).scalar_one()
+        definition = {
+            "name": "noop",
+            "input_schema": {"type": "object"},
+            "steps": [{"id": "a", "type": "action", "action": "noop"}],
+        }
+        version = conn.execute(
+            insert(WorkflowVersion)
+            .values(
+                workflow_id=flow,
+                version=1,
+                definition=definition,
+                created_at=DUE,
+            )
+            .returning(WorkflowVersion.id)
+        ).scalar_one()
         activation = str(uuid.uuid4())
-        conn.execute(insert(Activation).values(id=activation, namespace_id=ns, workflow_id=flow,
-                                               workflow_version_id=version, status="ready",
-                                               created_at=DUE))
-        spec = {"cron_expressions": ["0 12 * * *"], "intervals": [], "timezone": "UTC",
-                "start_at": None, "end_at": None}
-        action = {"workflow": None, "activation_id": activation, "input": {},
-                  "execution_timeout_seconds": None, "run_timeout_seconds": None, "queue": None}
+        conn.execute(
+            insert(Activation).values(
+                id=activation,
+                namespace_id=ns,
+                workflow_id=flow,
+                workflow_version_id=version,
+                status="ready",
+                created_at=DUE,
+            )
+        )
+        spec = {
+            "cron_expressions": ["0 12 * * *"],
+            "intervals": [],
+            "timezone": "UTC",
+            "start_at": None,
+            "end_at": None,
+        }
+        action = {
+            "workflow": None,
+            "activation_id": activation,
+            "input": {},
+            "execution_timeout_seconds": None,
+            "run_timeout_seconds": None,
+            "queue": None,
+        }
         batch = []
         for index in range(count):
-            batch.append({
-                "uid": str(uuid.uuid4()), "namespace_id": ns, "schedule_id": f"s{index:06d}",
-                "revision": 1, "status": "active", "principal_id": user, "workflow_name": "noop",
-                "spec": spec, "action": action, "overlap_policy": "skip",
-                "missed_policy": "skip", "jitter_seconds": 0, "labels": {}, "memo": {},
-                "search_attributes": {}, "cursor_at": DUE - timedelta(hours=1),
-                "next_occurrence": DUE, "next_fire_at": DUE, "fires_count": 0,
-                "skipped_trigger_count": 0, "buffered_count": 0, "history_sequence": 0,
-                "created_at": DUE, "updated_at": DUE})
+            batch.append(
+                {
+                    "uid": str(uuid.uuid4()),
+                    "namespace_id": ns,
+                    "schedule_id": f"s{index:06d}",
+                    "revision": 1,
+                    "status": "active",
+                    "principal_id": user,
+                    "workflow_name": "noop",
+                    "spec": spec,
+                    "action": action,
+                    "overlap_policy": "skip",
+                    "missed_policy": "skip",
+                    "jitter_seconds": 0,
+                    "labels": {},
+                    "memo": {},
+                    "search_attributes": {},
+                    "cursor_at": DUE - timedelta(hours=1),
+                    "next_occurrence": DUE,
+                    "next_fire_at": DUE,
+                    "fires_count": 0,
+                    "skipped_trigger_count": 0,
+                    "buffered_count": 0,
+                    "history_sequence": 0,
+                    "created_at": DUE,
+                    "updated_at": DUE,
+                }
+            )
             if len(batch) == 5000:
                 conn.execute(insert(Schedule), batch)
                 batch = []
@@ -103,8 +156,13 @@ def measure_almanac(url: str, count: int) -> dict[str, Any]:
     _seed(db, count)
     commits: list[tuple[float, int]] = []
     started = time.perf_counter()
-    rows = fire_due(db, DUE, timedelta(seconds=60), budget_deadline=time.monotonic() + 3600,
-                    on_page=lambda claimed: commits.append((time.perf_counter(), claimed)))
+    rows = fire_due(
+        db,
+        DUE,
+        timedelta(seconds=60),
+        budget_deadline=time.monotonic() + 3600,
+        on_page=lambda claimed: commits.append((time.perf_counter(), claimed)),
+    )
     elapsed = time.perf_counter() - started
     lags = _weighted_quantiles([(stamp - started, claimed) for stamp, claimed in commits])
     with db.engine.connect() as conn:
@@ -112,9 +170,14 @@ def measure_almanac(url: str, count: int) -> dict[str, Any]:
     db.dispose()
     fired = sum(1 for row in rows if row["outcome"] == "triggered")
     assert fired == count == runs, (fired, count, runs)
-    return {"fires": fired, "seconds": elapsed, "fires_per_s": fired / elapsed,
-            "p50_lag_s": lags[0.5], "p99_lag_s": lags[0.99],
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "fires": fired,
+        "seconds": elapsed,
+        "fires_per_s": fired / elapsed,
+        "p50_lag_s": lags[0.5],
+        "p99_lag_s": lags[0.99],
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def _weighted_quantiles(pages: list[tuple[float, int]]) -> dict[float, float]:
@@ -140,13 +203,16 @@ def measure_peer(url: str, count: int) -> dict[str, Any]:
     # Far enough ahead that storing the jobs ends first (about 1,000 jobs a second).
     lead = timedelta(seconds=5 + count / 400)
     due = (datetime.now(UTC) + lead).replace(microsecond=0)
-    _load_peer_jobs(url, count, CronTrigger(hour=due.hour, minute=due.minute, second=due.second,
-                                            timezone="UTC"))
+    _load_peer_jobs(
+        url, count, CronTrigger(hour=due.hour, minute=due.minute, second=due.second, timezone="UTC")
+    )
     # The peer as its users run it: the job store built from a URL, with its own defaults.
     scheduler = BackgroundScheduler(
         jobstores={"default": SQLAlchemyJobStore(url=normalize_url(url))},
-        executors={"default": ThreadPoolExecutor(20)}, timezone="UTC",
-        job_defaults={"misfire_grace_time": 3600, "coalesce": True})
+        executors={"default": ThreadPoolExecutor(20)},
+        timezone="UTC",
+        job_defaults={"misfire_grace_time": 3600, "coalesce": True},
+    )
     done = threading.Event()
     executed: list[float] = []
 
@@ -165,10 +231,14 @@ def measure_peer(url: str, count: int) -> dict[str, Any]:
     elapsed = executed[-1] - started
     scheduler.shutdown(wait=False)
     lags = [stamp - started for stamp in executed]
-    return {"fires": len(executed), "seconds": elapsed, "fires_per_s": len(executed) / elapsed,
-            "p50_lag_s": statistics.median(lags),
-            "p99_lag_s": statistics.quantiles(lags, n=100)[98],
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "fires": len(executed),
+        "seconds": elapsed,
+        "fires_per_s": len(executed) / elapsed,
+        "p50_lag_s": statistics.median(lags),
+        "p99_lag_s": statistics.quantiles(lags, n=100)[98],
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def _load_peer_jobs(url: str, count: int, trigger: Any) -> None:
@@ -177,9 +247,11 @@ def _load_peer_jobs(url: str, count: int, trigger: Any) -> None:
     from apscheduler.schedulers.background import BackgroundScheduler
 
     engine = make_engine(url)
-    loader = BackgroundScheduler(jobstores={"default": SQLAlchemyJobStore(engine=engine)},
-                                 timezone="UTC",
-                                 job_defaults={"misfire_grace_time": 3600, "coalesce": True})
+    loader = BackgroundScheduler(
+        jobstores={"default": SQLAlchemyJobStore(engine=engine)},
+        timezone="UTC",
+        job_defaults={"misfire_grace_time": 3600, "coalesce": True},
+    )
     loader.start(paused=True)
     for index in range(count):
         loader.add_job(_noop, trigger, id=f"job{index}")
@@ -222,8 +294,18 @@ class Backend:
 
 def run_child(which: str, kind: str, count: int, pg_url: str) -> dict[str, Any]:
     """Measure in a subprocess so peak RSS belongs to that measurement alone."""
-    command = [sys.executable, __file__, "--child", which, "--backend", kind,
-               "--count", str(count), "--postgres", pg_url]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        which,
+        "--backend",
+        kind,
+        "--count",
+        str(count),
+        "--postgres",
+        pg_url,
+    ]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return dict(json.loads(output.strip().splitlines()[-1]))
 
@@ -242,8 +324,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--big", type=int, default=100_000)
-    parser.add_argument("--postgres", default=os.environ.get("ALMANAC_TEST_POSTGRES_URL",
-                                                             PG_DEFAULT))
+    parser.add_argument(
+        "--postgres", default=os.environ.get("ALMANAC_TEST_POSTGRES_URL", PG_DEFAULT)
+    )
     parser.add_argument("--skip-peer", action="store_true")
     parser.add_argument("--child", choices=("almanac", "peer"))
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
@@ -251,33 +334,42 @@ def main() -> None:
     if args.child:
         child(args.child, args.backend, args.count, args.postgres)
         return
-    print(f"# tick benchmark — {platform.python_implementation()} {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"# tick benchmark — {platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs"
+    )
     results: list[tuple[str, str, int, dict[str, Any]]] = []
     for kind in ("sqlite", "postgres"):
-        for which, count in (("almanac", args.count), ("almanac", args.big),
-                             ("peer", args.count)):
+        for which, count in (("almanac", args.count), ("almanac", args.big), ("peer", args.count)):
             if which == "peer" and args.skip_peer:
                 continue
             figures = run_child(which, kind, count, args.postgres)
             results.append((kind, which, count, figures))
-    header = ("| database | scheduler | N | fires/s | p50 lag s | p99 lag s | peak RSS MiB |\n"
-              "|---|---|---:|---:|---:|---:|---:|")
+    header = (
+        "| database | scheduler | N | fires/s | p50 lag s | p99 lag s | peak RSS MiB |\n"
+        "|---|---|---:|---:|---:|---:|---:|"
+    )
     print(header)
     for kind, which, count, f in results:
         name = "Almanac tick" if which == "almanac" else "APScheduler 3 + SQLAlchemyJobStore"
-        print(f"| {kind} | {name} | {count:,} | {f['fires_per_s']:,.0f} | {f['p50_lag_s']:.2f} | "
-              f"{f['p99_lag_s']:.2f} | {f['peak_rss_mib']:.0f} |")
+        print(
+            f"| {kind} | {name} | {count:,} | {f['fires_per_s']:,.0f} | {f['p50_lag_s']:.2f} | "
+            f"{f['p99_lag_s']:.2f} | {f['peak_rss_mib']:.0f} |"
+        )
     for kind in ("sqlite", "postgres"):
         ours = [f for k, w, n, f in results if k == kind and w == "almanac" and n == args.count]
         big = [f for k, w, n, f in results if k == kind and w == "almanac" and n == args.big]
         peer = [f for k, w, n, f in results if k == kind and w == "peer"]
         if ours and peer:
-            print(f"{kind}: Almanac / APScheduler fires/s = "
-                  f"{ours[0]['fires_per_s'] / peer[0]['fires_per_s']:.1f}x")
+            print(
+                f"{kind}: Almanac / APScheduler fires/s = "
+                f"{ours[0]['fires_per_s'] / peer[0]['fires_per_s']:.1f}x"
+            )
         if ours and big:
-            print(f"{kind}: peak RSS at N={args.big:,} / N={args.count:,} = "
-                  f"{big[0]['peak_rss_mib'] / ours[0]['peak_rss_mib']:.2f}x")
+            print(
+                f"{kind}: peak RSS at N={args.big:,} / N={args.count:,} = "
+                f"{big[0]['peak_rss_mib'] / ours[0]['peak_rss_mib']:.2f}x"
+            )
 
 
 if __name__ == "__main__":

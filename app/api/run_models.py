@@ -39,8 +39,9 @@ class RunIn(Strict):
     activation_id: str | None = Field(default=None, min_length=1, max_length=36)
     input: Any = Field(default_factory=dict)
     run_id: str | None = Field(default=None, min_length=1, max_length=255)
-    queue: str | None = Field(default=None, min_length=1, max_length=64,
-                               pattern=r"^[A-Za-z0-9._-]+$")
+    queue: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"
+    )
     timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
     labels: dict[str, str] = Field(default_factory=dict, max_length=64)
     memo: dict[str, Any] = Field(default_factory=dict)

@@ -32,30 +32,56 @@ def run_json(session: Session, run: Run, namespace: Namespace) -> dict[str, Any]
     flow = session.get(Workflow, run.workflow_id)
     version = session.get(WorkflowVersion, run.workflow_version_id)
     assert flow is not None and version is not None
-    return {"run_id": run.run_id, "uid": run.uid, "namespace": namespace.name,
-            "workflow": flow.name, "version": version.version,
-            "activation_id": run.activation_id, "schedule_id": run.schedule_id,
-            "status": run.status, "input": run.input, "output": run.output, "error": run.error,
-            "current_step": run.current_step, "queue": run.queue,
-            "created_at": _iso(run.created_at), "started_at": _iso(run.started_at),
-            "finished_at": _iso(run.finished_at)}
+    return {
+        "run_id": run.run_id,
+        "uid": run.uid,
+        "namespace": namespace.name,
+        "workflow": flow.name,
+        "version": version.version,
+        "activation_id": run.activation_id,
+        "schedule_id": run.schedule_id,
+        "status": run.status,
+        "input": run.input,
+        "output": run.output,
+        "error": run.error,
+        "current_step": run.current_step,
+        "queue": run.queue,
+        "created_at": _iso(run.created_at),
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+    }
 
 
 def event_json(event: RunHistoryEvent) -> dict[str, Any]:
-    return {"id": event.id, "sequence": event.sequence, "event_type": event.event_type,
-            "node_id": event.node_id, "payload": event.payload,
-            "recorded_at": _iso(event.recorded_at)}
+    return {
+        "id": event.id,
+        "sequence": event.sequence,
+        "event_type": event.event_type,
+        "node_id": event.node_id,
+        "payload": event.payload,
+        "recorded_at": _iso(event.recorded_at),
+    }
 
 
 def task_json(task: Task, run_id: str) -> dict[str, Any]:
-    return {"id": task.id, "run_id": run_id, "node_id": task.node_id, "title": task.title,
-            "role": task.role, "status": task.status, "output": task.output,
-            "created_at": _iso(task.created_at), "due_at": _iso(task.due_at),
-            "completed_at": _iso(task.completed_at), "completed_by": task.completed_by}
+    return {
+        "id": task.id,
+        "run_id": run_id,
+        "node_id": task.node_id,
+        "title": task.title,
+        "role": task.role,
+        "status": task.status,
+        "output": task.output,
+        "created_at": _iso(task.created_at),
+        "due_at": _iso(task.due_at),
+        "completed_at": _iso(task.completed_at),
+        "completed_by": task.completed_by,
+    }
 
 
-def _page(namespace: Namespace, collection: str, items: list[dict[str, Any]],
-          key: list[Any] | None) -> dict[str, Any]:
+def _page(
+    namespace: Namespace, collection: str, items: list[dict[str, Any]], key: list[Any] | None
+) -> dict[str, Any]:
     cursor = encode_cursor(namespace.name, collection, key) if key is not None else None
     return {"items": items, "next_cursor": cursor}
 
@@ -75,30 +101,55 @@ def _run_filter() -> service.RunFilter:
     statuses = [s for s in (request.args.get("status") or "").split(",") if s]
     for status in statuses:
         if status not in RUN_STATUSES:
-            raise ValidationFailed([{"loc": ["query", "status"],
-                                     "msg": f"must be among {', '.join(RUN_STATUSES)}"}])
-    return service.RunFilter(status=statuses, workflow=request.args.get("workflow") or None,
-                             schedule_id=request.args.get("schedule_id") or None,
-                             labels=_pairs("label"), search_attributes=_pairs("search_attribute"))
+            raise ValidationFailed(
+                [{"loc": ["query", "status"], "msg": f"must be among {', '.join(RUN_STATUSES)}"}]
+            )
+    return service.RunFilter(
+        status=statuses,
+        workflow=request.args.get("workflow") or None,
+        schedule_id=request.args.get("schedule_id") or None,
+        labels=_pairs("label"),
+        search_attributes=_pairs("search_attribute"),
+    )
 
 
-@operation(bp, "POST", "/runs", summary="Start a run (idempotent on run_id)", grant=RUN_START,
-           body=RunIn, status=201, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/runs",
+    summary="Start a run (idempotent on run_id)",
+    grant=RUN_START,
+    body=RunIn,
+    status=201,
+    namespaced=True,
+)
 def start_run(namespace: Namespace) -> Any:
     """Start a run; the same run_id again answers the existing run with 200."""
     body = parse_body(RunIn)
     session = context.session()
-    run, created = service.start(session, context.now(), namespace,
-                                 service.RunRequest(**body.model_dump()))
+    run, created = service.start(
+        session, context.now(), namespace, service.RunRequest(**body.model_dump())
+    )
     session.commit()
     return jsonify(run_json(session, run, namespace)), (201 if created else 200)
 
 
-@operation(bp, "GET", "/runs", summary="List runs, newest first", grant=RUN_READ, namespaced=True,
-           query=[("status", "comma-separated statuses"), ("workflow", "workflow name"),
-                  ("schedule_id", "started by this schedule"),
-                  ("label", "key:value (repeatable)"),
-                  ("search_attribute", "key:value (repeatable)"), *PAGE])
+@operation(
+    bp,
+    "GET",
+    "/runs",
+    summary="List runs, newest first",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[
+        ("status", "comma-separated statuses"),
+        ("workflow", "workflow name"),
+        ("schedule_id", "started by this schedule"),
+        ("label", "key:value (repeatable)"),
+        ("search_attribute", "key:value (repeatable)"),
+        *PAGE,
+    ],
+)
 def list_runs(namespace: Namespace) -> Any:
     """List runs with filters."""
     where = _run_filter()
@@ -116,41 +167,73 @@ def get_run(namespace: Namespace, run_id: str) -> Any:
     return jsonify(run_json(session, service.get_run(session, namespace, run_id), namespace))
 
 
-@operation(bp, "GET", "/runs/<run_id>/history", summary="A run's history events in order",
-           grant=RUN_READ, namespaced=True, query=PAGE)
+@operation(
+    bp,
+    "GET",
+    "/runs/<run_id>/history",
+    summary="A run's history events in order",
+    grant=RUN_READ,
+    namespaced=True,
+    query=PAGE,
+)
 def run_history(namespace: Namespace, run_id: str) -> Any:
     """List a run's history events by sequence."""
     session = context.session()
     run = service.get_run(session, namespace, run_id)
     limit, after = page_args(namespace.name, f"run-history:{run.uid}")
     events, key = service.history(session, run, limit, after)
-    return jsonify(_page(namespace, f"run-history:{run.uid}", [event_json(e) for e in events],
-                         key))
+    return jsonify(_page(namespace, f"run-history:{run.uid}", [event_json(e) for e in events], key))
 
 
-@operation(bp, "GET", "/runs/<run_id>/replay", summary="Replayed state beside the stored one",
-           grant=RUN_READ, namespaced=True)
+@operation(
+    bp,
+    "GET",
+    "/runs/<run_id>/replay",
+    summary="Replayed state beside the stored one",
+    grant=RUN_READ,
+    namespaced=True,
+)
 def replay_run(namespace: Namespace, run_id: str) -> Any:
     """Rebuild the run's state from its history and compare it with the stored state."""
     session = context.session()
     return jsonify(replay.compare(session, service.get_run(session, namespace, run_id)))
 
 
-@operation(bp, "POST", "/runs/<run_id>/signals/<name>", summary="Send a signal to a run",
-           grant=RUN_MANAGE, body=SignalIn, status=202, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/runs/<run_id>/signals/<name>",
+    summary="Send a signal to a run",
+    grant=RUN_MANAGE,
+    body=SignalIn,
+    status=202,
+    namespaced=True,
+)
 def send_signal(namespace: Namespace, run_id: str, name: str) -> Any:
     """Accept a signal: delivered, buffered for a later step, or ignored (with a reason)."""
     body = parse_body(SignalIn)
     session = context.session()
     outcome = signals.send(session, context.now(), namespace, run_id, name, body.payload)
     session.commit()
-    return jsonify({"signal_id": outcome.signal.id,
-                    "accepted_at": format_utc(outcome.signal.accepted_at),
-                    "status": outcome.status, "reason": outcome.reason}), 202
+    return jsonify(
+        {
+            "signal_id": outcome.signal.id,
+            "accepted_at": format_utc(outcome.signal.accepted_at),
+            "status": outcome.status,
+            "reason": outcome.reason,
+        }
+    ), 202
 
 
-@operation(bp, "POST", "/runs/<run_id>/cancel", summary="Cancel a run at its next step boundary",
-           grant=RUN_MANAGE, body=ReasonIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/runs/<run_id>/cancel",
+    summary="Cancel a run at its next step boundary",
+    grant=RUN_MANAGE,
+    body=ReasonIn,
+    namespaced=True,
+)
 def cancel_run(namespace: Namespace, run_id: str) -> Any:
     """Request cancellation; a waiting or pending run is cancelled at once."""
     body = parse_body(ReasonIn)
@@ -160,8 +243,15 @@ def cancel_run(namespace: Namespace, run_id: str) -> Any:
     return jsonify(run_json(session, run, namespace))
 
 
-@operation(bp, "POST", "/runs/<run_id>/terminate", summary="Terminate a run immediately",
-           grant=RUN_MANAGE, body=ReasonIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/runs/<run_id>/terminate",
+    summary="Terminate a run immediately",
+    grant=RUN_MANAGE,
+    body=ReasonIn,
+    namespaced=True,
+)
 def terminate_run(namespace: Namespace, run_id: str) -> Any:
     """End a run now, discarding the result of a step in progress."""
     body = parse_body(ReasonIn)
@@ -171,28 +261,58 @@ def terminate_run(namespace: Namespace, run_id: str) -> Any:
     return jsonify(run_json(session, run, namespace))
 
 
-@operation(bp, "GET", "/tasks", summary="The task inbox, newest first", grant=RUN_READ,
-           namespaced=True, query=[("status", "open, completed, timed_out or cancelled"),
-                                   ("run_id", "only this run's"), *PAGE])
+@operation(
+    bp,
+    "GET",
+    "/tasks",
+    summary="The task inbox, newest first",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[
+        ("status", "open, completed, timed_out or cancelled"),
+        ("run_id", "only this run's"),
+        *PAGE,
+    ],
+)
 def list_tasks(namespace: Namespace) -> Any:
     """List human tasks."""
     status = request.args.get("status") or None
     if status is not None and status not in tasks.TASK_STATUSES:
-        raise ValidationFailed([{"loc": ["query", "status"],
-                                 "msg": f"must be one of {', '.join(tasks.TASK_STATUSES)}"}])
+        raise ValidationFailed(
+            [
+                {
+                    "loc": ["query", "status"],
+                    "msg": f"must be one of {', '.join(tasks.TASK_STATUSES)}",
+                }
+            ]
+        )
     limit, after = page_args(namespace.name, "tasks")
-    rows, key = tasks.list_tasks(context.session(), namespace, limit, after, status=status,
-                                 run_id=request.args.get("run_id") or None)
+    rows, key = tasks.list_tasks(
+        context.session(),
+        namespace,
+        limit,
+        after,
+        status=status,
+        run_id=request.args.get("run_id") or None,
+    )
     return jsonify(_page(namespace, "tasks", [task_json(t, r) for t, r in rows], key))
 
 
-@operation(bp, "POST", "/tasks/<task_id>/complete", summary="Complete a human task",
-           grant=RUN_MANAGE, body=TaskCompleteIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/tasks/<task_id>/complete",
+    summary="Complete a human task",
+    grant=RUN_MANAGE,
+    body=TaskCompleteIn,
+    namespaced=True,
+)
 def complete_task(namespace: Namespace, task_id: str) -> Any:
     """Complete an open task with a JSON output, strictly before its deadline."""
     body = parse_body(TaskCompleteIn)
     session = context.session()
-    task, run = tasks.complete(session, context.now(), namespace, current_user(), task_id,
-                               body.output)
+    task, run = tasks.complete(
+        session, context.now(), namespace, current_user(), task_id, body.output
+    )
     session.commit()
     return jsonify(task_json(task, run.run_id))

@@ -8,8 +8,9 @@ from pydantic import Field
 
 from app.api.models import Strict
 
-OverlapPolicy = Literal["skip", "buffer_one", "buffer_all", "allow_all", "cancel_other",
-                        "terminate_other"]
+OverlapPolicy = Literal[
+    "skip", "buffer_one", "buffer_all", "allow_all", "cancel_other", "terminate_other"
+]
 MissedPolicy = Literal["skip", "fire_once"]
 
 

@@ -43,7 +43,7 @@ def _if_match() -> int | None:
         return None
     match = IF_MATCH.fullmatch(raw)
     if match is None:
-        raise BadRequest("If-Match must be a schedule revision, like \"3\"")
+        raise BadRequest('If-Match must be a schedule revision, like "3"')
     return int(match.group(1))
 
 
@@ -53,8 +53,9 @@ def _command(reason: str | None = None) -> CommandContext:
     return CommandContext(current_user().username, source, request_id, reason)
 
 
-def _one(namespace: Namespace, schedule: Schedule, status_code: int = 200,
-         upcoming: int | None = None) -> Response:
+def _one(
+    namespace: Namespace, schedule: Schedule, status_code: int = 200, upcoming: int | None = None
+) -> Response:
     """Render one schedule with its ETag, committing the request's work first."""
     session = context.session()
     session.commit()
@@ -65,39 +66,66 @@ def _one(namespace: Namespace, schedule: Schedule, status_code: int = 200,
     return response
 
 
-@operation(bp, "GET", "/schedules", summary="List schedules, newest first", grant=RUN_READ,
-           namespaced=True, query=[("status", "active|paused|blocked|deleted"),
-                                   ("label", "k:v (repeatable; all must match)"),
-                                   ("q", "text in id, notes or workflow"),
-                                   ("include_deleted", "true to list deleted ones too"),
-                                   ("limit", "1-100"), ("cursor", "next_cursor of a page")])
+@operation(
+    bp,
+    "GET",
+    "/schedules",
+    summary="List schedules, newest first",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[
+        ("status", "active|paused|blocked|deleted"),
+        ("label", "k:v (repeatable; all must match)"),
+        ("q", "text in id, notes or workflow"),
+        ("include_deleted", "true to list deleted ones too"),
+        ("limit", "1-100"),
+        ("cursor", "next_cursor of a page"),
+    ],
+)
 def list_schedules(namespace: Namespace) -> Any:
     """List the namespace's schedules with filters and a keyset cursor."""
     limit, key = page_args(namespace.name, "schedules")
     after = _int_key(key)
     filters = queries.ScheduleFilter(
-        status=request.args.get("status") or None, labels=_labels(),
+        status=request.args.get("status") or None,
+        labels=_labels(),
         text=(request.args.get("q") or None),
-        include_deleted=request.args.get("include_deleted", "").lower() in {"1", "true", "yes"})
+        include_deleted=request.args.get("include_deleted", "").lower() in {"1", "true", "yes"},
+    )
     session = context.session()
     rows, next_key = queries.list_schedules(session, namespace, filters, limit, after)
     cursor = encode_cursor(namespace.name, "schedules", [next_key]) if next_key else None
-    return jsonify({"items": queries.resources(session, namespace, rows),
-                    "next_cursor": cursor})
+    return jsonify({"items": queries.resources(session, namespace, rows), "next_cursor": cursor})
 
 
-@operation(bp, "POST", "/schedules", summary="Save a schedule (create, or replace with If-Match)",
-           grant=START, body=ScheduleIn, status=201, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/schedules",
+    summary="Save a schedule (create, or replace with If-Match)",
+    grant=START,
+    body=ScheduleIn,
+    status=201,
+    namespaced=True,
+)
 def save_schedule(namespace: Namespace) -> Any:
     """Create a schedule (201), or replace one whose revision is in If-Match (200)."""
     body = parse_body(ScheduleIn).model_dump(exclude_unset=True)
-    schedule, created = service.save(context.session(), context.now(), namespace,
-                                     current_user(), _command(), body, _if_match())
+    schedule, created = service.save(
+        context.session(), context.now(), namespace, current_user(), _command(), body, _if_match()
+    )
     return _one(namespace, schedule, 201 if created else 200)
 
 
-@operation(bp, "GET", ONE, summary="Read a schedule", grant=RUN_READ, namespaced=True,
-           query=[("upcoming", "how many upcoming due times (0-100, default 5)")])
+@operation(
+    bp,
+    "GET",
+    ONE,
+    summary="Read a schedule",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[("upcoming", "how many upcoming due times (0-100, default 5)")],
+)
 def read_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Read one schedule (deleted ones too) with its upcoming due times and ETag."""
     upcoming = query_int("upcoming", 5, 0, 100)
@@ -105,106 +133,216 @@ def read_schedule(namespace: Namespace, schedule_id: str) -> Any:
     return _one(namespace, schedule, upcoming=upcoming)
 
 
-@operation(bp, "PATCH", ONE, summary="Update part of a schedule (merge patch, If-Match)",
-           grant=CHANGE, body=SchedulePatchIn, namespaced=True)
+@operation(
+    bp,
+    "PATCH",
+    ONE,
+    summary="Update part of a schedule (merge patch, If-Match)",
+    grant=CHANGE,
+    body=SchedulePatchIn,
+    namespaced=True,
+)
 def patch_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Merge the body into the schedule's configuration as a new revision."""
     body = parse_body(SchedulePatchIn).model_dump(exclude_unset=True)
-    schedule = service.patch(context.session(), context.now(), namespace, current_user(),
-                             _command(), schedule_id, body, _if_match())
+    schedule = service.patch(
+        context.session(),
+        context.now(),
+        namespace,
+        current_user(),
+        _command(),
+        schedule_id,
+        body,
+        _if_match(),
+    )
     return _one(namespace, schedule)
 
 
 def _pause(namespace: Namespace, schedule_id: str) -> Response:
     reason = parse_body(ReasonIn).reason
-    schedule = status.pause(context.session(), context.now(), namespace, current_user(),
-                            _command(reason), schedule_id, _if_match(), reason)
+    schedule = status.pause(
+        context.session(),
+        context.now(),
+        namespace,
+        current_user(),
+        _command(reason),
+        schedule_id,
+        _if_match(),
+        reason,
+    )
     return _one(namespace, schedule)
 
 
 def _resume(namespace: Namespace, schedule_id: str) -> Response:
     reason = parse_body(ReasonIn).reason
-    schedule = status.resume(context.session(), context.now(), namespace, current_user(),
-                             _command(reason), schedule_id, _if_match())
+    schedule = status.resume(
+        context.session(),
+        context.now(),
+        namespace,
+        current_user(),
+        _command(reason),
+        schedule_id,
+        _if_match(),
+    )
     return _one(namespace, schedule)
 
 
 def _delete(namespace: Namespace, schedule_id: str) -> Response:
     reason = parse_body(ReasonIn).reason
-    schedule = status.delete(context.session(), context.now(), namespace, current_user(),
-                             _command(reason), schedule_id, _if_match())
+    schedule = status.delete(
+        context.session(),
+        context.now(),
+        namespace,
+        current_user(),
+        _command(reason),
+        schedule_id,
+        _if_match(),
+    )
     return _one(namespace, schedule)
 
 
-@operation(bp, "POST", f"{ONE}/pause", summary="Pause a schedule (If-Match)", grant=CHANGE,
-           body=ReasonIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    f"{ONE}/pause",
+    summary="Pause a schedule (If-Match)",
+    grant=CHANGE,
+    body=ReasonIn,
+    namespaced=True,
+)
 def pause_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Stop a schedule firing until it is resumed."""
     return _pause(namespace, schedule_id)
 
 
-@operation(bp, "POST", f"{ONE}/disable", summary="Pause a schedule (alias, If-Match)",
-           grant=CHANGE, body=ReasonIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    f"{ONE}/disable",
+    summary="Pause a schedule (alias, If-Match)",
+    grant=CHANGE,
+    body=ReasonIn,
+    namespaced=True,
+)
 def disable_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Stop a schedule firing until it is enabled."""
     return _pause(namespace, schedule_id)
 
 
-@operation(bp, "POST", f"{ONE}/resume", summary="Resume a schedule (If-Match)", grant=START,
-           body=ReasonIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    f"{ONE}/resume",
+    summary="Resume a schedule (If-Match)",
+    grant=START,
+    body=ReasonIn,
+    namespaced=True,
+)
 def resume_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Fire again from now on, under the caller's authority."""
     return _resume(namespace, schedule_id)
 
 
-@operation(bp, "POST", f"{ONE}/enable", summary="Resume a schedule (alias, If-Match)",
-           grant=START, body=ReasonIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    f"{ONE}/enable",
+    summary="Resume a schedule (alias, If-Match)",
+    grant=START,
+    body=ReasonIn,
+    namespaced=True,
+)
 def enable_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Fire again from now on, under the caller's authority."""
     return _resume(namespace, schedule_id)
 
 
-@operation(bp, "POST", f"{ONE}/delete", summary="Delete a schedule (soft, If-Match)",
-           grant=CHANGE, body=ReasonIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    f"{ONE}/delete",
+    summary="Delete a schedule (soft, If-Match)",
+    grant=CHANGE,
+    body=ReasonIn,
+    namespaced=True,
+)
 def delete_schedule_post(namespace: Namespace, schedule_id: str) -> Any:
     """Delete a schedule; its revisions, ledger and history stay readable."""
     return _delete(namespace, schedule_id)
 
 
-@operation(bp, "DELETE", ONE, summary="Delete a schedule (soft, If-Match)", grant=CHANGE,
-           namespaced=True)
+@operation(
+    bp, "DELETE", ONE, summary="Delete a schedule (soft, If-Match)", grant=CHANGE, namespaced=True
+)
 def delete_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Delete a schedule; its revisions, ledger and history stay readable."""
     return _delete(namespace, schedule_id)
 
 
-@operation(bp, "POST", f"{ONE}/trigger", summary="Start a run now under the overlap policy",
-           grant=START, body=TriggerIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    f"{ONE}/trigger",
+    summary="Start a run now under the overlap policy",
+    grant=START,
+    body=TriggerIn,
+    namespaced=True,
+)
 def trigger_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Trigger the schedule now; returns the run id, or null with the skip reason."""
     body = parse_body(TriggerIn)
-    result = manual.trigger(context.session(), context.now(), namespace, current_user(),
-                            _command(body.reason), schedule_id, body.overlap_policy)
+    result = manual.trigger(
+        context.session(),
+        context.now(),
+        namespace,
+        current_user(),
+        _command(body.reason),
+        schedule_id,
+        body.overlap_policy,
+    )
     context.session().commit()
     return jsonify({"outcome": result.outcome, "run_id": result.run_id, "reason": result.reason})
 
 
-@operation(bp, "POST", f"{ONE}/backfill", summary="Start runs for past occurrences [from, to)",
-           grant=START, body=BackfillIn, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    f"{ONE}/backfill",
+    summary="Start runs for past occurrences [from, to)",
+    grant=START,
+    body=BackfillIn,
+    namespaced=True,
+)
 def backfill_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Start one run per canonical occurrence in [from, to) that has none yet."""
     body = parse_body(BackfillIn)
     start, end = _instant(body.from_, "from"), _instant(body.to, "to")
-    result = manual.backfill(context.session(), context.now(), namespace, current_user(),
-                             _command(body.reason), schedule_id, start, end, body.overlap_policy)
+    result = manual.backfill(
+        context.session(),
+        context.now(),
+        namespace,
+        current_user(),
+        _command(body.reason),
+        schedule_id,
+        start,
+        end,
+        body.overlap_policy,
+    )
     context.session().commit()
-    return jsonify({"results": result.results, "started": result.started,
-                    "skipped": result.skipped})
+    return jsonify(
+        {"results": result.results, "started": result.started, "skipped": result.skipped}
+    )
 
 
-@operation(bp, "GET", f"{ONE}/occurrences", summary="The occurrence ledger, newest first",
-           grant=RUN_READ, namespaced=True,
-           query=[("limit", "1-100"), ("cursor", "next_cursor of a page")])
+@operation(
+    bp,
+    "GET",
+    f"{ONE}/occurrences",
+    summary="The occurrence ledger, newest first",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[("limit", "1-100"), ("cursor", "next_cursor of a page")],
+)
 def list_occurrences(namespace: Namespace, schedule_id: str) -> Any:
     """List started, buffered and skipped occurrences, newest first."""
     limit, key = page_args(namespace.name, "schedule-occurrences")
@@ -222,9 +360,15 @@ def list_occurrences(namespace: Namespace, schedule_id: str) -> Any:
     return jsonify({"items": items, "next_cursor": cursor})
 
 
-@operation(bp, "GET", f"{ONE}/history", summary="The schedule's audit stream",
-           grant=RUN_READ, namespaced=True,
-           query=[("limit", "1-500, default 100"), ("after_sequence", "next_cursor of a page")])
+@operation(
+    bp,
+    "GET",
+    f"{ONE}/history",
+    summary="The schedule's audit stream",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[("limit", "1-500, default 100"), ("after_sequence", "next_cursor of a page")],
+)
 def schedule_history(namespace: Namespace, schedule_id: str) -> Any:
     """Page through the audit stream by sequence."""
     limit = query_int("limit", 100, 1, queries.MAX_HISTORY_LIMIT)

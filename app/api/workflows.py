@@ -38,25 +38,44 @@ def json_object() -> dict[str, Any]:
 
 
 def version_json(flow: Workflow, version: WorkflowVersion) -> dict[str, Any]:
-    return {"name": flow.name, "version": version.version, "definition": version.definition,
-            "created_at": format_utc(version.created_at)}
+    return {
+        "name": flow.name,
+        "version": version.version,
+        "definition": version.definition,
+        "created_at": format_utc(version.created_at),
+    }
 
 
-def activation_json(activation: Activation, flow: Workflow,
-                    version: WorkflowVersion) -> dict[str, Any]:
-    return {"id": activation.id, "workflow": flow.name, "version": version.version,
-            "status": activation.status, "created_at": format_utc(activation.created_at),
-            "retired_at": format_utc(activation.retired_at) if activation.retired_at else None}
+def activation_json(
+    activation: Activation, flow: Workflow, version: WorkflowVersion
+) -> dict[str, Any]:
+    return {
+        "id": activation.id,
+        "workflow": flow.name,
+        "version": version.version,
+        "status": activation.status,
+        "created_at": format_utc(activation.created_at),
+        "retired_at": format_utc(activation.retired_at) if activation.retired_at else None,
+    }
 
 
-def _page(namespace: Namespace, collection: str, items: list[dict[str, Any]],
-          key: list[Any] | None) -> dict[str, Any]:
+def _page(
+    namespace: Namespace, collection: str, items: list[dict[str, Any]], key: list[Any] | None
+) -> dict[str, Any]:
     cursor = encode_cursor(namespace.name, collection, key) if key is not None else None
     return {"items": items, "next_cursor": cursor}
 
 
-@operation(bp, "POST", "/workflows", summary="Deploy a workflow definition as its next version",
-           grant=WORKFLOW_DEPLOY, body=DefinitionIn, status=201, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/workflows",
+    summary="Deploy a workflow definition as its next version",
+    grant=WORKFLOW_DEPLOY,
+    body=DefinitionIn,
+    status=201,
+    namespaced=True,
+)
 def deploy(namespace: Namespace) -> Any:
     """Validate and store a definition as a new immutable version."""
     session = context.session()
@@ -67,20 +86,39 @@ def deploy(namespace: Namespace) -> Any:
     return jsonify(version_json(flow, version)), 201
 
 
-@operation(bp, "GET", "/workflows", summary="List workflows with their newest version",
-           grant=RUN_READ, namespaced=True, query=[("limit", "1-100, default 50"),
-                                                   ("cursor", "next_cursor of the last page")])
+@operation(
+    bp,
+    "GET",
+    "/workflows",
+    summary="List workflows with their newest version",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[("limit", "1-100, default 50"), ("cursor", "next_cursor of the last page")],
+)
 def list_workflows(namespace: Namespace) -> Any:
     """List workflows by name."""
     limit, after = page_args(namespace.name, "workflows")
     rows, key = workflows.list_workflows(context.session(), namespace, limit, after)
-    items = [{**version_json(flow, version), "created_at": format_utc(flow.created_at),
-              "updated_at": format_utc(version.created_at)} for flow, version in rows]
+    items = [
+        {
+            **version_json(flow, version),
+            "created_at": format_utc(flow.created_at),
+            "updated_at": format_utc(version.created_at),
+        }
+        for flow, version in rows
+    ]
     return jsonify(_page(namespace, "workflows", items, key))
 
 
-@operation(bp, "GET", "/workflows/<name>", summary="A workflow's newest (or given) version",
-           grant=RUN_READ, namespaced=True, query=[("version", "a version number")])
+@operation(
+    bp,
+    "GET",
+    "/workflows/<name>",
+    summary="A workflow's newest (or given) version",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[("version", "a version number")],
+)
 def get_workflow(namespace: Namespace, name: str) -> Any:
     """Show a workflow version and the list of its versions."""
     session = context.session()
@@ -89,41 +127,73 @@ def get_workflow(namespace: Namespace, name: str) -> Any:
     if raw is not None and not raw.isdigit():
         raise ValidationFailed([{"loc": ["query", "version"], "msg": "must be a version number"}])
     version = workflows.get_version(session, flow, int(raw) if raw else None)
-    versions = [{"version": v.version, "created_at": format_utc(v.created_at)}
-                for v in workflows.list_versions(session, flow)]
+    versions = [
+        {"version": v.version, "created_at": format_utc(v.created_at)}
+        for v in workflows.list_versions(session, flow)
+    ]
     return jsonify({**version_json(flow, version), "versions": versions})
 
 
-@operation(bp, "POST", "/activations", summary="Make a workflow version runnable",
-           grant=WORKFLOW_DEPLOY, body=ActivationIn, status=201, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/activations",
+    summary="Make a workflow version runnable",
+    grant=WORKFLOW_DEPLOY,
+    body=ActivationIn,
+    status=201,
+    namespaced=True,
+)
 def activate(namespace: Namespace) -> Any:
     """Activate a version (default: the newest)."""
     body = parse_body(ActivationIn)
     session = context.session()
-    activation, flow, version = workflows.activate(session, context.now(), namespace,
-                                                   body.workflow, body.version)
+    activation, flow, version = workflows.activate(
+        session, context.now(), namespace, body.workflow, body.version
+    )
     session.commit()
     return jsonify(activation_json(activation, flow, version)), 201
 
 
-@operation(bp, "GET", "/activations", summary="List activations, newest first", grant=RUN_READ,
-           namespaced=True, query=[("workflow", "only this workflow's"),
-                                   ("status", "ready or retired"), ("limit", "1-100, default 50"),
-                                   ("cursor", "next_cursor of the last page")])
+@operation(
+    bp,
+    "GET",
+    "/activations",
+    summary="List activations, newest first",
+    grant=RUN_READ,
+    namespaced=True,
+    query=[
+        ("workflow", "only this workflow's"),
+        ("status", "ready or retired"),
+        ("limit", "1-100, default 50"),
+        ("cursor", "next_cursor of the last page"),
+    ],
+)
 def list_activations(namespace: Namespace) -> Any:
     """List activations."""
     status = request.args.get("status") or None
     if status not in (None, "ready", "retired"):
         raise ValidationFailed([{"loc": ["query", "status"], "msg": "must be ready or retired"}])
     limit, after = page_args(namespace.name, "activations")
-    rows, key = workflows.list_activations(context.session(), namespace, limit, after,
-                                           workflow=request.args.get("workflow") or None,
-                                           status=status)
+    rows, key = workflows.list_activations(
+        context.session(),
+        namespace,
+        limit,
+        after,
+        workflow=request.args.get("workflow") or None,
+        status=status,
+    )
     return jsonify(_page(namespace, "activations", [activation_json(*row) for row in rows], key))
 
 
-@operation(bp, "POST", "/activations/<activation_id>/retire", summary="Retire an activation",
-           grant=WORKFLOW_DEPLOY, namespaced=True)
+@operation(
+    bp,
+    "POST",
+    "/activations/<activation_id>/retire",
+    summary="Retire an activation",
+    grant=WORKFLOW_DEPLOY,
+    namespaced=True,
+)
 def retire(namespace: Namespace, activation_id: str) -> Any:
     """Retire an activation: new runs can no longer start from it."""
     session = context.session()

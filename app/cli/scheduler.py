@@ -25,15 +25,21 @@ def tick(as_json: bool, work: bool) -> None:
     if as_json:
         click.echo(json.dumps(result.to_json()))
         return
-    click.echo(f"tick at {result.to_json()['now']}: {len(result.rows)} rows, "
-               f"{result.deadlines} deadlines, {result.steps} steps")
+    click.echo(
+        f"tick at {result.to_json()['now']}: {len(result.rows)} rows, "
+        f"{result.deadlines} deadlines, {result.steps} steps"
+    )
     for row in result.rows:
         click.echo("  " + " ".join(f"{key}={value}" for key, value in row.items()))
 
 
 @scheduler.command("run")
-@click.option("--workers", type=int, default=None,
-              help="Worker threads beside the ticker (default: ALMANAC_WORKERS, 2; 0 for none).")
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Worker threads beside the ticker (default: ALMANAC_WORKERS, 2; 0 for none).",
+)
 def run(workers: int | None) -> None:
     """Tick every ALMANAC_TICK_SECONDS and run workers until interrupted (SIGINT/SIGTERM)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]

@@ -12,10 +12,12 @@ from app.ticker.host import worker_pool
 
 
 @click.command("worker")
-@click.option("--queue", default=None, help="Only run steps of this queue (default: the default "
-                                            "queue).")
-@click.option("--threads", type=int, default=None,
-              help="Worker threads (default: ALMANAC_WORKERS, 2).")
+@click.option(
+    "--queue", default=None, help="Only run steps of this queue (default: the default queue)."
+)
+@click.option(
+    "--threads", type=int, default=None, help="Worker threads (default: ALMANAC_WORKERS, 2)."
+)
 def worker(queue: str | None, threads: int | None) -> None:
     """Claim and run workflow steps until interrupted (SIGINT/SIGTERM finish the current step)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
@@ -23,8 +25,7 @@ def worker(queue: str | None, threads: int | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     pool = worker_pool(app, queue=queue, size=threads).start()
-    click.echo(f"{pool.size} worker threads on queue {queue or 'default'}; Ctrl-C stops",
-               err=True)
+    click.echo(f"{pool.size} worker threads on queue {queue or 'default'}; Ctrl-C stops", err=True)
     while not stop.wait(1.0):
         pass
     pool.stop()

@@ -38,9 +38,13 @@ def due_page(session: Session, now: datetime, limit: int = PAGE_SIZE) -> list[tu
     On PostgreSQL the runs are locked `FOR UPDATE SKIP LOCKED` (a run a worker is committing is
     left for the next tick); SQLite holds the database write lock for the whole page.
     """
-    query = (select(Deadline, Run).join(Run, Run.id == Deadline.run_pk)
-             .where(Deadline.consumed_at.is_(None), Deadline.due_at <= now)
-             .order_by(ORDER, Deadline.due_at, Deadline.node_id, Deadline.id).limit(limit))
+    query = (
+        select(Deadline, Run)
+        .join(Run, Run.id == Deadline.run_pk)
+        .where(Deadline.consumed_at.is_(None), Deadline.due_at <= now)
+        .order_by(ORDER, Deadline.due_at, Deadline.node_id, Deadline.id)
+        .limit(limit)
+    )
     if session.get_bind().dialect.name != "sqlite":
         query = query.with_for_update(of=Run, skip_locked=True)
     return [(row[0], row[1]) for row in session.execute(query)]
@@ -71,8 +75,14 @@ def apply(session: Session, deadline: Deadline, run: Run, now: datetime) -> bool
     if run.status not in ACTIVE_RUN_STATUSES:
         return False
     if deadline.kind == "run_timeout":
-        finish_run(session, run, now, "timed_out", "run_timed_out",
-                   {"deadline": iso(deadline.due_at), "observed_at": iso(now)})
+        finish_run(
+            session,
+            run,
+            now,
+            "timed_out",
+            "run_timed_out",
+            {"deadline": iso(deadline.due_at), "observed_at": iso(now)},
+        )
         return True
     if run.status != "waiting" or run.current_step != deadline.node_id:
         return False
@@ -81,35 +91,83 @@ def apply(session: Session, deadline: Deadline, run: Run, now: datetime) -> bool
     if deadline.kind == "wait":
         _elapse(session, run, deadline, now)
     elif deadline.kind == "signal":
-        _time_out(session, run, step, "signal_timed_out",
-                  {"signal": step["signal"], "deadline": iso(deadline.due_at),
-                   "observed_at": iso(now), "on_timeout": step.get("on_timeout", "fail")}, now)
+        _time_out(
+            session,
+            run,
+            step,
+            "signal_timed_out",
+            {
+                "signal": step["signal"],
+                "deadline": iso(deadline.due_at),
+                "observed_at": iso(now),
+                "on_timeout": step.get("on_timeout", "fail"),
+            },
+            now,
+        )
     else:
-        task = session.scalar(select(Task).where(Task.run_pk == run.id, Task.status == "open",
-                                                 Task.node_id == deadline.node_id))
+        task = session.scalar(
+            select(Task).where(
+                Task.run_pk == run.id, Task.status == "open", Task.node_id == deadline.node_id
+            )
+        )
         if task is not None:
             task.status = "timed_out"
-        _time_out(session, run, step, "task_timed_out",
-                  {"task_id": task.id if task else None, "deadline": iso(deadline.due_at),
-                   "observed_at": iso(now), "on_timeout": step.get("on_timeout", "fail")}, now)
+        _time_out(
+            session,
+            run,
+            step,
+            "task_timed_out",
+            {
+                "task_id": task.id if task else None,
+                "deadline": iso(deadline.due_at),
+                "observed_at": iso(now),
+                "on_timeout": step.get("on_timeout", "fail"),
+            },
+            now,
+        )
     return True
 
 
 def _elapse(session: Session, run: Run, deadline: Deadline, now: datetime) -> None:
     # The event id is derived from the durable wait id, so it names this elapse uniquely.
     event_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"almanac:wait_elapsed:{deadline.wait_id}"))
-    append_event(session, run, now, "wait_elapsed", {
-        "node_id": deadline.node_id, "deadline": iso(deadline.due_at), "wait_id": deadline.wait_id,
-        "observed_at": iso(now), "event_id": event_id, "sequence": run.last_sequence + 1},
-        deadline.node_id)
+    append_event(
+        session,
+        run,
+        now,
+        "wait_elapsed",
+        {
+            "node_id": deadline.node_id,
+            "deadline": iso(deadline.due_at),
+            "wait_id": deadline.wait_id,
+            "observed_at": iso(now),
+            "event_id": event_id,
+            "sequence": run.last_sequence + 1,
+        },
+        deadline.node_id,
+    )
     complete_step(session, run, now, None)
 
 
-def _time_out(session: Session, run: Run, step: dict[str, Any], event_type: str,
-              payload: dict[str, Any], now: datetime) -> None:
+def _time_out(
+    session: Session,
+    run: Run,
+    step: dict[str, Any],
+    event_type: str,
+    payload: dict[str, Any],
+    now: datetime,
+) -> None:
     append_event(session, run, now, event_type, payload, step["id"])
     if step.get("on_timeout", "fail") == "continue":
         complete_step(session, run, now, None)
     else:
-        fail_run(session, run, now, {"type": event_type, "message": f"step {step['id']!r} timed "
-                                     f"out at {payload['deadline']}", "step": step["id"]})
+        fail_run(
+            session,
+            run,
+            now,
+            {
+                "type": event_type,
+                "message": f"step {step['id']!r} timed out at {payload['deadline']}",
+                "step": step["id"],
+            },
+        )

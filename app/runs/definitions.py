@@ -40,8 +40,9 @@ def validate_definition(definition: Any) -> dict[str, Any]:
             raise DefinitionInvalid([key], "unknown field")
     name = definition.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
-        raise DefinitionInvalid(["name"], "must be 1-128 letters, digits, '.', '_' or '-', "
-                                          "starting alphanumeric")
+        raise DefinitionInvalid(
+            ["name"], "must be 1-128 letters, digits, '.', '_' or '-', starting alphanumeric"
+        )
     _check_schema(definition.get("input_schema", {}))
     if "timeout_seconds" in definition:
         _check_seconds(definition["timeout_seconds"], ["timeout_seconds"], None)
@@ -77,15 +78,20 @@ def _check_step(step: Any, index: int, seen: set[str]) -> None:
         raise DefinitionInvalid(loc, "a step must be a JSON object")
     step_id = step.get("id")
     if not isinstance(step_id, str) or not STEP_ID_RE.match(step_id):
-        raise DefinitionInvalid([*loc, "id"], "must be 1-128 letters, digits, '.', '_', ':' "
-                                              "or '-', starting alphanumeric")
+        raise DefinitionInvalid(
+            [*loc, "id"],
+            "must be 1-128 letters, digits, '.', '_', ':' or '-', starting alphanumeric",
+        )
     if step_id in seen:
         raise DefinitionInvalid([*loc, "id"], f"duplicate step id {step_id!r}", step_id)
     seen.add(step_id)
     kind = step.get("type")
     if kind not in STEP_KEYS:
-        raise DefinitionInvalid([*loc, "type"], f"unknown step type {kind!r}; expected one of "
-                                                f"{', '.join(STEP_KEYS)}", step_id)
+        raise DefinitionInvalid(
+            [*loc, "type"],
+            f"unknown step type {kind!r}; expected one of {', '.join(STEP_KEYS)}",
+            step_id,
+        )
     for key in step:
         if key not in COMMON_KEYS | STEP_KEYS[kind]:
             raise DefinitionInvalid([*loc, key], f"unknown field for a {kind} step", step_id)
@@ -96,22 +102,36 @@ def _check_action(step: dict[str, Any], loc: list[str | int], step_id: str) -> N
     name = step.get("action")
     if not isinstance(name, str) or name not in registered():
         known = ", ".join(sorted(registered()))
-        raise DefinitionInvalid([*loc, "action"], f"unknown action {name!r}; registered: {known}",
-                                step_id)
+        raise DefinitionInvalid(
+            [*loc, "action"], f"unknown action {name!r}; registered: {known}", step_id
+        )
     retry = step.get("retry", {})
     if not isinstance(retry, dict) or set(retry) - {"max_attempts", "backoff_seconds"}:
-        raise DefinitionInvalid([*loc, "retry"], "must be an object with 'max_attempts' and "
-                                                 "optionally 'backoff_seconds'", step_id)
+        raise DefinitionInvalid(
+            [*loc, "retry"],
+            "must be an object with 'max_attempts' and optionally 'backoff_seconds'",
+            step_id,
+        )
     attempts = retry.get("max_attempts", 1)
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or not (
-            1 <= attempts <= MAX_ATTEMPTS):
-        raise DefinitionInvalid([*loc, "retry", "max_attempts"],
-                                f"must be an integer from 1 to {MAX_ATTEMPTS}", step_id)
+    if (
+        isinstance(attempts, bool)
+        or not isinstance(attempts, int)
+        or not (1 <= attempts <= MAX_ATTEMPTS)
+    ):
+        raise DefinitionInvalid(
+            [*loc, "retry", "max_attempts"], f"must be an integer from 1 to {MAX_ATTEMPTS}", step_id
+        )
     backoff = retry.get("backoff_seconds", 0)
-    if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not (
-            0 <= backoff <= 86400):
-        raise DefinitionInvalid([*loc, "retry", "backoff_seconds"],
-                                "must be a number of seconds from 0 to 86400", step_id)
+    if (
+        isinstance(backoff, bool)
+        or not isinstance(backoff, int | float)
+        or not (0 <= backoff <= 86400)
+    ):
+        raise DefinitionInvalid(
+            [*loc, "retry", "backoff_seconds"],
+            "must be a number of seconds from 0 to 86400",
+            step_id,
+        )
 
 
 def _check_wait(step: dict[str, Any], loc: list[str | int], step_id: str) -> None:
@@ -133,8 +153,11 @@ def _check_deadline(step: dict[str, Any], loc: list[str | int], step_id: str) ->
 def _check_signal(step: dict[str, Any], loc: list[str | int], step_id: str) -> None:
     name = step.get("signal")
     if not isinstance(name, str) or not STEP_ID_RE.match(name):
-        raise DefinitionInvalid([*loc, "signal"], "must be a signal name of 1-128 letters, "
-                                                  "digits, '.', '_', ':' or '-'", step_id)
+        raise DefinitionInvalid(
+            [*loc, "signal"],
+            "must be a signal name of 1-128 letters, digits, '.', '_', ':' or '-'",
+            step_id,
+        )
     _check_deadline(step, loc, step_id)
 
 
@@ -143,8 +166,7 @@ def _check_task(step: dict[str, Any], loc: list[str | int], step_id: str) -> Non
     if not isinstance(title, str) or not 1 <= len(title) <= 256:
         raise DefinitionInvalid([*loc, "title"], "must be a string of 1-256 characters", step_id)
     if step.get("role") is not None and step["role"] not in ROLE_GRANTS:
-        raise DefinitionInvalid([*loc, "role"], f"must be one of {', '.join(ROLE_GRANTS)}",
-                                step_id)
+        raise DefinitionInvalid([*loc, "role"], f"must be one of {', '.join(ROLE_GRANTS)}", step_id)
     _check_deadline(step, loc, step_id)
 
 

@@ -85,8 +85,10 @@ def _claimable(queue: str | None, limit: int) -> Any:
     if (queue, limit) not in _CLAIMABLE:
         now = bindparam("now", type_=UTCDateTime())
         query = select(Run).where(
-            Run.claimable_at <= now, Run.status.in_(("pending", "running")),
-            or_(Run.lease_owner.is_(None), Run.lease_expires_at <= now))
+            Run.claimable_at <= now,
+            Run.status.in_(("pending", "running")),
+            or_(Run.lease_owner.is_(None), Run.lease_expires_at <= now),
+        )
         if queue is None:
             query = query.where(or_(Run.queue.is_(None), Run.queue == "default"))
         elif queue != ANY_QUEUE:
@@ -97,11 +99,22 @@ def _claimable(queue: str | None, limit: int) -> Any:
 
 def release_expired_lease(session: Session, run: Run, now: datetime) -> None:
     """Record that the worker holding `run` lost its lease; the same attempt will run again."""
-    append_event(session, run, now, "step_failed", {
-        "attempt": run.attempt, "will_retry": True,
-        "error": {"type": "lease_expired",
-                  "message": f"worker {run.lease_owner} did not finish before "
-                             f"{iso(run.lease_expires_at)}"}}, run.current_step)
+    append_event(
+        session,
+        run,
+        now,
+        "step_failed",
+        {
+            "attempt": run.attempt,
+            "will_retry": True,
+            "error": {
+                "type": "lease_expired",
+                "message": f"worker {run.lease_owner} did not finish before "
+                f"{iso(run.lease_expires_at)}",
+            },
+        },
+        run.current_step,
+    )
     run.attempt = max(run.attempt - 1, 0)
     run.lease_owner = None
     run.lease_expires_at = None
@@ -137,8 +150,9 @@ class Batch:
     advanced: int = 0
 
 
-def claim_batch(db: Database, clock: Clock, settings: WorkerSettings, *,
-                peek: bool = False) -> Batch:
+def claim_batch(
+    db: Database, clock: Clock, settings: WorkerSettings, *, peek: bool = False
+) -> Batch:
     """Claim up to `settings.batch` runnable runs in one transaction.
 
     Action steps are leased (returned as claims); wait, signal and task steps are entered and
@@ -163,8 +177,7 @@ def claim_batch(db: Database, clock: Clock, settings: WorkerSettings, *,
     return batch
 
 
-def _claim_run(session: Session, run: Run, now: datetime,
-               settings: WorkerSettings) -> Claim | None:
+def _claim_run(session: Session, run: Run, now: datetime, settings: WorkerSettings) -> Claim | None:
     if run.lease_owner is not None:
         release_expired_lease(session, run, now)
     if run.status not in ("pending", "running"):
@@ -195,23 +208,45 @@ def _lease(session: Session, run: Run, now: datetime, settings: WorkerSettings) 
     run.attempt += 1
     run.lease_owner = f"{settings.name}:{uuid.uuid4().hex[:12]}"
     run.lease_expires_at = now + timedelta(seconds=settings.lease_seconds)
-    append_event(session, run, now, "step_started",
-                 {"type": "action", "action": step["action"], "attempt": run.attempt}, step["id"])
+    append_event(
+        session,
+        run,
+        now,
+        "step_started",
+        {"type": "action", "action": step["action"], "attempt": run.attempt},
+        step["id"],
+    )
     retry = step.get("retry") or {}
-    context = ActionContext(run_id=run.run_id, namespace=_namespace_name(session, run.namespace_id),
-                            step_id=step["id"], attempt=run.attempt, args=step.get("args"),
-                            input=run.input, step_outputs=dict(run.step_outputs))
-    return Claim(run_pk=run.id, owner=run.lease_owner, action=step["action"], context=context,
-                 max_attempts=int(retry.get("max_attempts", 1)),
-                 backoff_seconds=float(retry.get("backoff_seconds", 0)))
+    context = ActionContext(
+        run_id=run.run_id,
+        namespace=_namespace_name(session, run.namespace_id),
+        step_id=step["id"],
+        attempt=run.attempt,
+        args=step.get("args"),
+        input=run.input,
+        step_outputs=dict(run.step_outputs),
+    )
+    return Claim(
+        run_pk=run.id,
+        owner=run.lease_owner,
+        action=step["action"],
+        context=context,
+        max_attempts=int(retry.get("max_attempts", 1)),
+        backoff_seconds=float(retry.get("backoff_seconds", 0)),
+    )
 
 
 def execute(claim: Claim) -> Outcome:
     """Run the claimed action; any exception is the step's failure, never the worker's."""
     fn = get_action(claim.action)
     if fn is None:
-        return Outcome(False, error={"type": "action_not_registered",
-                                     "message": f"no action {claim.action!r} in this worker"})
+        return Outcome(
+            False,
+            error={
+                "type": "action_not_registered",
+                "message": f"no action {claim.action!r} in this worker",
+            },
+        )
     try:
         output = fn(claim.context)
     except ActionError as exc:
@@ -223,8 +258,13 @@ def execute(claim: Claim) -> Outcome:
     except (TypeError, ValueError) as exc:
         return Outcome(False, error={"type": "output_not_json", "message": str(exc)})
     if size > MAX_OUTPUT_BYTES:
-        return Outcome(False, error={"type": "output_too_large",
-                                     "message": f"{size} bytes; the limit is {MAX_OUTPUT_BYTES}"})
+        return Outcome(
+            False,
+            error={
+                "type": "output_too_large",
+                "message": f"{size} bytes; the limit is {MAX_OUTPUT_BYTES}",
+            },
+        )
     return Outcome(True, output=output)
 
 
@@ -257,8 +297,9 @@ def commit_outcome(db: Database, clock: Clock, claim: Claim, outcome: Outcome) -
     return commit_outcomes(db, clock, [(claim, outcome)]) == 1
 
 
-def _fail_attempt(session: Session, run: Run, now: datetime, claim: Claim,
-                  error: dict[str, Any]) -> None:
+def _fail_attempt(
+    session: Session, run: Run, now: datetime, claim: Claim, error: dict[str, Any]
+) -> None:
     will_retry = run.attempt < claim.max_attempts and run.cancel_requested_at is None
     payload: dict[str, Any] = {"attempt": run.attempt, "error": error, "will_retry": will_retry}
     if will_retry:
@@ -274,8 +315,7 @@ def _fail_attempt(session: Session, run: Run, now: datetime, claim: Claim,
     fail_run(session, run, now, {**error, "step": run.current_step, "attempts": run.attempt})
 
 
-def work_once(db: Database, clock: Clock, settings: WorkerSettings, *,
-              peek: bool = False) -> int:
+def work_once(db: Database, clock: Clock, settings: WorkerSettings, *, peek: bool = False) -> int:
     """Claim a batch, run its actions, commit their results; the steps advanced (0: idle)."""
     batch = claim_batch(db, clock, settings, peek=peek)
     if batch.claims:

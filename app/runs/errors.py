@@ -14,8 +14,9 @@ class WorkflowNotFound(NotFound):
 
 class ActivationNotFound(NotFound):
     def __init__(self, activation_id: str) -> None:
-        super().__init__(f"activation {activation_id!r} does not exist",
-                         activation_id=activation_id)
+        super().__init__(
+            f"activation {activation_id!r} does not exist", activation_id=activation_id
+        )
 
 
 class ActivationNotReady(Conflict):
@@ -46,8 +47,9 @@ class InputSchemaError(AlmanacError):
 
 class WorkflowVersionNotFound(NotFound):
     def __init__(self, name: str, version: int) -> None:
-        super().__init__(f"workflow {name!r} has no version {version}", workflow=name,
-                         version=version)
+        super().__init__(
+            f"workflow {name!r} has no version {version}", workflow=name, version=version
+        )
 
 
 class TaskNotFound(NotFound):
@@ -59,8 +61,9 @@ class TaskClosed(Conflict):
     """A task that is no longer open, or whose deadline has passed."""
 
     def __init__(self, task_id: str, status: str, message: str | None = None) -> None:
-        super().__init__(message or f"task {task_id!r} is already {status}", task_id=task_id,
-                         status=status)
+        super().__init__(
+            message or f"task {task_id!r} is already {status}", task_id=task_id, status=status
+        )
 
 
 class DefinitionInvalid(ValidationFailed):

@@ -38,7 +38,10 @@ class RunTarget:
 
 
 def resolve_target(
-    session: Session, namespace: Namespace, *, workflow: str | None = None,
+    session: Session,
+    namespace: Namespace,
+    *,
+    workflow: str | None = None,
     activation_id: str | None = None,
 ) -> RunTarget:
     """The pinned activation (must be ready), or the newest ready activation of `workflow`."""
@@ -47,18 +50,25 @@ def resolve_target(
         if activation is None or activation.namespace_id != namespace.id:
             raise ActivationNotFound(activation_id)
         if activation.status != "ready":
-            raise ActivationNotReady(f"activation {activation_id!r} is retired",
-                                     activation_id=activation_id)
+            raise ActivationNotReady(
+                f"activation {activation_id!r} is retired", activation_id=activation_id
+            )
     else:
         activation = session.scalar(
-            select(Activation).join(Workflow, Activation.workflow_id == Workflow.id)
-            .where(Workflow.namespace_id == namespace.id, Workflow.name == workflow,
-                   Activation.status == "ready")
-            .order_by(Activation.created_at.desc(), Activation.id.desc()).limit(1)
+            select(Activation)
+            .join(Workflow, Activation.workflow_id == Workflow.id)
+            .where(
+                Workflow.namespace_id == namespace.id,
+                Workflow.name == workflow,
+                Activation.status == "ready",
+            )
+            .order_by(Activation.created_at.desc(), Activation.id.desc())
+            .limit(1)
         )
         if activation is None:
-            raise ActivationNotReady(f"workflow {workflow!r} has no ready activation",
-                                     workflow=workflow)
+            raise ActivationNotReady(
+                f"workflow {workflow!r} has no ready activation", workflow=workflow
+            )
     version = session.get(WorkflowVersion, activation.workflow_version_id)
     flow = session.get(Workflow, activation.workflow_id)
     assert version is not None and flow is not None
@@ -73,27 +83,48 @@ def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -
     )
     if error is not None:
         where = [loc, *error.absolute_path]
-        raise InputSchemaError(f"{'.'.join(map(str, where))}: {error.message}",
-                               errors=[{"loc": where, "msg": error.message}])
+        raise InputSchemaError(
+            f"{'.'.join(map(str, where))}: {error.message}",
+            errors=[{"loc": where, "msg": error.message}],
+        )
 
 
 def append_event(
-    session: Session, run: Run, now: datetime, event_type: str,
-    payload: dict[str, Any] | None = None, node_id: str | None = None,
+    session: Session,
+    run: Run,
+    now: datetime,
+    event_type: str,
+    payload: dict[str, Any] | None = None,
+    node_id: str | None = None,
 ) -> RunHistoryEvent:
     """Append the run's next history event (sequence is per run, from 1)."""
     run.last_sequence += 1
-    event = RunHistoryEvent(run_pk=run.id, sequence=run.last_sequence, event_type=event_type,
-                            node_id=node_id, payload=payload or {}, recorded_at=now)
+    event = RunHistoryEvent(
+        run_pk=run.id,
+        sequence=run.last_sequence,
+        event_type=event_type,
+        node_id=node_id,
+        payload=payload or {},
+        recorded_at=now,
+    )
     session.add(event)
     return event
 
 
 def start_run(
-    session: Session, now: datetime, namespace: Namespace, target: RunTarget, run_id: str,
-    run_input: Any, *, origin: dict[str, Any] | None = None, timeout_seconds: int | None = None,
-    labels: dict[str, Any] | None = None, memo: dict[str, Any] | None = None,
-    search_attributes: dict[str, Any] | None = None, queue: str | None = None,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    target: RunTarget,
+    run_id: str,
+    run_input: Any,
+    *,
+    origin: dict[str, Any] | None = None,
+    timeout_seconds: int | None = None,
+    labels: dict[str, Any] | None = None,
+    memo: dict[str, Any] | None = None,
+    search_attributes: dict[str, Any] | None = None,
+    queue: str | None = None,
     schedule: tuple[str, str] | None = None,
 ) -> Run:
     """Create a pending run, its first history events and its run-timeout deadline.
@@ -101,29 +132,66 @@ def start_run(
     `origin` is the `ScheduleTriggered` payload when a schedule starts the run; `schedule` is its
     `(uid, schedule_id)`. The caller checks uniqueness of `run_id` or relies on the constraint.
     """
-    run = Run(namespace_id=namespace.id, run_id=run_id, workflow_id=target.workflow.id,
-              workflow_version_id=target.version.id, activation_id=target.activation.id,
-              schedule_uid=schedule[0] if schedule else None,
-              schedule_id=schedule[1] if schedule else None, status="pending", input=run_input,
-              step_index=0, step_outputs={}, attempt=0, queue=queue, labels=labels or {},
-              memo=memo or {}, search_attributes=search_attributes or {}, claimable_at=now,
-              last_sequence=0, created_at=now)
+    run = Run(
+        namespace_id=namespace.id,
+        run_id=run_id,
+        workflow_id=target.workflow.id,
+        workflow_version_id=target.version.id,
+        activation_id=target.activation.id,
+        schedule_uid=schedule[0] if schedule else None,
+        schedule_id=schedule[1] if schedule else None,
+        status="pending",
+        input=run_input,
+        step_index=0,
+        step_outputs={},
+        attempt=0,
+        queue=queue,
+        labels=labels or {},
+        memo=memo or {},
+        search_attributes=search_attributes or {},
+        claimable_at=now,
+        last_sequence=0,
+        created_at=now,
+    )
     session.add(run)
     session.flush()
     if origin is not None:
         append_event(session, run, now, "ScheduleTriggered", origin)
-    append_event(session, run, now, "run_started", {
-        "workflow": target.workflow.name, "version": target.version.version,
-        "activation_id": target.activation.id, "input": run_input})
+    append_event(
+        session,
+        run,
+        now,
+        "run_started",
+        {
+            "workflow": target.workflow.name,
+            "version": target.version.version,
+            "activation_id": target.activation.id,
+            "input": run_input,
+        },
+    )
     limits = [s for s in (target.version.definition.get("timeout_seconds"), timeout_seconds) if s]
     if limits:
-        session.add(Deadline(run_pk=run.id, kind="run_timeout", node_id=None, created_at=now,
-                             due_at=now + timedelta(seconds=min(limits))))
+        session.add(
+            Deadline(
+                run_pk=run.id,
+                kind="run_timeout",
+                node_id=None,
+                created_at=now,
+                due_at=now + timedelta(seconds=min(limits)),
+            )
+        )
     return run
 
 
-def finish_run(session: Session, run: Run, now: datetime, status: str, event_type: str,
-               payload: dict[str, Any] | None = None, node_id: str | None = None) -> None:
+def finish_run(
+    session: Session,
+    run: Run,
+    now: datetime,
+    status: str,
+    event_type: str,
+    payload: dict[str, Any] | None = None,
+    node_id: str | None = None,
+) -> None:
     """Move `run` to a final status: release its lease, consume its deadlines, close its tasks."""
     run.status = status
     run.finished_at = now
@@ -138,11 +206,16 @@ def finish_run(session: Session, run: Run, now: datetime, status: str, event_typ
         elif isinstance(obj, Task) and obj.run_pk == run.id and obj.status == "open":
             obj.status = "cancelled"
     deadlines, tasks = cast(Table, Deadline.__table__), cast(Table, Task.__table__)
-    session.execute(update(deadlines).where(deadlines.c.run_pk == run.id,
-                                            deadlines.c.consumed_at.is_(None))
-                    .values(consumed_at=now))
-    session.execute(update(tasks).where(tasks.c.run_pk == run.id, tasks.c.status == "open")
-                    .values(status="cancelled"))
+    session.execute(
+        update(deadlines)
+        .where(deadlines.c.run_pk == run.id, deadlines.c.consumed_at.is_(None))
+        .values(consumed_at=now)
+    )
+    session.execute(
+        update(tasks)
+        .where(tasks.c.run_pk == run.id, tasks.c.status == "open")
+        .values(status="cancelled")
+    )
     append_event(session, run, now, event_type, payload, node_id)
 
 
@@ -166,15 +239,22 @@ def request_cancel(session: Session, run: Run, now: datetime, reason: str | None
 
 def active_runs_of_schedule(session: Session, schedule_uid: str) -> list[Run]:
     """Runs this schedule started that are still pending, running or waiting."""
-    return list(session.scalars(
-        select(Run).where(Run.schedule_uid == schedule_uid,
-                          Run.status.in_(ACTIVE_RUN_STATUSES)).order_by(Run.id)
-    ))
+    return list(
+        session.scalars(
+            select(Run)
+            .where(Run.schedule_uid == schedule_uid, Run.status.in_(ACTIVE_RUN_STATUSES))
+            .order_by(Run.id)
+        )
+    )
 
 
 def count_active_runs(session: Session, namespace_id: int) -> int:
     """How many runs of the namespace are active, for `max_active_runs` (SPEC §5.4)."""
-    return session.scalar(
-        select(func.count()).select_from(Run)
-        .where(Run.namespace_id == namespace_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-    ) or 0
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(Run)
+            .where(Run.namespace_id == namespace_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        )
+        or 0
+    )

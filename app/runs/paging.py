@@ -10,8 +10,9 @@ from sqlalchemy import ColumnElement, and_, or_
 R = TypeVar("R")
 
 
-def after_key(columns: Sequence[Any], values: Sequence[Any], *,
-              descending: bool) -> ColumnElement[bool]:
+def after_key(
+    columns: Sequence[Any], values: Sequence[Any], *, descending: bool
+) -> ColumnElement[bool]:
     """`(columns) > (values)` (or `<` when descending), spelled out so each side keeps its type."""
     clauses = []
     for index, column in enumerate(columns):
@@ -21,8 +22,9 @@ def after_key(columns: Sequence[Any], values: Sequence[Any], *,
     return or_(*clauses)
 
 
-def split_page(rows: list[R], limit: int,
-               key: Callable[[R], list[Any]]) -> tuple[list[R], list[Any] | None]:
+def split_page(
+    rows: list[R], limit: int, key: Callable[[R], list[Any]]
+) -> tuple[list[R], list[Any] | None]:
     """The first `limit` rows and the key of the last one when more follow."""
     if len(rows) <= limit:
         return rows, None

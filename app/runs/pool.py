@@ -14,8 +14,17 @@ log = logging.getLogger(__name__)
 class WorkerPool:
     """`size` threads running `work_once`; an idle thread polls every `poll_seconds`."""
 
-    def __init__(self, db: Database, clock: Clock, *, size: int, queue: str | None = None,
-                 lease_seconds: float = 60.0, poll_seconds: float = 0.5, batch: int = 1) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        *,
+        size: int,
+        queue: str | None = None,
+        lease_seconds: float = 60.0,
+        poll_seconds: float = 0.5,
+        batch: int = 1,
+    ) -> None:
         self.db = db
         self.clock = clock
         self.size = size
@@ -28,15 +37,17 @@ class WorkerPool:
 
     def start(self) -> WorkerPool:
         for index in range(self.size):
-            thread = threading.Thread(target=self._loop, name=f"almanac-worker-{index}",
-                                      daemon=True)
+            thread = threading.Thread(
+                target=self._loop, name=f"almanac-worker-{index}", daemon=True
+            )
             thread.start()
             self.threads.append(thread)
         return self
 
     def _loop(self) -> None:
-        settings = WorkerSettings(name=worker_name(), queue=self.queue,
-                                  lease_seconds=self.lease_seconds, batch=self.batch)
+        settings = WorkerSettings(
+            name=worker_name(), queue=self.queue, lease_seconds=self.lease_seconds, batch=self.batch
+        )
         busy = False
         while not self.stopping.is_set():
             try:

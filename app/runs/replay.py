@@ -26,8 +26,13 @@ STATE_FIELDS = ("status", "current_step", "step_outputs", "output", "error")
 
 def replay_events(events: list[tuple[str, str | None, dict[str, Any]]]) -> dict[str, Any]:
     """Fold `(event_type, node_id, payload)` in sequence order into the run's state."""
-    state: dict[str, Any] = {"status": None, "current_step": None, "step_outputs": {},
-                             "output": None, "error": None}
+    state: dict[str, Any] = {
+        "status": None,
+        "current_step": None,
+        "step_outputs": {},
+        "output": None,
+        "error": None,
+    }
     for event_type, node_id, payload in events:
         if event_type == "run_started":
             state["status"] = "pending"
@@ -54,15 +59,21 @@ def replay(session: Session, run: Run) -> dict[str, Any]:
     """The run's state according to its history."""
     rows = session.execute(
         select(RunHistoryEvent.event_type, RunHistoryEvent.node_id, RunHistoryEvent.payload)
-        .where(RunHistoryEvent.run_pk == run.id).order_by(RunHistoryEvent.sequence))
+        .where(RunHistoryEvent.run_pk == run.id)
+        .order_by(RunHistoryEvent.sequence)
+    )
     return replay_events([(row[0], row[1], row[2] or {}) for row in rows])
 
 
 def stored_state(run: Run) -> dict[str, Any]:
     """The same fields as the runs table holds them."""
-    return {"status": run.status, "current_step": run.current_step,
-            "step_outputs": dict(run.step_outputs or {}), "output": run.output,
-            "error": run.error}
+    return {
+        "status": run.status,
+        "current_step": run.current_step,
+        "step_outputs": dict(run.step_outputs or {}),
+        "output": run.output,
+        "error": run.error,
+    }
 
 
 def compare(session: Session, run: Run) -> dict[str, Any]:

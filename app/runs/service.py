@@ -48,42 +48,70 @@ class RunRequest:
     search_attributes: dict[str, Any] = field(default_factory=dict)
 
 
-def start(session: Session, now: datetime, namespace: Namespace,
-          request: RunRequest) -> tuple[Run, bool]:
+def start(
+    session: Session, now: datetime, namespace: Namespace, request: RunRequest
+) -> tuple[Run, bool]:
     """Start a run, or return the existing one with the same `run_id`; `(run, created)`.
 
     The caller commits. Runs count against the namespace's `max_active_runs` (429 CAPACITY).
     """
     if (request.workflow is None) == (request.activation_id is None):
-        raise ValidationFailed([{"loc": ["workflow"],
-                                 "msg": "give exactly one of 'workflow' and 'activation_id'"}])
+        raise ValidationFailed(
+            [{"loc": ["workflow"], "msg": "give exactly one of 'workflow' and 'activation_id'"}]
+        )
     if request.run_id is not None and not RUN_ID_RE.match(request.run_id):
-        raise ValidationFailed([{"loc": ["run_id"], "msg": "must be 1-255 letters, digits, "
-                                 "'.', '_', ':', '@' or '-', starting alphanumeric"}])
+        raise ValidationFailed(
+            [
+                {
+                    "loc": ["run_id"],
+                    "msg": "must be 1-255 letters, digits, "
+                    "'.', '_', ':', '@' or '-', starting alphanumeric",
+                }
+            ]
+        )
     check_size("input", request.input)
     begin_write(session)
     if request.run_id is not None:
         existing = find_run(session, namespace, request.run_id)
         if existing is not None:
             return existing, False
-    if request.workflow is not None and session.scalar(select(Workflow.id).where(
-            Workflow.namespace_id == namespace.id, Workflow.name == request.workflow)) is None:
+    if (
+        request.workflow is not None
+        and session.scalar(
+            select(Workflow.id).where(
+                Workflow.namespace_id == namespace.id, Workflow.name == request.workflow
+            )
+        )
+        is None
+    ):
         raise WorkflowNotFound(request.workflow)
-    target = lifecycle.resolve_target(session, namespace, workflow=request.workflow,
-                                      activation_id=request.activation_id)
+    target = lifecycle.resolve_target(
+        session, namespace, workflow=request.workflow, activation_id=request.activation_id
+    )
     lifecycle.validate_input(target.version.definition, request.input)
     limit = namespace.max_active_runs
     if limit is not None and lifecycle.count_active_runs(session, namespace.id) >= limit:
-        raise CapacityExceeded(f"namespace {namespace.name!r} is at its limit of {limit} "
-                               "active runs", retry_after=5, max_active_runs=limit)
+        raise CapacityExceeded(
+            f"namespace {namespace.name!r} is at its limit of {limit} active runs",
+            retry_after=5,
+            max_active_runs=limit,
+        )
     run_id = request.run_id or f"run-{new_uid()}"
     try:
         with session.begin_nested():
             run = lifecycle.start_run(
-                session, now, namespace, target, run_id, request.input,
-                timeout_seconds=request.timeout_seconds, labels=request.labels,
-                memo=request.memo, search_attributes=request.search_attributes,
-                queue=request.queue)
+                session,
+                now,
+                namespace,
+                target,
+                run_id,
+                request.input,
+                timeout_seconds=request.timeout_seconds,
+                labels=request.labels,
+                memo=request.memo,
+                search_attributes=request.search_attributes,
+                queue=request.queue,
+            )
     except IntegrityError:
         # Another request started the same run id first: answer with that run.
         existing = find_run(session, namespace, run_id)
@@ -94,8 +122,7 @@ def start(session: Session, now: datetime, namespace: Namespace,
 
 
 def find_run(session: Session, namespace: Namespace, run_id: str) -> Run | None:
-    return session.scalar(select(Run).where(Run.namespace_id == namespace.id,
-                                            Run.run_id == run_id))
+    return session.scalar(select(Run).where(Run.namespace_id == namespace.id, Run.run_id == run_id))
 
 
 def get_run(session: Session, namespace: Namespace, run_id: str, *, lock: bool = False) -> Run:
@@ -115,11 +142,15 @@ class RunFilter:
     search_attributes: dict[str, str] = field(default_factory=dict)
 
 
-def list_runs(session: Session, namespace: Namespace, limit: int, after: list[Any] | None,
-              where: RunFilter) -> tuple[list[tuple[Run, str]], list[Any] | None]:
+def list_runs(
+    session: Session, namespace: Namespace, limit: int, after: list[Any] | None, where: RunFilter
+) -> tuple[list[tuple[Run, str]], list[Any] | None]:
     """Runs newest first with their workflow's name, one keyset page."""
-    query = (select(Run, Workflow.name).join(Workflow, Workflow.id == Run.workflow_id)
-             .where(Run.namespace_id == namespace.id))
+    query = (
+        select(Run, Workflow.name)
+        .join(Workflow, Workflow.id == Run.workflow_id)
+        .where(Run.namespace_id == namespace.id)
+    )
     if where.status:
         query = query.where(Run.status.in_(where.status))
     if where.workflow:
@@ -131,16 +162,21 @@ def list_runs(session: Session, namespace: Namespace, limit: int, after: list[An
     for key, value in where.search_attributes.items():
         query = query.where(Run.search_attributes[key].as_string() == value)
     if after:
-        query = query.where(after_key([Run.created_at, Run.id],
-                                      [datetime.fromisoformat(after[0]), after[1]],
-                                      descending=True))
+        query = query.where(
+            after_key(
+                [Run.created_at, Run.id],
+                [datetime.fromisoformat(after[0]), after[1]],
+                descending=True,
+            )
+        )
     query = query.order_by(Run.created_at.desc(), Run.id.desc()).limit(limit + 1)
     rows = [(row[0], row[1]) for row in session.execute(query)]
     return split_page(rows, limit, lambda row: [row[0].created_at.isoformat(), row[0].id])
 
 
-def history(session: Session, run: Run, limit: int,
-            after: list[Any] | None) -> tuple[list[RunHistoryEvent], list[Any] | None]:
+def history(
+    session: Session, run: Run, limit: int, after: list[Any] | None
+) -> tuple[list[RunHistoryEvent], list[Any] | None]:
     """The run's history in sequence order, one keyset page."""
     query = select(RunHistoryEvent).where(RunHistoryEvent.run_pk == run.id)
     if after:
@@ -149,8 +185,9 @@ def history(session: Session, run: Run, limit: int,
     return split_page(rows, limit, lambda event: [event.sequence])
 
 
-def cancel(session: Session, now: datetime, namespace: Namespace, run_id: str,
-           reason: str | None) -> Run:
+def cancel(
+    session: Session, now: datetime, namespace: Namespace, run_id: str, reason: str | None
+) -> Run:
     """Request cancellation (cooperative: a step in progress finishes first); caller commits."""
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)
@@ -158,8 +195,9 @@ def cancel(session: Session, now: datetime, namespace: Namespace, run_id: str,
     return run
 
 
-def terminate(session: Session, now: datetime, namespace: Namespace, run_id: str,
-              reason: str | None) -> Run:
+def terminate(
+    session: Session, now: datetime, namespace: Namespace, run_id: str, reason: str | None
+) -> Run:
     """End the run immediately; a step in progress has its result discarded. Caller commits."""
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)

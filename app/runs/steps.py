@@ -65,13 +65,24 @@ def enter_step(session: Session, run: Run, definition: dict[str, Any], now: date
 
 def _enter_wait(session: Session, run: Run, step: dict[str, Any], now: datetime) -> None:
     due = now + wait_duration(step)
-    deadline = Deadline(run_pk=run.id, kind="wait", node_id=step["id"], due_at=due,
-                        created_at=now, wait_id=new_uid())
+    deadline = Deadline(
+        run_pk=run.id,
+        kind="wait",
+        node_id=step["id"],
+        due_at=due,
+        created_at=now,
+        wait_id=new_uid(),
+    )
     session.add(deadline)
     append_event(session, run, now, "step_started", {"type": "wait"}, step["id"])
-    append_event(session, run, now, "wait_started", {
-        "wait_id": deadline.wait_id, "duration": step["duration"], "deadline": iso(due)},
-        step["id"])
+    append_event(
+        session,
+        run,
+        now,
+        "wait_started",
+        {"wait_id": deadline.wait_id, "duration": step["duration"], "deadline": iso(due)},
+        step["id"],
+    )
 
 
 def _timeout_due(step: dict[str, Any], now: datetime) -> datetime | None:
@@ -81,47 +92,87 @@ def _timeout_due(step: dict[str, Any], now: datetime) -> datetime | None:
 
 def _enter_signal(session: Session, run: Run, step: dict[str, Any], now: datetime) -> None:
     due = _timeout_due(step, now)
-    append_event(session, run, now, "step_started",
-                 {"type": "signal", "signal": step["signal"], "deadline": iso(due)}, step["id"])
+    append_event(
+        session,
+        run,
+        now,
+        "step_started",
+        {"type": "signal", "signal": step["signal"], "deadline": iso(due)},
+        step["id"],
+    )
     buffered = session.scalar(
-        select(Signal).where(Signal.run_pk == run.id, Signal.name == step["signal"],
-                             Signal.status == "buffered")
-        .order_by(Signal.position).limit(1))
+        select(Signal)
+        .where(Signal.run_pk == run.id, Signal.name == step["signal"], Signal.status == "buffered")
+        .order_by(Signal.position)
+        .limit(1)
+    )
     if buffered is not None:
         # Kept from before the step was reached: consumed now, in the order they arrived.
         deliver_signal(session, run, step, buffered, now, due)
         return
     if due is not None:
-        session.add(Deadline(run_pk=run.id, kind="signal", node_id=step["id"], due_at=due,
-                             created_at=now))
+        session.add(
+            Deadline(run_pk=run.id, kind="signal", node_id=step["id"], due_at=due, created_at=now)
+        )
 
 
 def _enter_task(session: Session, run: Run, step: dict[str, Any], now: datetime) -> None:
     due = _timeout_due(step, now)
-    task = Task(id=new_uid(), run_pk=run.id, namespace_id=run.namespace_id, node_id=step["id"],
-                title=step["title"], role=step.get("role"), status="open", created_at=now,
-                due_at=due)
+    task = Task(
+        id=new_uid(),
+        run_pk=run.id,
+        namespace_id=run.namespace_id,
+        node_id=step["id"],
+        title=step["title"],
+        role=step.get("role"),
+        status="open",
+        created_at=now,
+        due_at=due,
+    )
     session.add(task)
     if due is not None:
-        session.add(Deadline(run_pk=run.id, kind="task", node_id=step["id"], due_at=due,
-                             created_at=now))
+        session.add(
+            Deadline(run_pk=run.id, kind="task", node_id=step["id"], due_at=due, created_at=now)
+        )
     append_event(session, run, now, "step_started", {"type": "task"}, step["id"])
-    append_event(session, run, now, "task_created", {
-        "task_id": task.id, "title": task.title, "role": task.role, "deadline": iso(due)},
-        step["id"])
+    append_event(
+        session,
+        run,
+        now,
+        "task_created",
+        {"task_id": task.id, "title": task.title, "role": task.role, "deadline": iso(due)},
+        step["id"],
+    )
 
 
 ENTER = {"wait": _enter_wait, "signal": _enter_signal, "task": _enter_task}
 
 
-def deliver_signal(session: Session, run: Run, step: dict[str, Any], signal: Signal,
-                   now: datetime, deadline: datetime | None) -> None:
+def deliver_signal(
+    session: Session,
+    run: Run,
+    step: dict[str, Any],
+    signal: Signal,
+    now: datetime,
+    deadline: datetime | None,
+) -> None:
     """Let `signal` satisfy the signal step the run is at, and move on."""
     signal.status = "consumed"
     signal.node_id = step["id"]
-    append_event(session, run, now, "signal_received", {
-        "signal_id": signal.id, "signal": signal.name, "payload": signal.payload,
-        "accepted_at": iso(signal.accepted_at), "deadline": iso(deadline)}, step["id"])
+    append_event(
+        session,
+        run,
+        now,
+        "signal_received",
+        {
+            "signal_id": signal.id,
+            "signal": signal.name,
+            "payload": signal.payload,
+            "accepted_at": iso(signal.accepted_at),
+            "deadline": iso(deadline),
+        },
+        step["id"],
+    )
     complete_step(session, run, now, signal.payload)
 
 
@@ -132,14 +183,26 @@ def complete_step(session: Session, run: Run, now: datetime, output: Any) -> Non
     assert node_id is not None
     following = step_at(definition, run.step_index + 1)
     run.step_outputs = {**run.step_outputs, node_id: output}
-    append_event(session, run, now, "step_completed",
-                 {"output": output, "next_step": following["id"] if following else None}, node_id)
+    append_event(
+        session,
+        run,
+        now,
+        "step_completed",
+        {"output": output, "next_step": following["id"] if following else None},
+        node_id,
+    )
     run.step_index += 1
     if following is not None:
         run.current_step = following["id"]
     if run.cancel_requested_at is not None:
-        finish_run(session, run, now, "cancelled", "run_cancelled",
-                   {"reason": "cancel requested", "requested_at": iso(run.cancel_requested_at)})
+        finish_run(
+            session,
+            run,
+            now,
+            "cancelled",
+            "run_cancelled",
+            {"reason": "cancel requested", "requested_at": iso(run.cancel_requested_at)},
+        )
         return
     enter_step(session, run, definition, now)
 

@@ -22,27 +22,41 @@ from app.runs.steps import complete_step, iso
 TASK_STATUSES = ("open", "completed", "timed_out", "cancelled")
 
 
-def list_tasks(session: Session, namespace: Namespace, limit: int, after: list[Any] | None, *,
-               status: str | None = None,
-               run_id: str | None = None) -> tuple[list[tuple[Task, str]], list[Any] | None]:
+def list_tasks(
+    session: Session,
+    namespace: Namespace,
+    limit: int,
+    after: list[Any] | None,
+    *,
+    status: str | None = None,
+    run_id: str | None = None,
+) -> tuple[list[tuple[Task, str]], list[Any] | None]:
     """Tasks newest first with their run's id, one keyset page."""
-    query = (select(Task, Run.run_id).join(Run, Run.id == Task.run_pk)
-             .where(Task.namespace_id == namespace.id))
+    query = (
+        select(Task, Run.run_id)
+        .join(Run, Run.id == Task.run_pk)
+        .where(Task.namespace_id == namespace.id)
+    )
     if status:
         query = query.where(Task.status == status)
     if run_id:
         query = query.where(Run.run_id == run_id)
     if after:
-        query = query.where(after_key([Task.created_at, Task.id],
-                                      [datetime.fromisoformat(after[0]), after[1]],
-                                      descending=True))
+        query = query.where(
+            after_key(
+                [Task.created_at, Task.id],
+                [datetime.fromisoformat(after[0]), after[1]],
+                descending=True,
+            )
+        )
     query = query.order_by(Task.created_at.desc(), Task.id.desc()).limit(limit + 1)
     rows = [(row[0], row[1]) for row in session.execute(query)]
     return split_page(rows, limit, lambda row: [row[0].created_at.isoformat(), row[0].id])
 
 
-def complete(session: Session, now: datetime, namespace: Namespace, user: User, task_id: str,
-             output: Any) -> tuple[Task, Run]:
+def complete(
+    session: Session, now: datetime, namespace: Namespace, user: User, task_id: str, output: Any
+) -> tuple[Task, Run]:
     """Complete an open task strictly before its deadline and move its run on; caller commits.
 
     The caller checked `run.manage`; a task naming a `role` also needs every grant of that role.
@@ -65,18 +79,39 @@ def complete(session: Session, now: datetime, namespace: Namespace, user: User, 
     if run.status not in ACTIVE_RUN_STATUSES:
         raise RunFinished(run.run_id, run.status)
     if task.due_at is not None and now >= task.due_at:
-        raise TaskClosed(task.id, "too_late", f"task {task.id!r} was due at {iso(task.due_at)}; "
-                                              "a completion must come strictly before it")
+        raise TaskClosed(
+            task.id,
+            "too_late",
+            f"task {task.id!r} was due at {iso(task.due_at)}; "
+            "a completion must come strictly before it",
+        )
     task.status = "completed"
     task.output = output
     task.completed_at = now
     task.completed_by = user.username
-    session.execute(update(Deadline).where(Deadline.run_pk == run.id, Deadline.kind == "task",
-                                           Deadline.node_id == task.node_id,
-                                           Deadline.consumed_at.is_(None))
-                    .values(consumed_at=now))
-    append_event(session, run, now, "task_completed", {
-        "task_id": task.id, "output": output, "completed_by": user.username,
-        "accepted_at": iso(now), "deadline": iso(task.due_at)}, task.node_id)
+    session.execute(
+        update(Deadline)
+        .where(
+            Deadline.run_pk == run.id,
+            Deadline.kind == "task",
+            Deadline.node_id == task.node_id,
+            Deadline.consumed_at.is_(None),
+        )
+        .values(consumed_at=now)
+    )
+    append_event(
+        session,
+        run,
+        now,
+        "task_completed",
+        {
+            "task_id": task.id,
+            "output": output,
+            "completed_by": user.username,
+            "accepted_at": iso(now),
+            "deadline": iso(task.due_at),
+        },
+        task.node_id,
+    )
     complete_step(session, run, now, output)
     return task, run

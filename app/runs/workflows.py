@@ -16,30 +16,41 @@ from app.runs.locking import begin_write, for_update
 from app.runs.paging import after_key, split_page
 
 
-def deploy(session: Session, now: datetime, namespace: Namespace,
-           definition: Any) -> WorkflowVersion:
+def deploy(
+    session: Session, now: datetime, namespace: Namespace, definition: Any
+) -> WorkflowVersion:
     """Validate `definition` and store it as the workflow's next version; the caller commits."""
     validate_definition(definition)
     begin_write(session)
     name = definition["name"]
-    flow = session.scalar(for_update(session, select(Workflow).where(
-        Workflow.namespace_id == namespace.id, Workflow.name == name)))
+    flow = session.scalar(
+        for_update(
+            session,
+            select(Workflow).where(Workflow.namespace_id == namespace.id, Workflow.name == name),
+        )
+    )
     if flow is None:
         flow = Workflow(namespace_id=namespace.id, name=name, created_at=now)
         session.add(flow)
         session.flush()
-    latest = session.scalar(select(func.max(WorkflowVersion.version))
-                            .where(WorkflowVersion.workflow_id == flow.id)) or 0
-    version = WorkflowVersion(workflow_id=flow.id, version=latest + 1, definition=definition,
-                              created_at=now)
+    latest = (
+        session.scalar(
+            select(func.max(WorkflowVersion.version)).where(WorkflowVersion.workflow_id == flow.id)
+        )
+        or 0
+    )
+    version = WorkflowVersion(
+        workflow_id=flow.id, version=latest + 1, definition=definition, created_at=now
+    )
     session.add(version)
     session.flush()
     return version
 
 
 def get_workflow(session: Session, namespace: Namespace, name: str) -> Workflow:
-    flow = session.scalar(select(Workflow).where(Workflow.namespace_id == namespace.id,
-                                                 Workflow.name == name))
+    flow = session.scalar(
+        select(Workflow).where(Workflow.namespace_id == namespace.id, Workflow.name == name)
+    )
     if flow is None:
         raise WorkflowNotFound(name)
     return flow
@@ -57,35 +68,54 @@ def get_version(session: Session, flow: Workflow, version: int | None = None) ->
 
 
 def list_versions(session: Session, flow: Workflow) -> list[WorkflowVersion]:
-    return list(session.scalars(select(WorkflowVersion).where(
-        WorkflowVersion.workflow_id == flow.id).order_by(WorkflowVersion.version)))
+    return list(
+        session.scalars(
+            select(WorkflowVersion)
+            .where(WorkflowVersion.workflow_id == flow.id)
+            .order_by(WorkflowVersion.version)
+        )
+    )
 
 
-def list_workflows(session: Session, namespace: Namespace, limit: int,
-                   after: list[Any] | None) -> tuple[list[tuple[Workflow, WorkflowVersion]],
-                                                     list[Any] | None]:
+def list_workflows(
+    session: Session, namespace: Namespace, limit: int, after: list[Any] | None
+) -> tuple[list[tuple[Workflow, WorkflowVersion]], list[Any] | None]:
     """Workflows by name with their newest version, one keyset page."""
-    newest = (select(WorkflowVersion.workflow_id, func.max(WorkflowVersion.version).label("v"))
-              .group_by(WorkflowVersion.workflow_id).subquery())
-    query = (select(Workflow, WorkflowVersion)
-             .join(newest, newest.c.workflow_id == Workflow.id)
-             .join(WorkflowVersion, (WorkflowVersion.workflow_id == Workflow.id)
-                   & (WorkflowVersion.version == newest.c.v))
-             .where(Workflow.namespace_id == namespace.id).order_by(Workflow.name))
+    newest = (
+        select(WorkflowVersion.workflow_id, func.max(WorkflowVersion.version).label("v"))
+        .group_by(WorkflowVersion.workflow_id)
+        .subquery()
+    )
+    query = (
+        select(Workflow, WorkflowVersion)
+        .join(newest, newest.c.workflow_id == Workflow.id)
+        .join(
+            WorkflowVersion,
+            (WorkflowVersion.workflow_id == Workflow.id) & (WorkflowVersion.version == newest.c.v),
+        )
+        .where(Workflow.namespace_id == namespace.id)
+        .order_by(Workflow.name)
+    )
     if after:
         query = query.where(Workflow.name > str(after[0]))
     rows = [(row[0], row[1]) for row in session.execute(query.limit(limit + 1))]
     return split_page(rows, limit, lambda row: [row[0].name])
 
 
-def activate(session: Session, now: datetime, namespace: Namespace, workflow: str,
-             version: int | None = None) -> tuple[Activation, Workflow, WorkflowVersion]:
+def activate(
+    session: Session, now: datetime, namespace: Namespace, workflow: str, version: int | None = None
+) -> tuple[Activation, Workflow, WorkflowVersion]:
     """Make a version (default: the newest) runnable; the caller commits."""
     begin_write(session)
     flow = get_workflow(session, namespace, workflow)
     found = get_version(session, flow, version)
-    activation = Activation(namespace_id=namespace.id, workflow_id=flow.id,
-                            workflow_version_id=found.id, status="ready", created_at=now)
+    activation = Activation(
+        namespace_id=namespace.id,
+        workflow_id=flow.id,
+        workflow_version_id=found.id,
+        status="ready",
+        created_at=now,
+    )
     session.add(activation)
     session.flush()
     return activation, flow, found
@@ -98,8 +128,7 @@ def get_activation(session: Session, namespace: Namespace, activation_id: str) -
     return activation
 
 
-def retire(session: Session, now: datetime, namespace: Namespace,
-           activation_id: str) -> Activation:
+def retire(session: Session, now: datetime, namespace: Namespace, activation_id: str) -> Activation:
     """Retire an activation (a no-op when it already is): new runs can no longer use it."""
     begin_write(session)
     activation = get_activation(session, namespace, activation_id)
@@ -110,22 +139,33 @@ def retire(session: Session, now: datetime, namespace: Namespace,
 
 
 def list_activations(
-    session: Session, namespace: Namespace, limit: int, after: list[Any] | None, *,
-    workflow: str | None = None, status: str | None = None,
+    session: Session,
+    namespace: Namespace,
+    limit: int,
+    after: list[Any] | None,
+    *,
+    workflow: str | None = None,
+    status: str | None = None,
 ) -> tuple[list[tuple[Activation, Workflow, WorkflowVersion]], list[Any] | None]:
     """Activations newest first, one keyset page."""
-    query = (select(Activation, Workflow, WorkflowVersion)
-             .join(Workflow, Workflow.id == Activation.workflow_id)
-             .join(WorkflowVersion, WorkflowVersion.id == Activation.workflow_version_id)
-             .where(Activation.namespace_id == namespace.id))
+    query = (
+        select(Activation, Workflow, WorkflowVersion)
+        .join(Workflow, Workflow.id == Activation.workflow_id)
+        .join(WorkflowVersion, WorkflowVersion.id == Activation.workflow_version_id)
+        .where(Activation.namespace_id == namespace.id)
+    )
     if workflow:
         query = query.where(Workflow.name == workflow)
     if status:
         query = query.where(Activation.status == status)
     if after:
-        query = query.where(after_key([Activation.created_at, Activation.id],
-                                      [datetime.fromisoformat(after[0]), after[1]],
-                                      descending=True))
+        query = query.where(
+            after_key(
+                [Activation.created_at, Activation.id],
+                [datetime.fromisoformat(after[0]), after[1]],
+                descending=True,
+            )
+        )
     query = query.order_by(Activation.created_at.desc(), Activation.id.desc()).limit(limit + 1)
     rows = [(r[0], r[1], r[2]) for r in session.execute(query)]
     return split_page(rows, limit, lambda r: [r[0].created_at.isoformat(), r[0].id])

@@ -37,9 +37,19 @@ class Act:
 
 
 def act(
-    ctx: PageContext, w: Writes, starter: Starter, schedule: Schedule, now: datetime,
-    target: RunTarget, *, instant: datetime, occurrence_time: datetime, origin: str,
-    policy: str, outcome: str, context: CommandContext,
+    ctx: PageContext,
+    w: Writes,
+    starter: Starter,
+    schedule: Schedule,
+    now: datetime,
+    target: RunTarget,
+    *,
+    instant: datetime,
+    occurrence_time: datetime,
+    origin: str,
+    policy: str,
+    outcome: str,
+    context: CommandContext,
 ) -> Act:
     """Apply `policy` to the occurrence at canonical `instant` and record the result."""
     active = ctx.active[schedule.uid]
@@ -55,9 +65,19 @@ def act(
     if not ctx.has_room(freed):
         return Act("refused", None, "capacity")
     _end_others(ctx, schedule, now, policy)
-    run_id = start_occurrence(w, schedule, now, target, starter, instant=instant,
-                              occurrence_time=occurrence_time, origin=origin, outcome=outcome,
-                              policy=policy, context=context)
+    run_id = start_occurrence(
+        w,
+        schedule,
+        now,
+        target,
+        starter,
+        instant=instant,
+        occurrence_time=occurrence_time,
+        origin=origin,
+        outcome=outcome,
+        policy=policy,
+        context=context,
+    )
     w.occurrence(schedule, now, origin=origin, kind="started", instant=instant, run_id=run_id)
     ctx.active[schedule.uid].append(ActiveRun(0, run_id, False))
     ctx.add_active(1 - freed)
@@ -65,11 +85,15 @@ def act(
     return Act("triggered", run_id)
 
 
-def finish_if_exhausted(ctx: PageContext, w: Writes, schedule: Schedule, now: datetime,
-                        context: CommandContext) -> None:
+def finish_if_exhausted(
+    ctx: PageContext, w: Writes, schedule: Schedule, now: datetime, context: CommandContext
+) -> None:
     """At `remaining_runs == 0` the schedule deletes itself (§5.4 `max_runs`)."""
-    if schedule.remaining_runs is not None and schedule.remaining_runs <= 0 \
-            and schedule.status != "deleted":
+    if (
+        schedule.remaining_runs is not None
+        and schedule.remaining_runs <= 0
+        and schedule.status != "deleted"
+    ):
         mark_deleted(ctx.session, w, schedule, now, "max_runs_exhausted", context)
 
 
@@ -87,8 +111,9 @@ def _end_others(ctx: PageContext, schedule: Schedule, now: datetime, policy: str
         return
     still_active = []
     for entry in ctx.active[schedule.uid]:
-        run = ctx.session.scalar(select(Run).where(Run.namespace_id == schedule.namespace_id,
-                                                   Run.run_id == entry.run_id))
+        run = ctx.session.scalar(
+            select(Run).where(Run.namespace_id == schedule.namespace_id, Run.run_id == entry.run_id)
+        )
         if run is None or run.status not in ACTIVE_RUN_STATUSES:
             continue
         reason = f"schedule {schedule.schedule_id!r} started a newer run ({policy})"

@@ -23,10 +23,17 @@ EVENT_KEYS: dict[str, frozenset[str]] = {
     "ScheduleUpdated": frozenset(
         {"changed_fields", "spec", "action", "overlap_policy", "next_fire_at", "command_context"}
     ),
-    "ScheduleTriggered": frozenset({
-        "workflow_instance_id", "workflow_run_id", "outcome", "effective_overlap_policy",
-        "trigger_number", "occurrence_time", "command_context",
-    }),
+    "ScheduleTriggered": frozenset(
+        {
+            "workflow_instance_id",
+            "workflow_run_id",
+            "outcome",
+            "effective_overlap_policy",
+            "trigger_number",
+            "occurrence_time",
+            "command_context",
+        }
+    ),
     "ScheduleTriggerSkipped": frozenset(
         {"reason", "skipped_trigger_count", "last_skipped_at", "command_context"}
     ),
@@ -34,10 +41,17 @@ EVENT_KEYS: dict[str, frozenset[str]] = {
     "ScheduleDeleted": frozenset({"reason", "deleted_at", "command_context"}),
 }
 # The origin event at the head of a started run's own history (§5.7).
-RUN_ORIGIN_KEYS = frozenset({
-    "schedule_id", "schedule_uid", "cron_expression", "timezone", "overlap_policy",
-    "trigger_number", "occurrence_time",
-})
+RUN_ORIGIN_KEYS = frozenset(
+    {
+        "schedule_id",
+        "schedule_uid",
+        "cron_expression",
+        "timezone",
+        "overlap_policy",
+        "trigger_number",
+        "occurrence_time",
+    }
+)
 SOURCES = ("api", "console", "cli", "scheduler")
 
 
@@ -59,8 +73,12 @@ class CommandContext:
             raise AuditPayloadError(f"command source must be one of {SOURCES}, not {self.source!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"actor": self.actor, "source": self.source, "request_id": self.request_id,
-                "reason": self.reason}
+        return {
+            "actor": self.actor,
+            "source": self.source,
+            "request_id": self.request_id,
+            "reason": self.reason,
+        }
 
     def with_reason(self, reason: str | None) -> CommandContext:
         return CommandContext(self.actor, self.source, self.request_id, reason)
@@ -84,24 +102,41 @@ def check_origin(payload: dict[str, Any]) -> None:
 
 
 def event_row(
-    schedule_pk: int, sequence: int, now: datetime, event_type: str, payload: dict[str, Any],
-    run_id: str | None = None, run_uid: str | None = None,
+    schedule_pk: int,
+    sequence: int,
+    now: datetime,
+    event_type: str,
+    payload: dict[str, Any],
+    run_id: str | None = None,
+    run_uid: str | None = None,
 ) -> dict[str, Any]:
     """A validated audit row for a bulk insert (the tick's hot path)."""
     check_payload(event_type, payload)
-    return {"schedule_pk": schedule_pk, "sequence": sequence, "event_type": event_type,
-            "payload": payload, "workflow_instance_id": run_id, "workflow_run_id": run_uid,
-            "recorded_at": now}
+    return {
+        "schedule_pk": schedule_pk,
+        "sequence": sequence,
+        "event_type": event_type,
+        "payload": payload,
+        "workflow_instance_id": run_id,
+        "workflow_run_id": run_uid,
+        "recorded_at": now,
+    }
 
 
 def record(
-    session: Session, schedule: Schedule, now: datetime, event_type: str,
-    payload: dict[str, Any], run_id: str | None = None, run_uid: str | None = None,
+    session: Session,
+    schedule: Schedule,
+    now: datetime,
+    event_type: str,
+    payload: dict[str, Any],
+    run_id: str | None = None,
+    run_uid: str | None = None,
 ) -> ScheduleHistoryEvent:
     """Append the schedule's next audit event; the caller holds the schedule's row lock."""
     schedule.history_sequence += 1
-    row = event_row(schedule.id, schedule.history_sequence, now, event_type, payload,
-                    run_id, run_uid)
+    row = event_row(
+        schedule.id, schedule.history_sequence, now, event_type, payload, run_id, run_uid
+    )
     event = ScheduleHistoryEvent(**row)
     session.add(event)
     return event

@@ -22,8 +22,11 @@ def _names(table: Table, rows: Sequence[Row]) -> list[str]:
     # Python-side column defaults (scalars, or callables like generated ids) left out.
     for column in table.columns:
         default = column.default
-        if column.name not in names and default is not None and (
-                default.is_scalar or default.is_callable):
+        if (
+            column.name not in names
+            and default is not None
+            and (default.is_scalar or default.is_callable)
+        ):
             names.append(column.name)
     return names
 
@@ -33,8 +36,14 @@ def _with_defaults(table: Table, names: list[str], rows: Sequence[Row]) -> Seque
     if not missing:
         return rows
     defaults = {name: table.c[name].default for name in missing}
-    return [row | {name: default.arg(None) if default.is_callable else default.arg  # type: ignore[union-attr]
-                   for name, default in defaults.items()} for row in rows]
+    return [
+        row
+        | {
+            name: default.arg(None) if default.is_callable else default.arg  # type: ignore[union-attr]
+            for name, default in defaults.items()
+        }
+        for row in rows
+    ]
 
 
 def _document(names: Sequence[str], rows: Sequence[Row]) -> str:
@@ -48,12 +57,14 @@ def _document(names: Sequence[str], rows: Sequence[Row]) -> str:
             instants[value] = value.isoformat()
         return instants[value]
 
-    return json.dumps([{name: text(row[name]) for name in names} for row in rows],
-                      separators=(",", ":"))
+    return json.dumps(
+        [{name: text(row[name]) for name in names} for row in rows], separators=(",", ":")
+    )
 
 
-def _sqlite_params(conn: Connection, table: Table, names: Sequence[str],
-                   rows: Sequence[Row]) -> list[tuple[Any, ...]]:
+def _sqlite_params(
+    conn: Connection, table: Table, names: Sequence[str], rows: Sequence[Row]
+) -> list[tuple[Any, ...]]:
     """Driver parameters, column by column; a page repeats the same instants and JSON values
     (its `now`, empty objects, one schedule's labels), so each distinct one is converted once."""
     columns = []
@@ -87,8 +98,9 @@ def _memoized(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return convert
 
 
-def insert_rows(conn: Connection, table: Table, rows: Sequence[Row],
-                returning: Sequence[str] = ()) -> list[tuple[Any, ...]]:
+def insert_rows(
+    conn: Connection, table: Table, rows: Sequence[Row], returning: Sequence[str] = ()
+) -> list[tuple[Any, ...]]:
     """Insert `rows` (the same keys in each); return the `returning` columns of every row.
 
     On SQLite `returning` must start with a unique column present in the rows (its key).
@@ -99,15 +111,19 @@ def insert_rows(conn: Connection, table: Table, rows: Sequence[Row],
     rows = _with_defaults(table, names, rows)
     columns = ", ".join(names)
     if conn.dialect.name == "postgresql":
-        sql = (f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
-               f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json))')
+        sql = (
+            f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
+            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json))'
+        )
         if returning:
             sql += f" RETURNING {', '.join(returning)}"
         result = conn.exec_driver_sql(sql, {"rows": _document(names, rows)})
         return [tuple(row) for row in result] if returning else []
     marks = ", ".join("?" for _ in names)
-    conn.exec_driver_sql(f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks})',
-                         _sqlite_params(conn, table, names, rows))  # type: ignore[arg-type]
+    conn.exec_driver_sql(
+        f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks})',
+        _sqlite_params(conn, table, names, rows),
+    )  # type: ignore[arg-type]
     if not returning:
         return []
     # sqlite3's executemany returns no rows: read them back by a unique key of the batch.
@@ -115,11 +131,15 @@ def insert_rows(conn: Connection, table: Table, rows: Sequence[Row],
     found: list[tuple[Any, ...]] = []
     keys = [row[key] for row in rows]
     for start in range(0, len(keys), 500):
-        chunk = keys[start:start + 500]
+        chunk = keys[start : start + 500]
         marks = ", ".join("?" for _ in chunk)
-        found.extend(tuple(row) for row in conn.exec_driver_sql(
-            f'SELECT {", ".join(returning)} FROM "{table.name}" WHERE {key} IN ({marks})',
-            tuple(chunk)))
+        found.extend(
+            tuple(row)
+            for row in conn.exec_driver_sql(
+                f'SELECT {", ".join(returning)} FROM "{table.name}" WHERE {key} IN ({marks})',
+                tuple(chunk),
+            )
+        )
     return found
 
 
@@ -130,11 +150,15 @@ def update_rows(conn: Connection, table: Table, rows: Sequence[Row]) -> None:
     names = [name for name in rows[0] if name != "id"]
     if conn.dialect.name == "postgresql":
         assignments = ", ".join(f"{name} = v.{name}" for name in names)
-        sql = (f'UPDATE "{table.name}" AS t SET {assignments} FROM '
-               f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json)) AS v '
-               "WHERE t.id = v.id")
+        sql = (
+            f'UPDATE "{table.name}" AS t SET {assignments} FROM '
+            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json)) AS v '
+            "WHERE t.id = v.id"
+        )
         conn.exec_driver_sql(sql, {"rows": _document(["id", *names], rows)})
         return
     assignments = ", ".join(f"{name} = ?" for name in names)
-    conn.exec_driver_sql(f'UPDATE "{table.name}" SET {assignments} WHERE id = ?',
-                         _sqlite_params(conn, table, [*names, "id"], rows))  # type: ignore[arg-type]
+    conn.exec_driver_sql(
+        f'UPDATE "{table.name}" SET {assignments} WHERE id = ?',
+        _sqlite_params(conn, table, [*names, "id"], rows),
+    )  # type: ignore[arg-type]

@@ -17,21 +17,54 @@ from app.calendar import CalendarError, Spec
 from app.calendar.jitter import MAX_JITTER_SECONDS
 from app.schedules.errors import invalid
 
-OVERLAP_POLICIES = ("skip", "buffer_one", "buffer_all", "allow_all", "cancel_other",
-                    "terminate_other")
+OVERLAP_POLICIES = (
+    "skip",
+    "buffer_one",
+    "buffer_all",
+    "allow_all",
+    "cancel_other",
+    "terminate_other",
+)
 MISSED_POLICIES = ("skip", "fire_once")
 SCHEDULE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,62}")
-REQUEST_KEYS = frozenset({
-    "schedule_id", "id", "spec", "cron", "timezone", "action", "activation_id", "input",
-    "overlap_policy", "missed_policy", "jitter_seconds", "max_runs", "labels", "memo",
-    "search_attributes", "notes",
-})
-ACTION_KEYS = frozenset({"workflow", "activation_id", "input", "execution_timeout_seconds",
-                         "run_timeout_seconds", "queue"})
+REQUEST_KEYS = frozenset(
+    {
+        "schedule_id",
+        "id",
+        "spec",
+        "cron",
+        "timezone",
+        "action",
+        "activation_id",
+        "input",
+        "overlap_policy",
+        "missed_policy",
+        "jitter_seconds",
+        "max_runs",
+        "labels",
+        "memo",
+        "search_attributes",
+        "notes",
+    }
+)
+ACTION_KEYS = frozenset(
+    {
+        "workflow",
+        "activation_id",
+        "input",
+        "execution_timeout_seconds",
+        "run_timeout_seconds",
+        "queue",
+    }
+)
 # Top-level shorthand -> (field it fills, key inside that field).
-SHORTHANDS = {"cron": ("spec", "cron_expressions"), "timezone": ("spec", "timezone"),
-              "activation_id": ("action", "activation_id"), "input": ("action", "input")}
+SHORTHANDS = {
+    "cron": ("spec", "cron_expressions"),
+    "timezone": ("spec", "timezone"),
+    "activation_id": ("action", "activation_id"),
+    "input": ("action", "input"),
+}
 MAX_LABELS = 64
 MAX_LABEL_VALUE = 256
 MAX_NOTES = 4096
@@ -177,8 +210,11 @@ def _action(raw: Any) -> dict[str, Any]:
     workflow, activation_id = raw.get("workflow"), raw.get("activation_id")
     if (workflow is None) == (activation_id is None):
         raise invalid(["action"], "give exactly one of 'workflow' and 'activation_id'")
-    for key, value, limit in (("workflow", workflow, 128), ("activation_id", activation_id, 36),
-                              ("queue", raw.get("queue"), 64)):
+    for key, value, limit in (
+        ("workflow", workflow, 128),
+        ("activation_id", activation_id, 36),
+        ("queue", raw.get("queue"), 64),
+    ):
         if value is not None and (not isinstance(value, str) or not 0 < len(value) <= limit):
             raise invalid(["action", key], f"must be a string of 1-{limit} characters")
     run_input = raw.get("input", {})
@@ -187,9 +223,13 @@ def _action(raw: Any) -> dict[str, Any]:
         key: _optional_integer(raw, key, 1, MAX_TIMEOUT_SECONDS, ("action",))
         for key in ("execution_timeout_seconds", "run_timeout_seconds")
     }
-    return {"workflow": workflow, "activation_id": activation_id,
-            "input": {} if run_input is None else run_input, **timeouts,
-            "queue": raw.get("queue")}
+    return {
+        "workflow": workflow,
+        "activation_id": activation_id,
+        "input": {} if run_input is None else run_input,
+        **timeouts,
+        "queue": raw.get("queue"),
+    }
 
 
 def _choice(data: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str:
@@ -210,8 +250,9 @@ def _integer(data: Mapping[str, Any], key: str, default: int, low: int, high: in
     return value
 
 
-def _optional_integer(data: Mapping[str, Any], key: str, low: int, high: int,
-                      prefix: tuple[str, ...] = ()) -> int | None:
+def _optional_integer(
+    data: Mapping[str, Any], key: str, low: int, high: int, prefix: tuple[str, ...] = ()
+) -> int | None:
     value = data.get(key)
     if value is None:
         return None

@@ -70,8 +70,9 @@ def run_id_for(schedule_id: str, instant: datetime, origin: str = "scheduled") -
     return f"schedule:{schedule_id}:{stamp}"
 
 
-def due_of(spec: Spec, uid: str, jitter_seconds: int, instant: datetime,
-           following: datetime | None = None) -> datetime:
+def due_of(
+    spec: Spec, uid: str, jitter_seconds: int, instant: datetime, following: datetime | None = None
+) -> datetime:
     """The due time of canonical `instant`; `following` saves a lookup when known."""
     if not jitter_seconds:
         return instant
@@ -80,8 +81,7 @@ def due_of(spec: Spec, uid: str, jitter_seconds: int, instant: datetime,
     return instant + jitter_offset(uid, instant, jitter_seconds, following)
 
 
-def next_after(spec: Spec, uid: str, jitter_seconds: int,
-               after: datetime) -> Occurrence | None:
+def next_after(spec: Spec, uid: str, jitter_seconds: int, after: datetime) -> Occurrence | None:
     """The first canonical occurrence strictly after `after`, with its due time."""
     instant = next_occurrence(spec, after)
     if instant is None:
@@ -89,8 +89,7 @@ def next_after(spec: Spec, uid: str, jitter_seconds: int,
     return Occurrence(instant, due_of(spec, uid, jitter_seconds, instant))
 
 
-def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime,
-             now: datetime) -> DueScan:
+def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime, now: datetime) -> DueScan:
     """One pass over the occurrences after `cursor`: the due ones, summarized in constant
     memory, and the first one not yet due."""
     scan = DueScan()
@@ -115,8 +114,13 @@ def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime,
 
 
 def choose(
-    scan: DueScan, missed_policy: str, cursor: datetime, pending: Occurrence | None,
-    pending_until: datetime | None, now: datetime, grace: timedelta,
+    scan: DueScan,
+    missed_policy: str,
+    cursor: datetime,
+    pending: Occurrence | None,
+    pending_until: datetime | None,
+    now: datetime,
+    grace: timedelta,
 ) -> Choice:
     """Apply the missed policy: which occurrence may fire now, which become skipped ranges."""
     choice = Choice(cursor=cursor)
@@ -145,8 +149,9 @@ def choose(
     return choice
 
 
-def retry_until(missed_policy: str, candidate: Occurrence, now: datetime,
-                grace: timedelta) -> datetime:
+def retry_until(
+    missed_policy: str, candidate: Occurrence, now: datetime, grace: timedelta
+) -> datetime:
     """When a capacity-refused occurrence stops being retried (the end of its grace)."""
     if missed_policy == "fire_once":
         # A late occurrence fired by fire_once gets its grace from its first attempt.
@@ -165,4 +170,3 @@ def overlap_outcome(policy: str, active_runs: int, buffered: int) -> tuple[str, 
             return "buffer", None
         return "skip", "buffer_full"
     return "start", None
-

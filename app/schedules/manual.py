@@ -46,34 +46,62 @@ class BackfillResult:
 
 
 def trigger(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, schedule_id: str, overlap_policy: str | None = None,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    overlap_policy: str | None = None,
 ) -> Act:
     """Act on an occurrence at `now` (to the millisecond); repeating it answers the same."""
     policy = _policy(overlap_policy)
     schedule, ctx, target = _prepare(session, namespace, schedule_id)
     instant = now.replace(microsecond=now.microsecond // 1000 * 1000)
-    earlier = session.scalar(select(ScheduleOccurrence).where(
-        ScheduleOccurrence.schedule_pk == schedule.id, ScheduleOccurrence.origin == "manual",
-        ScheduleOccurrence.instant == instant))
+    earlier = session.scalar(
+        select(ScheduleOccurrence).where(
+            ScheduleOccurrence.schedule_pk == schedule.id,
+            ScheduleOccurrence.origin == "manual",
+            ScheduleOccurrence.instant == instant,
+        )
+    )
     if earlier is not None:
         return Act(KIND_OUTCOMES[earlier.kind], earlier.run_id, earlier.reason)
     w = Writes()
-    result = act(ctx, w, orm_starter(session, now, namespace), schedule, now, target,
-                 instant=instant, occurrence_time=instant, origin="manual",
-                 policy=policy or schedule.overlap_policy, outcome="triggered",
-                 context=context)
+    result = act(
+        ctx,
+        w,
+        orm_starter(session, now, namespace),
+        schedule,
+        now,
+        target,
+        instant=instant,
+        occurrence_time=instant,
+        origin="manual",
+        policy=policy or schedule.overlap_policy,
+        outcome="triggered",
+        context=context,
+    )
     if result.outcome == "refused":
         limit = namespace.max_active_runs
-        raise CapacityExceeded(f"namespace {namespace.name!r} is at its limit of {limit} "
-                               "active runs", retry_after=5, max_active_runs=limit)
+        raise CapacityExceeded(
+            f"namespace {namespace.name!r} is at its limit of {limit} active runs",
+            retry_after=5,
+            max_active_runs=limit,
+        )
     w.flush(session)
     return result
 
 
 def backfill(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, schedule_id: str, start: datetime, end: datetime,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    start: datetime,
+    end: datetime,
     overlap_policy: str | None = None,
 ) -> BackfillResult:
     """Start one run per canonical occurrence in [start, end) that has none yet."""
@@ -86,36 +114,57 @@ def backfill(
     policy = policy or schedule.overlap_policy
     policy = "allow_all" if policy in BUFFER_LIMITS else policy
     tick = timedelta(microseconds=1)
-    instants = list(islice(occurrences_between(spec_of(schedule), start - tick, end - tick),
-                           MAX_BACKFILL + 1))
+    instants = list(
+        islice(occurrences_between(spec_of(schedule), start - tick, end - tick), MAX_BACKFILL + 1)
+    )
     if len(instants) > MAX_BACKFILL:
         raise BackfillTooLarge(len(instants), MAX_BACKFILL)
     taken = _taken(session, schedule, instants)
     w, starter = Writes(), orm_starter(session, now, namespace)
     results = []
     for instant in instants:
-        result = _backfill_one(ctx, w, starter, schedule, now, target, instant, policy,
-                               context, taken)
+        result = _backfill_one(
+            ctx, w, starter, schedule, now, target, instant, policy, context, taken
+        )
         results.append(result)
     w.flush(session)
     started = sum(1 for r in results if r["outcome"] == "backfilled")
     return BackfillResult(results, started, sum(1 for r in results if r["outcome"] == "skipped"))
 
 
-def _backfill_one(ctx: PageContext, w: Writes, starter: Any, schedule: Schedule,
-                  now: datetime, target: RunTarget, instant: datetime, policy: str,
-                  context: CommandContext, taken: dict[datetime, str]) -> dict[str, Any]:
-    row: dict[str, Any] = {"occurrence_time": format_utc(instant), "run_id": None,
-                           "reason": None}
+def _backfill_one(
+    ctx: PageContext,
+    w: Writes,
+    starter: Any,
+    schedule: Schedule,
+    now: datetime,
+    target: RunTarget,
+    instant: datetime,
+    policy: str,
+    context: CommandContext,
+    taken: dict[datetime, str],
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"occurrence_time": format_utc(instant), "run_id": None, "reason": None}
     if instant in taken:
         return row | {"outcome": "already_started", "run_id": taken[instant]}
     if schedule.status == "deleted":
         return row | {"outcome": "skipped", "reason": "max_runs_exhausted"}
     if _scheduler_owns(schedule, instant):
         return row | {"outcome": "skipped", "reason": "scheduled"}
-    result = act(ctx, w, starter, schedule, now, target, instant=instant,
-                 occurrence_time=instant, origin="backfill", policy=policy,
-                 outcome="backfilled", context=context)
+    result = act(
+        ctx,
+        w,
+        starter,
+        schedule,
+        now,
+        target,
+        instant=instant,
+        occurrence_time=instant,
+        origin="backfill",
+        policy=policy,
+        outcome="backfilled",
+        context=context,
+    )
     if result.outcome == "refused":
         record_skip(w, schedule, now, Skip(instant, instant, 1, "capacity"), context, "backfill")
         return row | {"outcome": "skipped", "reason": "capacity"}
@@ -132,8 +181,7 @@ def _scheduler_owns(schedule: Schedule, instant: datetime) -> bool:
     return schedule.status == "active" and cursor is not None and instant > cursor
 
 
-def _taken(session: Session, schedule: Schedule,
-           instants: list[datetime]) -> dict[datetime, str]:
+def _taken(session: Session, schedule: Schedule, instants: list[datetime]) -> dict[datetime, str]:
     """Occurrences that already have a run (scheduled or backfilled) or wait in the buffer."""
     if not instants:
         return {}
@@ -141,19 +189,27 @@ def _taken(session: Session, schedule: Schedule,
     for instant in instants:
         for origin in ("scheduled", "backfill"):
             ids[run_id_for(schedule.schedule_id, instant, origin)] = instant
-    found = session.scalars(select(Run.run_id).where(
-        Run.namespace_id == schedule.namespace_id, Run.run_id.in_(list(ids))))
+    found = session.scalars(
+        select(Run.run_id).where(
+            Run.namespace_id == schedule.namespace_id, Run.run_id.in_(list(ids))
+        )
+    )
     taken = {ids[run_id]: run_id for run_id in found}
-    buffered = session.scalars(select(ScheduleOccurrence.instant).where(
-        ScheduleOccurrence.schedule_pk == schedule.id, ScheduleOccurrence.kind == "buffered",
-        ScheduleOccurrence.instant.in_(instants)))
+    buffered = session.scalars(
+        select(ScheduleOccurrence.instant).where(
+            ScheduleOccurrence.schedule_pk == schedule.id,
+            ScheduleOccurrence.kind == "buffered",
+            ScheduleOccurrence.instant.in_(instants),
+        )
+    )
     for instant in buffered:
         taken.setdefault(instant, run_id_for(schedule.schedule_id, instant))
     return taken
 
 
-def _prepare(session: Session, namespace: Namespace,
-             schedule_id: str) -> tuple[Schedule, PageContext, RunTarget]:
+def _prepare(
+    session: Session, namespace: Namespace, schedule_id: str
+) -> tuple[Schedule, PageContext, RunTarget]:
     schedule = store.lock(session, namespace, schedule_id)
     if schedule is None:
         raise ScheduleNotFound(schedule_id)
@@ -164,7 +220,8 @@ def _prepare(session: Session, namespace: Namespace,
     if target is None:
         raise ScheduleStateConflict(
             f"schedule {schedule_id!r} has no ready activation to start",
-            reason="activation_not_ready")
+            reason="activation_not_ready",
+        )
     return schedule, ctx, target
 
 

@@ -33,23 +33,31 @@ class PageContext:
     namespace: Namespace
     usernames: dict[int, str] = field(default_factory=dict)
     authorized_ids: set[int] = field(default_factory=set)
-    active: defaultdict[str, list[ActiveRun]] = field(
-        default_factory=lambda: defaultdict(list))
+    active: defaultdict[str, list[ActiveRun]] = field(default_factory=lambda: defaultdict(list))
     targets: dict[tuple[str | None, str | None], lifecycle.RunTarget | None] = field(
-        default_factory=dict)
+        default_factory=dict
+    )
     _namespace_active: int | None = None
 
     @classmethod
-    def load(cls, session: Session, namespace: Namespace,
-             schedules: Sequence[Schedule]) -> PageContext:
+    def load(
+        cls, session: Session, namespace: Namespace, schedules: Sequence[Schedule]
+    ) -> PageContext:
         ctx = cls(session, namespace)
         ids = {s.principal_id for s in schedules}
         roles: dict[int, str] = {
-            user_id: role for user_id, role in session.execute(
+            user_id: role
+            for user_id, role in session.execute(
                 select(Membership.user_id, Membership.role).where(
-                    Membership.user_id.in_(ids), Membership.namespace_id == namespace.id))}
-        users = session.execute(select(User.id, User.username, User.disabled_at,
-                                       User.is_superuser).where(User.id.in_(ids)))
+                    Membership.user_id.in_(ids), Membership.namespace_id == namespace.id
+                )
+            )
+        }
+        users = session.execute(
+            select(User.id, User.username, User.disabled_at, User.is_superuser).where(
+                User.id.in_(ids)
+            )
+        )
         for user_id, username, disabled_at, superuser in users:
             ctx.usernames[user_id] = username
             grants = ROLE_GRANTS.get(roles.get(user_id) or "", frozenset())
@@ -57,8 +65,11 @@ class PageContext:
                 ctx.authorized_ids.add(user_id)
         # A schedule that never started a run has none active: no need to ask.
         uids = [s.uid for s in schedules if s.latest_run_id is not None]
-        query = select(Run.schedule_uid, Run.id, Run.run_id, Run.lease_owner).where(
-            Run.schedule_uid.in_(uids), Run.status.in_(ACTIVE_RUN_STATUSES)).order_by(Run.id)
+        query = (
+            select(Run.schedule_uid, Run.id, Run.run_id, Run.lease_owner)
+            .where(Run.schedule_uid.in_(uids), Run.status.in_(ACTIVE_RUN_STATUSES))
+            .order_by(Run.id)
+        )
         for uid, pk, run_id, lease_owner in session.execute(query) if uids else []:
             ctx.active[uid].append(ActiveRun(pk, run_id, lease_owner is not None))
         return ctx
@@ -76,7 +87,8 @@ class PageContext:
         if key not in self.targets:
             try:
                 self.targets[key] = lifecycle.resolve_target(
-                    self.session, self.namespace, workflow=key[0], activation_id=key[1])
+                    self.session, self.namespace, workflow=key[0], activation_id=key[1]
+                )
             except (ActivationNotFound, ActivationNotReady):
                 self.targets[key] = None
         return self.targets[key]

@@ -43,14 +43,21 @@ def _time(value: datetime | None) -> str | None:
     return None if value is None else format_utc(value)
 
 
-def resources(session: Session, namespace: Namespace, schedules: Sequence[Schedule],
-              upcoming: int | None = None) -> list[dict[str, Any]]:
+def resources(
+    session: Session,
+    namespace: Namespace,
+    schedules: Sequence[Schedule],
+    upcoming: int | None = None,
+) -> list[dict[str, Any]]:
     """The §5.1 resource of each schedule, with its principal and running runs."""
     running: defaultdict[str, list[str]] = defaultdict(list)
     uids = [s.uid for s in schedules]
     if uids:
-        rows = session.execute(select(Run.schedule_uid, Run.run_id).where(
-            Run.schedule_uid.in_(uids), Run.status.in_(ACTIVE_RUN_STATUSES)).order_by(Run.id))
+        rows = session.execute(
+            select(Run.schedule_uid, Run.run_id)
+            .where(Run.schedule_uid.in_(uids), Run.status.in_(ACTIVE_RUN_STATUSES))
+            .order_by(Run.id)
+        )
         for uid, run_id in rows:
             running[uid].append(run_id)
     principal_ids = {s.principal_id for s in schedules}
@@ -58,30 +65,51 @@ def resources(session: Session, namespace: Namespace, schedules: Sequence[Schedu
     if principal_ids:
         query = select(User.id, User.username).where(User.id.in_(principal_ids))
         names = {user_id: username for user_id, username in session.execute(query)}
-    return [_resource(s, namespace, names.get(s.principal_id), running[s.uid], upcoming)
-            for s in schedules]
+    return [
+        _resource(s, namespace, names.get(s.principal_id), running[s.uid], upcoming)
+        for s in schedules
+    ]
 
 
-def _resource(schedule: Schedule, namespace: Namespace, principal: str | None,
-              running: list[str], upcoming: int | None) -> dict[str, Any]:
+def _resource(
+    schedule: Schedule,
+    namespace: Namespace,
+    principal: str | None,
+    running: list[str],
+    upcoming: int | None,
+) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "schedule_id": schedule.schedule_id, "uid": schedule.uid, "namespace": namespace.name,
-        "revision": schedule.revision, "status": schedule.status,
-        "blocked_reason": schedule.blocked_reason, "paused_reason": schedule.paused_reason,
-        "principal": principal, "spec": schedule.spec, "action": schedule.action,
-        "overlap_policy": schedule.overlap_policy, "missed_policy": schedule.missed_policy,
-        "jitter_seconds": schedule.jitter_seconds, "max_runs": schedule.max_runs,
-        "labels": schedule.labels, "memo": schedule.memo,
-        "search_attributes": schedule.search_attributes, "notes": schedule.notes,
+        "schedule_id": schedule.schedule_id,
+        "uid": schedule.uid,
+        "namespace": namespace.name,
+        "revision": schedule.revision,
+        "status": schedule.status,
+        "blocked_reason": schedule.blocked_reason,
+        "paused_reason": schedule.paused_reason,
+        "principal": principal,
+        "spec": schedule.spec,
+        "action": schedule.action,
+        "overlap_policy": schedule.overlap_policy,
+        "missed_policy": schedule.missed_policy,
+        "jitter_seconds": schedule.jitter_seconds,
+        "max_runs": schedule.max_runs,
+        "labels": schedule.labels,
+        "memo": schedule.memo,
+        "search_attributes": schedule.search_attributes,
+        "notes": schedule.notes,
         "next_fire_at": _time(schedule.next_fire_at),
-        "last_fired_at": _time(schedule.last_fired_at), "fires_count": schedule.fires_count,
+        "last_fired_at": _time(schedule.last_fired_at),
+        "fires_count": schedule.fires_count,
         "remaining_runs": schedule.remaining_runs,
         "skipped_trigger_count": schedule.skipped_trigger_count,
         "last_skip_reason": schedule.last_skip_reason,
         "last_skipped_at": _time(schedule.last_skipped_at),
-        "buffered_count": schedule.buffered_count, "latest_run_id": schedule.latest_run_id,
-        "running_run_ids": running, "created_at": _time(schedule.created_at),
-        "updated_at": _time(schedule.updated_at), "deleted_at": _time(schedule.deleted_at),
+        "buffered_count": schedule.buffered_count,
+        "latest_run_id": schedule.latest_run_id,
+        "running_run_ids": running,
+        "created_at": _time(schedule.created_at),
+        "updated_at": _time(schedule.updated_at),
+        "deleted_at": _time(schedule.deleted_at),
     }
     if upcoming is not None:
         data["upcoming"] = upcoming_of(schedule, upcoming)
@@ -95,13 +123,23 @@ def upcoming_of(schedule: Schedule, count: int) -> list[dict[str, Any]]:
     spec = Spec.from_dict(schedule.spec)
     cursor = schedule.cursor_at
     # An occurrence at or before the cursor is already accounted for, whatever its jitter.
-    items = preview(spec, cursor, min(count + 1, MAX_UPCOMING), uid=schedule.uid,
-                    jitter_seconds=schedule.jitter_seconds)
+    items = preview(
+        spec,
+        cursor,
+        min(count + 1, MAX_UPCOMING),
+        uid=schedule.uid,
+        jitter_seconds=schedule.jitter_seconds,
+    )
     return [item.to_dict() for item in items if item.canonical > cursor][:count]
 
 
-def list_schedules(session: Session, namespace: Namespace, filters: ScheduleFilter,
-                   limit: int, after_pk: int | None) -> tuple[list[Schedule], int | None]:
+def list_schedules(
+    session: Session,
+    namespace: Namespace,
+    filters: ScheduleFilter,
+    limit: int,
+    after_pk: int | None,
+) -> tuple[list[Schedule], int | None]:
     """A page of schedules, newest first, and the key of the next page (or None)."""
     query = select(Schedule).where(Schedule.namespace_id == namespace.id)
     query = _filtered(query, filters)
@@ -124,48 +162,86 @@ def _filtered(query: Select[tuple[Schedule]], filters: ScheduleFilter) -> Select
         query = query.where(Schedule.labels[key].as_string() == value)
     if filters.text:
         needle = filters.text.lower()
-        query = query.where(or_(*(
-            func.lower(column).contains(needle, autoescape=True)
-            for column in (Schedule.schedule_id, Schedule.notes, Schedule.workflow_name))))
+        query = query.where(
+            or_(
+                *(
+                    func.lower(column).contains(needle, autoescape=True)
+                    for column in (Schedule.schedule_id, Schedule.notes, Schedule.workflow_name)
+                )
+            )
+        )
     return query
 
 
 def occurrences(
-    session: Session, schedule: Schedule, limit: int, after: tuple[datetime, int] | None,
+    session: Session,
+    schedule: Schedule,
+    limit: int,
+    after: tuple[datetime, int] | None,
 ) -> tuple[list[dict[str, Any]], list[Any] | None]:
     """A page of the ledger, newest first, and the keyset of the next page (or None)."""
     query = select(ScheduleOccurrence).where(ScheduleOccurrence.schedule_pk == schedule.id)
     if after is not None:
         query = query.where(tuple_(ScheduleOccurrence.instant, ScheduleOccurrence.id) < after)
-    rows = list(session.scalars(query.order_by(ScheduleOccurrence.instant.desc(),
-                                               ScheduleOccurrence.id.desc()).limit(limit + 1)))
+    rows = list(
+        session.scalars(
+            query.order_by(ScheduleOccurrence.instant.desc(), ScheduleOccurrence.id.desc()).limit(
+                limit + 1
+            )
+        )
+    )
     more = len(rows) > limit
     rows = rows[:limit]
-    items = [{
-        "kind": row.kind, "instant": format_utc(row.instant), "through": _time(row.through),
-        "count": row.count, "reason": row.reason, "run_id": row.run_id, "origin": row.origin,
-        "revision": row.revision, "observed_at": format_utc(row.observed_at),
-    } for row in rows]
+    items = [
+        {
+            "kind": row.kind,
+            "instant": format_utc(row.instant),
+            "through": _time(row.through),
+            "count": row.count,
+            "reason": row.reason,
+            "run_id": row.run_id,
+            "origin": row.origin,
+            "revision": row.revision,
+            "observed_at": format_utc(row.observed_at),
+        }
+        for row in rows
+    ]
     key = [format_utc(rows[-1].instant), rows[-1].id] if more and rows else None
     return items, key
 
 
-def history(session: Session, namespace: Namespace, schedule: Schedule, limit: int,
-            after_sequence: int) -> dict[str, Any]:
+def history(
+    session: Session, namespace: Namespace, schedule: Schedule, limit: int, after_sequence: int
+) -> dict[str, Any]:
     """One page of the audit stream in the exact §5.7 shape."""
-    rows = list(session.scalars(
-        select(ScheduleHistoryEvent).where(ScheduleHistoryEvent.schedule_pk == schedule.id,
-                                           ScheduleHistoryEvent.sequence > after_sequence)
-        .order_by(ScheduleHistoryEvent.sequence).limit(limit + 1)))
+    rows = list(
+        session.scalars(
+            select(ScheduleHistoryEvent)
+            .where(
+                ScheduleHistoryEvent.schedule_pk == schedule.id,
+                ScheduleHistoryEvent.sequence > after_sequence,
+            )
+            .order_by(ScheduleHistoryEvent.sequence)
+            .limit(limit + 1)
+        )
+    )
     has_more = len(rows) > limit
     rows = rows[:limit]
     return {
-        "schedule_id": schedule.schedule_id, "namespace": namespace.name,
-        "events": [{
-            "id": row.id, "sequence": row.sequence, "event_type": row.event_type,
-            "payload": row.payload, "workflow_instance_id": row.workflow_instance_id,
-            "workflow_run_id": row.workflow_run_id, "recorded_at": format_utc(row.recorded_at),
-        } for row in rows],
+        "schedule_id": schedule.schedule_id,
+        "namespace": namespace.name,
+        "events": [
+            {
+                "id": row.id,
+                "sequence": row.sequence,
+                "event_type": row.event_type,
+                "payload": row.payload,
+                "workflow_instance_id": row.workflow_instance_id,
+                "workflow_run_id": row.workflow_run_id,
+                "recorded_at": format_utc(row.recorded_at),
+            }
+            for row in rows
+        ],
         "next_cursor": rows[-1].sequence if has_more and rows else None,
         "has_more": has_more,
     }

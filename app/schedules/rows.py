@@ -21,14 +21,30 @@ from app.schedules.bulk import update_rows
 TABLE = cast(Table, Schedule.__table__)
 # The columns a firing may change; configuration columns never change in a tick.
 MUTABLE = (
-    "status", "blocked_reason", "cursor_at", "next_occurrence", "next_fire_at",
-    "pending_occurrence", "pending_until", "fires_count", "remaining_runs",
-    "skipped_trigger_count", "last_skip_reason", "last_skipped_at", "buffered_count",
-    "last_fired_at", "latest_run_id", "history_sequence", "deleted_at",
+    "status",
+    "blocked_reason",
+    "cursor_at",
+    "next_occurrence",
+    "next_fire_at",
+    "pending_occurrence",
+    "pending_until",
+    "fires_count",
+    "remaining_runs",
+    "skipped_trigger_count",
+    "last_skip_reason",
+    "last_skipped_at",
+    "buffered_count",
+    "last_fired_at",
+    "latest_run_id",
+    "history_sequence",
+    "deleted_at",
 )
 # What a firing reads: everything but the text and bookkeeping it never looks at.
-COLUMNS = [column for column in TABLE.columns
-           if column.name not in ("notes", "workflow_name", "created_at", "updated_at")]
+COLUMNS = [
+    column
+    for column in TABLE.columns
+    if column.name not in ("notes", "workflow_name", "created_at", "updated_at")
+]
 _INSTANTS = [c.name for c in COLUMNS if isinstance(c.type, UTCDateTime)]
 _DOCUMENTS = [c.name for c in COLUMNS if isinstance(c.type, JSON)]
 
@@ -46,16 +62,24 @@ class ScheduleRow:
         self._loaded = {name: values[name] for name in MUTABLE}
 
     def changes(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in MUTABLE
-                if getattr(self, name) != self._loaded[name]}
+        return {
+            name: getattr(self, name)
+            for name in MUTABLE
+            if getattr(self, name) != self._loaded[name]
+        }
 
 
 def selectable() -> list[Any]:
     """The columns to select, instants and JSON left raw: `load` converts them, once each
     distinct value (a page of due schedules repeats the same instants and specs)."""
-    return [sql_cast(column, Text).label(column.name) if isinstance(column.type, JSON)
-            else type_coerce(column, Text).label(column.name)
-            if isinstance(column.type, UTCDateTime) else column for column in COLUMNS]
+    return [
+        sql_cast(column, Text).label(column.name)
+        if isinstance(column.type, JSON)
+        else type_coerce(column, Text).label(column.name)
+        if isinstance(column.type, UTCDateTime)
+        else column
+        for column in COLUMNS
+    ]
 
 
 def load(conn: Connection, query: Select[Any]) -> list[ScheduleRow]:

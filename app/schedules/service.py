@@ -28,8 +28,13 @@ from app.schedules.ledger import Writes, account_until, reschedule, resolve_pend
 
 
 def save(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, data: Mapping[str, Any], expected_revision: int | None,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    data: Mapping[str, Any],
+    expected_revision: int | None,
 ) -> tuple[Schedule, bool]:
     """Create a schedule, or replace one with `If-Match`; returns (schedule, created)."""
     schedule_id, config = parse_request(data)
@@ -42,8 +47,10 @@ def save(
         raise ScheduleDeleted(existing.schedule_id)
     if existing is None:
         if expected_revision is not None:
-            raise RevisionConflict(f"schedule {schedule_id!r} does not exist; save it without "
-                                   "If-Match to create it", None)
+            raise RevisionConflict(
+                f"schedule {schedule_id!r} does not exist; save it without If-Match to create it",
+                None,
+            )
         return _create(session, now, namespace, actor, context, schedule_id, config, data), True
     store.check_revision(existing, expected_revision)
     _replace(session, now, namespace, actor, context, existing, config, data)
@@ -51,8 +58,13 @@ def save(
 
 
 def patch(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, schedule_id: str, data: Mapping[str, Any],
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    data: Mapping[str, Any],
     expected_revision: int | None,
 ) -> Schedule:
     """Apply a JSON merge patch (shorthands allowed) to the current configuration."""
@@ -68,27 +80,34 @@ def patch(
     return schedule
 
 
-def resolve(session: Session, namespace: Namespace, config: ScheduleConfig,
-            data: Mapping[str, Any]) -> lifecycle.RunTarget:
+def resolve(
+    session: Session, namespace: Namespace, config: ScheduleConfig, data: Mapping[str, Any]
+) -> lifecycle.RunTarget:
     """The action's target, with its input validated (422 naming the field)."""
     action = config.action
     shorthand = "activation_id" in data
     field = "activation_id" if action["activation_id"] else "workflow"
     loc = [field] if shorthand and field == "activation_id" else ["action", field]
     try:
-        target = lifecycle.resolve_target(session, namespace, workflow=action["workflow"],
-                                          activation_id=action["activation_id"])
+        target = lifecycle.resolve_target(
+            session, namespace, workflow=action["workflow"], activation_id=action["activation_id"]
+        )
     except ActivationNotFound:
-        raise invalid(loc, f"activation {action['activation_id']!r} does not exist in "
-                           f"namespace {namespace.name!r}") from None
+        raise invalid(
+            loc,
+            f"activation {action['activation_id']!r} does not exist in "
+            f"namespace {namespace.name!r}",
+        ) from None
     except ActivationNotReady as exc:
         raise invalid(loc, exc.message) from None
     try:
         lifecycle.validate_input(target.version.definition, action["input"])
     except InputSchemaError as exc:
         prefix = ["input"] if "input" in data else ["action", "input"]
-        errors = [{"loc": [*prefix, *err["loc"][1:]], "msg": err["msg"]}
-                  for err in exc.details.get("errors", [])]
+        errors = [
+            {"loc": [*prefix, *err["loc"][1:]], "msg": err["msg"]}
+            for err in exc.details.get("errors", [])
+        ]
         raise InputSchemaError(exc.message, errors=errors) from None
     return target
 
@@ -96,24 +115,48 @@ def resolve(session: Session, namespace: Namespace, config: ScheduleConfig,
 def snapshot(session: Session, schedule: Schedule, now: datetime) -> None:
     """Write the immutable revision row of the schedule's current state."""
     config = store.config_of(schedule).to_json() | {
-        "schedule_id": schedule.schedule_id, "status": schedule.status,
-        "paused_reason": schedule.paused_reason, "blocked_reason": schedule.blocked_reason}
-    session.add(ScheduleRevision(schedule_pk=schedule.id, revision=schedule.revision,
-                                 config=config, principal_id=schedule.principal_id,
-                                 created_at=now))
+        "schedule_id": schedule.schedule_id,
+        "status": schedule.status,
+        "paused_reason": schedule.paused_reason,
+        "blocked_reason": schedule.blocked_reason,
+    }
+    session.add(
+        ScheduleRevision(
+            schedule_pk=schedule.id,
+            revision=schedule.revision,
+            config=config,
+            principal_id=schedule.principal_id,
+            created_at=now,
+        )
+    )
 
 
 def _create(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, schedule_id: str | None, config: ScheduleConfig,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str | None,
+    config: ScheduleConfig,
     data: Mapping[str, Any],
 ) -> Schedule:
     target = resolve(session, namespace, config, data)
     schedule = Schedule(
-        namespace_id=namespace.id, schedule_id=schedule_id or f"schedule-{uuid.uuid4().hex[:16]}",
-        revision=1, status="active", principal_id=actor.id, workflow_name=target.workflow.name,
-        cursor_at=now, fires_count=0, remaining_runs=config.max_runs, skipped_trigger_count=0,
-        buffered_count=0, history_sequence=0, created_at=now, updated_at=now,
+        namespace_id=namespace.id,
+        schedule_id=schedule_id or f"schedule-{uuid.uuid4().hex[:16]}",
+        revision=1,
+        status="active",
+        principal_id=actor.id,
+        workflow_name=target.workflow.name,
+        cursor_at=now,
+        fires_count=0,
+        remaining_runs=config.max_runs,
+        skipped_trigger_count=0,
+        buffered_count=0,
+        history_sequence=0,
+        created_at=now,
+        updated_at=now,
         **_config_columns(config),
     )
     try:
@@ -124,34 +167,55 @@ def _create(
             session.flush()
     except IntegrityError:
         winner = store.find(session, namespace, schedule.schedule_id)
-        raise RevisionConflict(f"schedule {schedule.schedule_id!r} was just created by another "
-                               "request", winner.revision if winner else None) from None
+        raise RevisionConflict(
+            f"schedule {schedule.schedule_id!r} was just created by another request",
+            winner.revision if winner else None,
+        ) from None
     reschedule(schedule, config.spec)
     snapshot(session, schedule, now)
     w = Writes()
-    w.event(schedule, now, "ScheduleCreated", {
-        "spec": schedule.spec, "action": schedule.action,
-        "overlap_policy": schedule.overlap_policy,
-        "next_fire_at": _text(schedule.next_fire_at), "command_context": context.to_json()})
+    w.event(
+        schedule,
+        now,
+        "ScheduleCreated",
+        {
+            "spec": schedule.spec,
+            "action": schedule.action,
+            "overlap_policy": schedule.overlap_policy,
+            "next_fire_at": _text(schedule.next_fire_at),
+            "command_context": context.to_json(),
+        },
+    )
     w.flush(session)
     return schedule
 
 
 def _replace(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, schedule: Schedule, config: ScheduleConfig,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule: Schedule,
+    config: ScheduleConfig,
     data: Mapping[str, Any],
 ) -> None:
     previous = store.config_of(schedule)
     changed = config.changed_fields(previous)
-    if "max_runs" in changed and config.max_runs is not None \
-            and config.max_runs <= schedule.fires_count:
-        raise invalid(["max_runs"], f"must be more than the {schedule.fires_count} runs this "
-                                    "schedule already started")
+    if (
+        "max_runs" in changed
+        and config.max_runs is not None
+        and config.max_runs <= schedule.fires_count
+    ):
+        raise invalid(
+            ["max_runs"],
+            f"must be more than the {schedule.fires_count} runs this schedule already started",
+        )
     target = resolve(session, namespace, config, data)
     w = Writes()
     fresh_cursor = schedule.status == "blocked" or (
-        schedule.status == "active" and "spec" in changed)
+        schedule.status == "active" and "spec" in changed
+    )
     if schedule.status == "active" and "spec" in changed:
         # The old calendar's period ends now; the new one starts from a fresh future cursor.
         account_until(w, schedule, now, "updated", context)
@@ -163,8 +227,9 @@ def _replace(
     for name, value in _config_columns(config).items():
         setattr(schedule, name, value)
     if "max_runs" in changed:
-        schedule.remaining_runs = None if config.max_runs is None else \
-            config.max_runs - schedule.fires_count
+        schedule.remaining_runs = (
+            None if config.max_runs is None else config.max_runs - schedule.fires_count
+        )
     schedule.workflow_name = target.workflow.name
     schedule.principal_id = actor.id
     schedule.revision += 1
@@ -172,18 +237,39 @@ def _replace(
     if schedule.status == "active":
         reschedule(schedule, spec_of(schedule))
     snapshot(session, schedule, now)
-    w.event(schedule, now, "ScheduleUpdated", {
-        "changed_fields": changed, "spec": schedule.spec, "action": schedule.action,
-        "overlap_policy": schedule.overlap_policy,
-        "next_fire_at": _text(schedule.next_fire_at), "command_context": context.to_json()})
+    w.event(
+        schedule,
+        now,
+        "ScheduleUpdated",
+        {
+            "changed_fields": changed,
+            "spec": schedule.spec,
+            "action": schedule.action,
+            "overlap_policy": schedule.overlap_policy,
+            "next_fire_at": _text(schedule.next_fire_at),
+            "command_context": context.to_json(),
+        },
+    )
     w.flush(session)
 
 
 def _config_columns(config: ScheduleConfig) -> dict[str, Any]:
     data = config.to_json()
-    return {name: data[name] for name in (
-        "spec", "action", "overlap_policy", "missed_policy", "jitter_seconds", "max_runs",
-        "labels", "memo", "search_attributes", "notes")}
+    return {
+        name: data[name]
+        for name in (
+            "spec",
+            "action",
+            "overlap_policy",
+            "missed_policy",
+            "jitter_seconds",
+            "max_runs",
+            "labels",
+            "memo",
+            "search_attributes",
+            "notes",
+        )
+    }
 
 
 def _text(value: datetime | None) -> str | None:

@@ -29,10 +29,18 @@ def orm_starter(session: Session, now: datetime, namespace: Namespace) -> Starte
     def start(request: RunStart) -> str:
         schedule = request.schedule
         run = lifecycle.start_run(
-            session, now, namespace, request.target, request.run_id, request.run_input,
-            origin=request.origin, timeout_seconds=request.timeout_seconds,
-            labels=schedule.labels, memo=schedule.memo,
-            search_attributes=schedule.search_attributes, queue=schedule.action.get("queue"),
+            session,
+            now,
+            namespace,
+            request.target,
+            request.run_id,
+            request.run_input,
+            origin=request.origin,
+            timeout_seconds=request.timeout_seconds,
+            labels=schedule.labels,
+            memo=schedule.memo,
+            search_attributes=schedule.search_attributes,
+            queue=schedule.action.get("queue"),
             schedule=(schedule.uid, schedule.schedule_id),
         )
         return run.uid
@@ -63,20 +71,46 @@ class BulkStarter:
         deadlines: list[dict[str, Any]] = []
         for uid, request in self.pending:
             pk, target = pk_by_uid[uid], request.target
-            events.append({"run_pk": pk, "sequence": 1, "event_type": "ScheduleTriggered",
-                           "node_id": None, "payload": request.origin, "recorded_at": now})
-            events.append({"run_pk": pk, "sequence": 2, "event_type": "run_started",
-                           "node_id": None, "recorded_at": now, "payload": {
-                               "workflow": target.workflow.name,
-                               "version": target.version.version,
-                               "activation_id": target.activation.id,
-                               "input": request.run_input}})
-            limits = [s for s in (target.version.definition.get("timeout_seconds"),
-                                  request.timeout_seconds) if s]
+            events.append(
+                {
+                    "run_pk": pk,
+                    "sequence": 1,
+                    "event_type": "ScheduleTriggered",
+                    "node_id": None,
+                    "payload": request.origin,
+                    "recorded_at": now,
+                }
+            )
+            events.append(
+                {
+                    "run_pk": pk,
+                    "sequence": 2,
+                    "event_type": "run_started",
+                    "node_id": None,
+                    "recorded_at": now,
+                    "payload": {
+                        "workflow": target.workflow.name,
+                        "version": target.version.version,
+                        "activation_id": target.activation.id,
+                        "input": request.run_input,
+                    },
+                }
+            )
+            limits = [
+                s
+                for s in (target.version.definition.get("timeout_seconds"), request.timeout_seconds)
+                if s
+            ]
             if limits:
-                deadlines.append({"run_pk": pk, "kind": "run_timeout", "node_id": None,
-                                  "created_at": now,
-                                  "due_at": now + timedelta(seconds=min(limits))})
+                deadlines.append(
+                    {
+                        "run_pk": pk,
+                        "kind": "run_timeout",
+                        "node_id": None,
+                        "created_at": now,
+                        "due_at": now + timedelta(seconds=min(limits)),
+                    }
+                )
         insert_rows(conn, EVENTS, events)
         insert_rows(conn, DEADLINES, deadlines)
         self.pending = []
@@ -84,12 +118,24 @@ class BulkStarter:
     def _run_row(self, uid: str, request: RunStart) -> dict[str, Any]:
         schedule, target = request.schedule, request.target
         return {
-            "uid": uid, "namespace_id": schedule.namespace_id, "run_id": request.run_id,
-            "workflow_id": target.workflow.id, "workflow_version_id": target.version.id,
-            "activation_id": target.activation.id, "schedule_uid": schedule.uid,
-            "schedule_id": schedule.schedule_id, "status": "pending",
-            "input": request.run_input, "step_index": 0, "step_outputs": {}, "attempt": 0,
-            "queue": schedule.action.get("queue"), "labels": schedule.labels or {},
-            "memo": schedule.memo or {}, "search_attributes": schedule.search_attributes or {},
-            "claimable_at": self.now, "last_sequence": 2, "created_at": self.now,
+            "uid": uid,
+            "namespace_id": schedule.namespace_id,
+            "run_id": request.run_id,
+            "workflow_id": target.workflow.id,
+            "workflow_version_id": target.version.id,
+            "activation_id": target.activation.id,
+            "schedule_uid": schedule.uid,
+            "schedule_id": schedule.schedule_id,
+            "status": "pending",
+            "input": request.run_input,
+            "step_index": 0,
+            "step_outputs": {},
+            "attempt": 0,
+            "queue": schedule.action.get("queue"),
+            "labels": schedule.labels or {},
+            "memo": schedule.memo or {},
+            "search_attributes": schedule.search_attributes or {},
+            "claimable_at": self.now,
+            "last_sequence": 2,
+            "created_at": self.now,
         }

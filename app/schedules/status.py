@@ -31,8 +31,13 @@ from app.schedules.service import snapshot
 
 
 def pause(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, schedule_id: str, expected_revision: int | None,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    expected_revision: int | None,
     reason: str | None = None,
 ) -> Schedule:
     """Stop firing until resumed; pausing a paused schedule changes nothing."""
@@ -46,15 +51,24 @@ def pause(
     schedule.status, schedule.paused_reason, schedule.blocked_reason = "paused", reason, None
     schedule.next_fire_at = schedule.next_occurrence = None
     _bump(session, schedule, now)
-    w.event(schedule, now, "SchedulePaused", {
-        "reason": reason, "paused_at": format_utc(now), "command_context": context.to_json()})
+    w.event(
+        schedule,
+        now,
+        "SchedulePaused",
+        {"reason": reason, "paused_at": format_utc(now), "command_context": context.to_json()},
+    )
     w.flush(session)
     return schedule
 
 
 def resume(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, schedule_id: str, expected_revision: int | None,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    expected_revision: int | None,
 ) -> Schedule:
     """Fire again from a fresh future cursor under the acting user's authority."""
     schedule = store.lock_for_change(session, namespace, schedule_id, expected_revision)
@@ -65,8 +79,9 @@ def resume(
     try:
         check_range(spec, max(now, schedule.cursor_at or now))
     except SpecRangeError:
-        raise SpecRangeError(f"schedule {schedule_id!r} has no future occurrence; save it "
-                             "with a new spec instead") from None
+        raise SpecRangeError(
+            f"schedule {schedule_id!r} has no future occurrence; save it with a new spec instead"
+        ) from None
     w = Writes()
     resolve_pending(w, schedule, now, context)
     schedule.status, schedule.paused_reason, schedule.blocked_reason = "active", None, None
@@ -74,16 +89,29 @@ def resume(
     schedule.cursor_at = max(schedule.cursor_at or now, now)
     reschedule(schedule, spec)
     _bump(session, schedule, now)
-    w.event(schedule, now, "ScheduleResumed", {
-        "next_fire_at": None if schedule.next_fire_at is None else format_utc(
-            schedule.next_fire_at), "command_context": context.to_json()})
+    w.event(
+        schedule,
+        now,
+        "ScheduleResumed",
+        {
+            "next_fire_at": None
+            if schedule.next_fire_at is None
+            else format_utc(schedule.next_fire_at),
+            "command_context": context.to_json(),
+        },
+    )
     w.flush(session)
     return schedule
 
 
 def delete(
-    session: Session, now: datetime, namespace: Namespace, actor: User,
-    context: CommandContext, schedule_id: str, expected_revision: int | None,
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    expected_revision: int | None,
 ) -> Schedule:
     """Soft-delete; a second delete is a no-op whatever its If-Match."""
     schedule = store.lock(session, namespace, schedule_id)
@@ -108,9 +136,14 @@ def _bump(session: Session, schedule: Schedule, now: datetime) -> None:
 def _check_target(session: Session, namespace: Namespace, schedule: Schedule) -> None:
     action = schedule.action
     try:
-        lifecycle.resolve_target(session, namespace, workflow=action.get("workflow"),
-                                 activation_id=action.get("activation_id"))
+        lifecycle.resolve_target(
+            session,
+            namespace,
+            workflow=action.get("workflow"),
+            activation_id=action.get("activation_id"),
+        )
     except (ActivationNotFound, ActivationNotReady) as exc:
         raise ScheduleStateConflict(
             f"cannot resume: {exc.message}; save the schedule with a ready target",
-            reason="activation_not_ready") from None
+            reason="activation_not_ready",
+        ) from None

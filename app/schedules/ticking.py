@@ -38,16 +38,27 @@ PAGE_SIZE = 500
 _turns = itertools.count()
 
 
-def fire_due(db: Database, now: datetime, grace: timedelta, *, budget_deadline: float,
-             on_page: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+def fire_due(
+    db: Database,
+    now: datetime,
+    grace: timedelta,
+    *,
+    budget_deadline: float,
+    on_page: Callable[[int], None] | None = None,
+) -> list[dict[str, Any]]:
     """Fire every due schedule, page by page and namespace by namespace, within the budget.
 
     `on_page(claimed)` is called after each page commits (the benchmark times them).
     """
     rows: list[dict[str, Any]] = []
     with db.session() as session:
-        namespaces = sorted(session.scalars(select(distinct(Schedule.namespace_id)).where(
-            Schedule.status == "active", Schedule.next_fire_at <= now)))
+        namespaces = sorted(
+            session.scalars(
+                select(distinct(Schedule.namespace_id)).where(
+                    Schedule.status == "active", Schedule.next_fire_at <= now
+                )
+            )
+        )
     if not namespaces:
         return rows
     turn = next(_turns) % len(namespaces)
@@ -55,8 +66,9 @@ def fire_due(db: Database, now: datetime, grace: timedelta, *, budget_deadline: 
     keys: dict[int, tuple[datetime, int] | None] = dict.fromkeys(namespaces)
     while namespaces and time.monotonic() < budget_deadline:
         for namespace_id in list(namespaces):
-            claimed, keys[namespace_id] = _fire_page(db, now, grace, namespace_id,
-                                                     keys[namespace_id], rows)
+            claimed, keys[namespace_id] = _fire_page(
+                db, now, grace, namespace_id, keys[namespace_id], rows
+            )
             if on_page is not None:
                 on_page(claimed)
             if claimed < PAGE_SIZE:
@@ -66,11 +78,19 @@ def fire_due(db: Database, now: datetime, grace: timedelta, *, budget_deadline: 
     return rows
 
 
-def _claim(session: Session, now: datetime, limit: int, *, namespace_id: int | None = None,
-           key: tuple[datetime, int] | None = None, pk: int | None = None) -> list[ScheduleRow]:
+def _claim(
+    session: Session,
+    now: datetime,
+    limit: int,
+    *,
+    namespace_id: int | None = None,
+    key: tuple[datetime, int] | None = None,
+    pk: int | None = None,
+) -> list[ScheduleRow]:
     table = rows_module.TABLE
-    query = select(*rows_module.selectable()).where(table.c.status == "active",
-                                               table.c.next_fire_at <= now)
+    query = select(*rows_module.selectable()).where(
+        table.c.status == "active", table.c.next_fire_at <= now
+    )
     if namespace_id is not None:
         query = query.where(table.c.namespace_id == namespace_id)
     if pk is not None:
@@ -81,9 +101,14 @@ def _claim(session: Session, now: datetime, limit: int, *, namespace_id: int | N
     return rows_module.load(session.connection(), query.with_for_update(skip_locked=True))
 
 
-def _fire_page(db: Database, now: datetime, grace: timedelta, namespace_id: int,
-               key: tuple[datetime, int] | None,
-               rows: list[dict[str, Any]]) -> tuple[int, tuple[datetime, int] | None]:
+def _fire_page(
+    db: Database,
+    now: datetime,
+    grace: timedelta,
+    namespace_id: int,
+    key: tuple[datetime, int] | None,
+    rows: list[dict[str, Any]],
+) -> tuple[int, tuple[datetime, int] | None]:
     with db.session() as session:
         begin_write(session)
         schedules = _claim(session, now, PAGE_SIZE, namespace_id=namespace_id, key=key)
@@ -103,8 +128,9 @@ def _fire_page(db: Database, now: datetime, grace: timedelta, namespace_id: int,
     return len(schedules), next_key
 
 
-def _fire_each(db: Database, now: datetime, grace: timedelta,
-               ids: list[int]) -> list[dict[str, Any]]:
+def _fire_each(
+    db: Database, now: datetime, grace: timedelta, ids: list[int]
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for pk in ids:
         with db.session() as session:
@@ -122,8 +148,9 @@ def _fire_each(db: Database, now: datetime, grace: timedelta,
     return rows
 
 
-def _fire_schedules(session: Session, now: datetime, grace: timedelta,
-                    schedules: list[ScheduleRow]) -> list[dict[str, Any]]:
+def _fire_schedules(
+    session: Session, now: datetime, grace: timedelta, schedules: list[ScheduleRow]
+) -> list[dict[str, Any]]:
     namespace = session.get(Namespace, schedules[0].namespace_id)
     assert namespace is not None
     plain = cast(list[Schedule], schedules)
@@ -139,9 +166,15 @@ def _fire_schedules(session: Session, now: datetime, grace: timedelta,
     return rows
 
 
-def fire_one(ctx: PageContext, w: Writes, starter: BulkStarter, schedule: Schedule,
-             now: datetime, grace: timedelta,
-             scans: dict[tuple[Any, ...], tuple[Spec, DueScan]]) -> list[dict[str, Any]]:
+def fire_one(
+    ctx: PageContext,
+    w: Writes,
+    starter: BulkStarter,
+    schedule: Schedule,
+    now: datetime,
+    grace: timedelta,
+    scans: dict[tuple[Any, ...], tuple[Spec, DueScan]],
+) -> list[dict[str, Any]]:
     """Decide and record one due schedule's firing; returns its tick rows."""
     context = ctx.context(schedule)
     reason = _blocked_reason(ctx, schedule)
@@ -153,10 +186,19 @@ def fire_one(ctx: PageContext, w: Writes, starter: BulkStarter, schedule: Schedu
     spec, scan = _scan(schedule, now, scans)
     pending = None
     if schedule.pending_occurrence is not None:
-        pending = Occurrence(schedule.pending_occurrence, due_of(
-            spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence))
-    choice = choose(scan, schedule.missed_policy, schedule.cursor_at, pending,
-                    schedule.pending_until, now, grace)
+        pending = Occurrence(
+            schedule.pending_occurrence,
+            due_of(spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence),
+        )
+    choice = choose(
+        scan,
+        schedule.missed_policy,
+        schedule.cursor_at,
+        pending,
+        schedule.pending_until,
+        now,
+        grace,
+    )
     rows = []
     for skip in choice.skips:
         record_skip(w, schedule, now, skip, context)
@@ -167,9 +209,20 @@ def fire_one(ctx: PageContext, w: Writes, starter: BulkStarter, schedule: Schedu
         schedule.cursor_at = choice.cursor
     candidate = choice.candidate
     if candidate is not None:
-        result = act(ctx, w, starter, schedule, now, target, instant=candidate.instant,
-                     occurrence_time=candidate.due, origin="scheduled",
-                     policy=schedule.overlap_policy, outcome="triggered", context=context)
+        result = act(
+            ctx,
+            w,
+            starter,
+            schedule,
+            now,
+            target,
+            instant=candidate.instant,
+            occurrence_time=candidate.due,
+            origin="scheduled",
+            policy=schedule.overlap_policy,
+            outcome="triggered",
+            context=context,
+        )
         if result.outcome == "refused" and not choice.retry:
             schedule.pending_occurrence = candidate.instant
             schedule.pending_until = retry_until(schedule.missed_policy, candidate, now, grace)
@@ -186,15 +239,15 @@ def fire_one(ctx: PageContext, w: Writes, starter: BulkStarter, schedule: Schedu
     return rows
 
 
-def _scan(schedule: Schedule, now: datetime,
-          scans: dict[tuple[Any, ...], tuple[Spec, DueScan]]) -> tuple[Spec, DueScan]:
+def _scan(
+    schedule: Schedule, now: datetime, scans: dict[tuple[Any, ...], tuple[Spec, DueScan]]
+) -> tuple[Spec, DueScan]:
     """The schedule's due occurrences; schedules of one page often share calendar and cursor
     (a herd on `0 * * * *`), and without jitter they share the answer too."""
     assert schedule.cursor_at is not None
     if schedule.jitter_seconds:
         spec = spec_of(schedule)
-        return spec, scan_due(spec, schedule.uid, schedule.jitter_seconds, schedule.cursor_at,
-                              now)
+        return spec, scan_due(spec, schedule.uid, schedule.jitter_seconds, schedule.cursor_at, now)
     key = (repr(schedule.spec), schedule.cursor_at)
     if key not in scans:
         spec = spec_of(schedule)
@@ -210,11 +263,21 @@ def _blocked_reason(ctx: PageContext, schedule: Schedule) -> str | None:
     return None
 
 
-def _row(ctx: PageContext, schedule: Schedule, outcome: str, occurrence: datetime | None,
-         run_id: str | None) -> dict[str, Any]:
-    return {"schedule_id": schedule.schedule_id, "namespace": ctx.namespace.name,
-            "outcome": outcome, "occurrence_time": _text(occurrence), "run_id": run_id,
-            "next_fire_at": None}
+def _row(
+    ctx: PageContext,
+    schedule: Schedule,
+    outcome: str,
+    occurrence: datetime | None,
+    run_id: str | None,
+) -> dict[str, Any]:
+    return {
+        "schedule_id": schedule.schedule_id,
+        "namespace": ctx.namespace.name,
+        "outcome": outcome,
+        "occurrence_time": _text(occurrence),
+        "run_id": run_id,
+        "next_fire_at": None,
+    }
 
 
 @lru_cache(maxsize=4096)

@@ -38,7 +38,9 @@ def worker_pool(app: Flask, *, queue: str | None = None, size: int | None = None
     """A (not yet started) pool of `WORKERS` threads for `app`, with its action modules loaded."""
     load_modules(app.config.get("ACTION_MODULES"))
     return WorkerPool(
-        database(app), clock(app), queue=queue,
+        database(app),
+        clock(app),
+        queue=queue,
         size=int(size if size is not None else app.config.get("WORKERS", DEFAULT_WORKERS)),
         lease_seconds=float(app.config.get("LEASE_SECONDS", DEFAULT_LEASE_SECONDS)),
         poll_seconds=float(app.config.get("WORKER_POLL_SECONDS", 0.5)),
@@ -54,8 +56,14 @@ def start(app: Flask, *, workers: bool = True) -> BackgroundScheduler:
             return _hosted
         scheduler = BackgroundScheduler(timezone="UTC")
         scheduler.add_job(
-            _tick_job, "interval", args=[app], seconds=float(app.config["TICK_SECONDS"]),
-            id="almanac-tick", max_instances=1, coalesce=True, misfire_grace_time=None,
+            _tick_job,
+            "interval",
+            args=[app],
+            seconds=float(app.config["TICK_SECONDS"]),
+            id="almanac-tick",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
         )
         scheduler.start()
         pool = worker_pool(app).start() if workers else None

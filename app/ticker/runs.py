@@ -32,9 +32,12 @@ def recover_leases(ctx: TickContext) -> None:
     while _budget_left(ctx):
         with ctx.db.session() as session:
             begin_write(session)
-            query = (select(Run).where(Run.lease_expires_at <= ctx.now,
-                                       Run.lease_owner.is_not(None))
-                     .order_by(Run.id).limit(LEASE_PAGE))
+            query = (
+                select(Run)
+                .where(Run.lease_expires_at <= ctx.now, Run.lease_owner.is_not(None))
+                .order_by(Run.id)
+                .limit(LEASE_PAGE)
+            )
             runs = list(session.scalars(for_update(session, query, skip_locked=True)))
             for run in runs:
                 engine.release_expired_lease(session, run, ctx.now)
@@ -46,8 +49,11 @@ def recover_leases(ctx: TickContext) -> None:
 def work_until_idle(ctx: TickContext) -> None:
     """Run every runnable step, on every queue, until none is left (`work: true`)."""
     settings = engine.WorkerSettings(
-        name=engine.worker_name("tick"), queue=engine.ANY_QUEUE, batch=WORK_BATCH,
-        lease_seconds=float(ctx.config.get("LEASE_SECONDS", engine.DEFAULT_LEASE_SECONDS)))
+        name=engine.worker_name("tick"),
+        queue=engine.ANY_QUEUE,
+        batch=WORK_BATCH,
+        lease_seconds=float(ctx.config.get("LEASE_SECONDS", engine.DEFAULT_LEASE_SECONDS)),
+    )
     # Clocks are stateless (the manual one lives in the database): build the configured kind.
     clock = make_clock(str(ctx.config["CLOCK"]), bool(ctx.config["TESTING"]))
     while advanced := engine.work_once(ctx.db, clock, settings):

@@ -8,9 +8,24 @@ import pytest
 
 from tests.runs.conftest import assert_replay_agrees
 
-RUN_KEYS = {"run_id", "uid", "namespace", "workflow", "version", "activation_id", "schedule_id",
-            "status", "input", "output", "error", "current_step", "queue", "created_at",
-            "started_at", "finished_at"}
+RUN_KEYS = {
+    "run_id",
+    "uid",
+    "namespace",
+    "workflow",
+    "version",
+    "activation_id",
+    "schedule_id",
+    "status",
+    "input",
+    "output",
+    "error",
+    "current_step",
+    "queue",
+    "created_at",
+    "started_at",
+    "finished_at",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -21,17 +36,34 @@ def replay_every_run(app) -> Iterator[None]:
 
 @pytest.fixture
 def deployed(admin_api):
-    admin_api.post("/workflows", json={
-        "name": "greet", "input_schema": {"type": "object", "required": ["who"],
-                                          "properties": {"who": {"type": "string"}}},
-        "steps": [{"id": "hello", "type": "action", "action": "echo"},
-                  {"id": "approval", "type": "signal", "signal": "approve"}]})
+    admin_api.post(
+        "/workflows",
+        json={
+            "name": "greet",
+            "input_schema": {
+                "type": "object",
+                "required": ["who"],
+                "properties": {"who": {"type": "string"}},
+            },
+            "steps": [
+                {"id": "hello", "type": "action", "action": "echo"},
+                {"id": "approval", "type": "signal", "signal": "approve"},
+            ],
+        },
+    )
     return admin_api.post("/activations", json={"workflow": "greet"}).get_json()
 
 
 def test_start_run_answers_the_run_shape_and_is_idempotent_on_run_id(admin_api, deployed):
-    response = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "ada"},
-                                             "run_id": "greet-1", "labels": {"team": "x"}})
+    response = admin_api.post(
+        "/runs",
+        json={
+            "workflow": "greet",
+            "input": {"who": "ada"},
+            "run_id": "greet-1",
+            "labels": {"team": "x"},
+        },
+    )
     assert response.status_code == 201
     run = response.get_json()
     assert set(run) == RUN_KEYS
@@ -39,28 +71,32 @@ def test_start_run_answers_the_run_shape_and_is_idempotent_on_run_id(admin_api, 
     assert run["workflow"] == "greet" and run["version"] == 1
     assert run["activation_id"] == deployed["id"] and run["namespace"] == "default"
     assert run["input"] == {"who": "ada"} and run["created_at"] == "2026-01-05T12:00:00Z"
-    again = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "bob"},
-                                          "run_id": "greet-1"})
+    again = admin_api.post(
+        "/runs", json={"workflow": "greet", "input": {"who": "bob"}, "run_id": "greet-1"}
+    )
     assert again.status_code == 200 and again.get_json()["uid"] == run["uid"]
     assert again.get_json()["input"] == {"who": "ada"}
-    pinned = admin_api.post("/runs", json={"activation_id": deployed["id"],
-                                           "input": {"who": "cy"}})
+    pinned = admin_api.post("/runs", json={"activation_id": deployed["id"], "input": {"who": "cy"}})
     assert pinned.status_code == 201 and pinned.get_json()["run_id"].startswith("run-")
     assert len(admin_api.get("/runs").get_json()["items"]) == 2
 
 
-@pytest.mark.parametrize(("body", "status", "code"), [
-    ({"workflow": "greet", "input": {"who": 5}}, 422, "INPUT_SCHEMA"),
-    ({"workflow": "greet", "input": {}}, 422, "INPUT_SCHEMA"),
-    ({"workflow": "nope", "input": {"who": "x"}}, 404, "NOT_FOUND"),
-    ({"activation_id": "nope", "input": {"who": "x"}}, 404, "NOT_FOUND"),
-    ({"input": {"who": "x"}}, 422, "VALIDATION"),
-    ({"workflow": "greet", "activation_id": "x", "input": {"who": "x"}}, 422, "VALIDATION"),
-    ({"workflow": "greet", "input": {"who": "x"}, "run_id": "has/slash"}, 422, "VALIDATION"),
-    ({"workflow": "greet", "input": {"who": "x"}, "surprise": 1}, 422, "VALIDATION"),
-])
-def test_bad_run_requests_are_refused_and_nothing_is_written(admin_api, deployed, body, status,
-                                                            code):
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"workflow": "greet", "input": {"who": 5}}, 422, "INPUT_SCHEMA"),
+        ({"workflow": "greet", "input": {}}, 422, "INPUT_SCHEMA"),
+        ({"workflow": "nope", "input": {"who": "x"}}, 404, "NOT_FOUND"),
+        ({"activation_id": "nope", "input": {"who": "x"}}, 404, "NOT_FOUND"),
+        ({"input": {"who": "x"}}, 422, "VALIDATION"),
+        ({"workflow": "greet", "activation_id": "x", "input": {"who": "x"}}, 422, "VALIDATION"),
+        ({"workflow": "greet", "input": {"who": "x"}, "run_id": "has/slash"}, 422, "VALIDATION"),
+        ({"workflow": "greet", "input": {"who": "x"}, "surprise": 1}, 422, "VALIDATION"),
+    ],
+)
+def test_bad_run_requests_are_refused_and_nothing_is_written(
+    admin_api, deployed, body, status, code
+):
     response = admin_api.post("/runs", json=body)
     assert response.status_code == status, response.get_json()
     assert response.get_json()["error"]["code"] == code
@@ -69,19 +105,22 @@ def test_bad_run_requests_are_refused_and_nothing_is_written(admin_api, deployed
 
 def test_retired_activations_refuse_new_runs(admin_api, deployed):
     admin_api.post(f"/activations/{deployed['id']}/retire")
-    pinned = admin_api.post("/runs", json={"activation_id": deployed["id"],
-                                           "input": {"who": "x"}})
+    pinned = admin_api.post("/runs", json={"activation_id": deployed["id"], "input": {"who": "x"}})
     assert pinned.status_code == 409 and "retired" in pinned.get_json()["error"]["message"]
     latest = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "x"}})
     assert latest.status_code == 409
 
 
 def test_signal_and_cancel_on_a_finished_run_answer_409_naming_the_status(admin_api, deployed):
-    run_id = admin_api.post("/runs", json={"workflow": "greet",
-                                           "input": {"who": "x"}}).get_json()["run_id"]
+    run_id = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "x"}}).get_json()[
+        "run_id"
+    ]
     admin_api.post(f"/runs/{run_id}/terminate", json={"reason": "test"})
-    for path in (f"/runs/{run_id}/signals/approve", f"/runs/{run_id}/cancel",
-                 f"/runs/{run_id}/terminate"):
+    for path in (
+        f"/runs/{run_id}/signals/approve",
+        f"/runs/{run_id}/cancel",
+        f"/runs/{run_id}/terminate",
+    ):
         response = admin_api.post(path, json={})
         assert response.status_code == 409
         error = response.get_json()["error"]
@@ -90,14 +129,16 @@ def test_signal_and_cancel_on_a_finished_run_answer_409_naming_the_status(admin_
 
 
 def test_payloads_over_the_limits_answer_413(admin_api, deployed):
-    run_id = admin_api.post("/runs", json={"workflow": "greet",
-                                           "input": {"who": "x"}}).get_json()["run_id"]
+    run_id = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "x"}}).get_json()[
+        "run_id"
+    ]
     big = "x" * (300 * 1024)
     response = admin_api.post(f"/runs/{run_id}/signals/approve", json={"payload": big})
     assert response.status_code == 413
     assert response.get_json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
-    response = admin_api.post("/runs", json={"workflow": "greet",
-                                             "input": {"who": "x", "blob": big}})
+    response = admin_api.post(
+        "/runs", json={"workflow": "greet", "input": {"who": "x", "blob": big}}
+    )
     assert response.status_code == 413
     huge = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "x" * 2**21}})
     assert huge.status_code == 413
@@ -112,13 +153,17 @@ def test_grants_viewer_reads_operator_manages(admin_api, api_for, deployed):
     refused = viewer.post("/runs", json={"workflow": "greet", "input": {"who": "x"}})
     assert refused.status_code == 403
     assert refused.get_json()["error"]["details"]["grant"] == "run.start"
-    run_id = operator.post("/runs", json={"workflow": "greet",
-                                          "input": {"who": "x"}}).get_json()["run_id"]
+    run_id = operator.post("/runs", json={"workflow": "greet", "input": {"who": "x"}}).get_json()[
+        "run_id"
+    ]
     assert viewer.get(f"/runs/{run_id}").status_code == 200
     assert viewer.get(f"/runs/{run_id}/history").status_code == 200
     assert viewer.get(f"/runs/{run_id}/replay").status_code == 200
-    for path in (f"/runs/{run_id}/signals/approve", f"/runs/{run_id}/cancel",
-                 f"/runs/{run_id}/terminate"):
+    for path in (
+        f"/runs/{run_id}/signals/approve",
+        f"/runs/{run_id}/cancel",
+        f"/runs/{run_id}/terminate",
+    ):
         response = viewer.post(path, json={})
         assert response.status_code == 403
         assert response.get_json()["error"]["details"]["grant"] == "run.manage"
@@ -127,8 +172,13 @@ def test_grants_viewer_reads_operator_manages(admin_api, api_for, deployed):
 
 
 def test_task_is_completed_by_an_operator_and_refused_for_a_viewer(admin_api, api_for):
-    admin_api.post("/workflows", json={"name": "review", "steps": [
-        {"id": "check", "type": "task", "title": "Check totals", "role": "operator"}]})
+    admin_api.post(
+        "/workflows",
+        json={
+            "name": "review",
+            "steps": [{"id": "check", "type": "task", "title": "Check totals", "role": "operator"}],
+        },
+    )
     admin_api.post("/activations", json={"workflow": "review"})
     run_id = admin_api.post("/runs", json={"workflow": "review"}).get_json()["run_id"]
     admin_api.post("/admin/tick", json={"work": True})
@@ -151,8 +201,13 @@ def test_task_is_completed_by_an_operator_and_refused_for_a_viewer(admin_api, ap
 
 
 def test_a_task_for_a_higher_role_needs_that_roles_grants(admin_api, api_for):
-    admin_api.post("/workflows", json={"name": "deploy-check", "steps": [
-        {"id": "check", "type": "task", "title": "Sign off", "role": "deployer"}]})
+    admin_api.post(
+        "/workflows",
+        json={
+            "name": "deploy-check",
+            "steps": [{"id": "check", "type": "task", "title": "Sign off", "role": "deployer"}],
+        },
+    )
     admin_api.post("/activations", json={"workflow": "deploy-check"})
     admin_api.post("/runs", json={"workflow": "deploy-check"})
     admin_api.post("/admin/tick", json={"work": True})
@@ -160,16 +215,21 @@ def test_a_task_for_a_higher_role_needs_that_roles_grants(admin_api, api_for):
     refused = api_for("op", "operator").post(f"/tasks/{task_id}/complete", json={})
     assert refused.status_code == 403
     assert refused.get_json()["error"]["details"]["grant"] == "workflow.deploy"
-    assert api_for("dep", "deployer").post(f"/tasks/{task_id}/complete", json={}).status_code \
-        == 200
+    assert api_for("dep", "deployer").post(f"/tasks/{task_id}/complete", json={}).status_code == 200
 
 
 def test_runs_list_filters_and_pages(admin_api, deployed):
     for index in range(5):
-        admin_api.post("/runs", json={
-            "workflow": "greet", "input": {"who": str(index)}, "run_id": f"r{index}",
-            "labels": {"team": "a" if index % 2 else "b"},
-            "search_attributes": {"tenant_id": str(index)}})
+        admin_api.post(
+            "/runs",
+            json={
+                "workflow": "greet",
+                "input": {"who": str(index)},
+                "run_id": f"r{index}",
+                "labels": {"team": "a" if index % 2 else "b"},
+                "search_attributes": {"tenant_id": str(index)},
+            },
+        )
     admin_api.post("/runs/r0/terminate", json={})
     ids = [r["run_id"] for r in admin_api.get("/runs").get_json()["items"]]
     assert sorted(ids) == ["r0", "r1", "r2", "r3", "r4"]
@@ -188,13 +248,17 @@ def test_runs_list_filters_and_pages(admin_api, deployed):
     assert len(admin_api.get("/runs?status=pending,terminated").get_json()["items"]) == 5
     assert admin_api.get("/runs?status=sleeping").status_code == 422
     assert admin_api.get("/runs?label=nocolon").status_code == 422
-    assert admin_api.get("/runs?workflow=greet&label=team:b").get_json()["items"][0]["run_id"] \
-        in {"r0", "r2", "r4"}
+    assert admin_api.get("/runs?workflow=greet&label=team:b").get_json()["items"][0]["run_id"] in {
+        "r0",
+        "r2",
+        "r4",
+    }
 
 
 def test_history_is_paged_by_sequence(admin_api, deployed):
-    run_id = admin_api.post("/runs", json={"workflow": "greet",
-                                           "input": {"who": "x"}}).get_json()["run_id"]
+    run_id = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "x"}}).get_json()[
+        "run_id"
+    ]
     admin_api.post("/admin/tick", json={"work": True})
     admin_api.post(f"/runs/{run_id}/signals/approve", json={"payload": 1})
     first = admin_api.get(f"/runs/{run_id}/history?limit=3").get_json()
@@ -204,14 +268,21 @@ def test_history_is_paged_by_sequence(admin_api, deployed):
     events += rest["items"]
     assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
     assert [e["event_type"] for e in events] == [
-        "run_started", "step_started", "step_completed", "step_started", "signal_received",
-        "step_completed", "run_completed"]
+        "run_started",
+        "step_started",
+        "step_completed",
+        "step_started",
+        "signal_received",
+        "step_completed",
+        "run_completed",
+    ]
     assert rest["next_cursor"] is None
 
 
 def test_runs_belong_to_their_namespace(admin_api, deployed):
-    run_id = admin_api.post("/runs", json={"workflow": "greet",
-                                           "input": {"who": "x"}}).get_json()["run_id"]
+    run_id = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "x"}}).get_json()[
+        "run_id"
+    ]
     admin_api.post("/namespaces", json={"name": "other"})
     assert admin_api.get(f"/namespaces/other/runs/{run_id}").status_code == 404
     assert admin_api.get(f"/runs/{run_id}", headers={"X-Namespace": "other"}).status_code == 404
@@ -221,8 +292,11 @@ def test_runs_belong_to_their_namespace(admin_api, deployed):
 def test_namespace_capacity_refuses_new_runs_with_429(admin_api):
     admin_api.post("/namespaces", json={"name": "small", "max_active_runs": 1})
     headers = {"X-Namespace": "small"}
-    admin_api.post("/workflows", headers=headers, json={"name": "w", "steps": [
-        {"id": "s", "type": "signal", "signal": "go"}]})
+    admin_api.post(
+        "/workflows",
+        headers=headers,
+        json={"name": "w", "steps": [{"id": "s", "type": "signal", "signal": "go"}]},
+    )
     admin_api.post("/activations", headers=headers, json={"workflow": "w"})
     assert admin_api.post("/runs", headers=headers, json={"workflow": "w"}).status_code == 201
     refused = admin_api.post("/runs", headers=headers, json={"workflow": "w"})

@@ -10,24 +10,40 @@ from tests.schedules.conftest import h, operator  # noqa: F401 - fixtures
 @pytest.fixture
 def ready(h):  # noqa: F811 - the imported fixture
     """One schedule `s` and a second ready activation; returns (harness, activation)."""
-    activation = h.workflow(input_schema={"type": "object", "required": ["mode"],
-                                          "properties": {"mode": {"type": "string"}}})
-    h.save({"id": "s", "cron": "*/5 * * * *", "activation_id": activation,
-            "input": {"mode": "nightly"}}, expect=201)
+    activation = h.workflow(
+        input_schema={
+            "type": "object",
+            "required": ["mode"],
+            "properties": {"mode": {"type": "string"}},
+        }
+    )
+    h.save(
+        {
+            "id": "s",
+            "cron": "*/5 * * * *",
+            "activation_id": activation,
+            "input": {"mode": "nightly"},
+        },
+        expect=201,
+    )
     return h, activation
 
 
 def base(activation, **changes):
-    body = {"id": "new", "cron": "*/5 * * * *", "activation_id": activation,
-            "input": {"mode": "m"}}
+    body = {"id": "new", "cron": "*/5 * * * *", "activation_id": activation, "input": {"mode": "m"}}
     return {k: v for k, v in (body | changes).items() if v is not ...}
 
 
 CASES = [
     # (name, body changes, status, code, loc)
     ("unknown field", {"colour": "red"}, 422, "VALIDATION", ["colour"]),
-    ("unknown action field", {"action": {"kind": "x"}, "activation_id": ...}, 422,
-     "VALIDATION", ["action", "kind"]),
+    (
+        "unknown action field",
+        {"action": {"kind": "x"}, "activation_id": ...},
+        422,
+        "VALIDATION",
+        ["action", "kind"],
+    ),
     ("bad id", {"id": "no spaces"}, 422, "VALIDATION", ["id"]),
     ("long id", {"id": "x" * 129}, 422, "VALIDATION", ["id"]),
     ("two ids", {"schedule_id": "other"}, 422, "VALIDATION", ["id"]),
@@ -42,21 +58,51 @@ CASES = [
     ("label value", {"labels": {"team": 5}}, 422, "VALIDATION", ["labels", "team"]),
     ("label key", {"labels": {"bad key!": "x"}}, 422, "VALIDATION", ["labels", "bad key!"]),
     ("notes", {"notes": "n" * 4097}, 422, "VALIDATION", ["notes"]),
-    ("timeout", {"action": {"run_timeout_seconds": 0}, "activation_id": ...}, 422,
-     "VALIDATION", ["action", "run_timeout_seconds"]),
-    ("unknown activation", {"activation_id": "00000000-0000-4000-8000-000000000001"}, 422,
-     "VALIDATION", ["activation_id"]),
-    ("no ready activation", {"activation_id": ..., "input": ...,
-                             "action": {"workflow": "nothing", "input": {"mode": "m"}}}, 422,
-     "VALIDATION", ["action", "workflow"]),
+    (
+        "timeout",
+        {"action": {"run_timeout_seconds": 0}, "activation_id": ...},
+        422,
+        "VALIDATION",
+        ["action", "run_timeout_seconds"],
+    ),
+    (
+        "unknown activation",
+        {"activation_id": "00000000-0000-4000-8000-000000000001"},
+        422,
+        "VALIDATION",
+        ["activation_id"],
+    ),
+    (
+        "no ready activation",
+        {
+            "activation_id": ...,
+            "input": ...,
+            "action": {"workflow": "nothing", "input": {"mode": "m"}},
+        },
+        422,
+        "VALIDATION",
+        ["action", "workflow"],
+    ),
     ("cron grammar", {"cron": "61 * * * *"}, 422, "CALENDAR_INVALID", ["cron", "minute"]),
     ("names", {"cron": "0 0 * * MON"}, 422, "CALENDAR_INVALID", ["cron", "day of week"]),
     ("time zone", {"timezone": "Mars/Olympus"}, 422, "CALENDAR_INVALID", ["timezone"]),
-    ("interval months", {"cron": ..., "spec": {"intervals": [{"every": "P1M"}]}}, 422,
-     "CALENDAR_INVALID", ["spec", "intervals", 0, "every"]),
-    ("past end", {"cron": ..., "spec": {"cron_expressions": ["0 * * * *"],
-                                        "end_at": "2025-01-01T00:00:00Z"}}, 422,
-     "SCHEDULE_RANGE", None),
+    (
+        "interval months",
+        {"cron": ..., "spec": {"intervals": [{"every": "P1M"}]}},
+        422,
+        "CALENDAR_INVALID",
+        ["spec", "intervals", 0, "every"],
+    ),
+    (
+        "past end",
+        {
+            "cron": ...,
+            "spec": {"cron_expressions": ["0 * * * *"], "end_at": "2025-01-01T00:00:00Z"},
+        },
+        422,
+        "SCHEDULE_RANGE",
+        None,
+    ),
     ("input schema", {"input": {"mode": 5}}, 422, "INPUT_SCHEMA", ["input", "mode"]),
     ("missing input", {"input": {}}, 422, "INPUT_SCHEMA", ["input"]),
 ]
@@ -95,8 +141,9 @@ def test_non_json_bodies_and_bad_headers_are_bad_requests(ready):
     assert response.status_code == 422
     response = hs.api.post("/schedules/s/pause", json={}, headers={"If-Match": "v1"})
     assert response.status_code == 400
-    response = hs.api.post("/schedules", data="x" * (1024 * 1024 + 1),
-                          headers={"Content-Type": "application/json"})
+    response = hs.api.post(
+        "/schedules", data="x" * (1024 * 1024 + 1), headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 413
     assert hs.counts() == before
 
@@ -105,13 +152,19 @@ def test_unauthenticated_and_unknown_things(ready, client):
     hs, _ = ready
     before = hs.counts()
     assert client.get("/api/v1/schedules").status_code == 401
-    assert client.post("/api/v1/schedules", json={}).get_json()["error"]["code"] == \
-        "UNAUTHENTICATED"
-    for method, path in (("GET", "/schedules/nope"), ("PATCH", "/schedules/nope"),
-                         ("POST", "/schedules/nope/pause"), ("POST", "/schedules/nope/trigger"),
-                         ("GET", "/schedules/nope/history"), ("DELETE", "/schedules/nope"),
-                         ("GET", "/schedules/nope/occurrences"),
-                         ("GET", "/namespaces/ghost/schedules")):
+    assert (
+        client.post("/api/v1/schedules", json={}).get_json()["error"]["code"] == "UNAUTHENTICATED"
+    )
+    for method, path in (
+        ("GET", "/schedules/nope"),
+        ("PATCH", "/schedules/nope"),
+        ("POST", "/schedules/nope/pause"),
+        ("POST", "/schedules/nope/trigger"),
+        ("GET", "/schedules/nope/history"),
+        ("DELETE", "/schedules/nope"),
+        ("GET", "/schedules/nope/occurrences"),
+        ("GET", "/namespaces/ghost/schedules"),
+    ):
         response = hs.api.request(method, path, json={}, headers={"If-Match": "1"})
         assert response.status_code == 404, (method, path)
         assert response.get_json()["error"]["code"] == "NOT_FOUND"
@@ -121,11 +174,13 @@ def test_unauthenticated_and_unknown_things(ready, client):
 def test_patch_refusals_write_nothing(ready):
     hs, _ = ready
     before = hs.counts()
-    for body, code in (({"id": "other"}, "VALIDATION"),
-                       ({"cron": "99 * * * *"}, "CALENDAR_INVALID"),
-                       ({"input": {"mode": 1}}, "INPUT_SCHEMA"), ({"bogus": 1}, "VALIDATION"),
-                       ({"overlap_policy": None, "spec": {"timezone": "Nowhere"}},
-                        "CALENDAR_INVALID")):
+    for body, code in (
+        ({"id": "other"}, "VALIDATION"),
+        ({"cron": "99 * * * *"}, "CALENDAR_INVALID"),
+        ({"input": {"mode": 1}}, "INPUT_SCHEMA"),
+        ({"bogus": 1}, "VALIDATION"),
+        ({"overlap_policy": None, "spec": {"timezone": "Nowhere"}}, "CALENDAR_INVALID"),
+    ):
         response = hs.api.request("PATCH", "/schedules/s", json=body, headers={"If-Match": "1"})
         assert response.status_code == 422, body
         assert response.get_json()["error"]["code"] == code

@@ -5,16 +5,36 @@ from __future__ import annotations
 import pytest
 
 STEPS = [
-    {"id": "fetch", "type": "action", "action": "echo", "args": {"x": 1},
-     "retry": {"max_attempts": 3}},
+    {
+        "id": "fetch",
+        "type": "action",
+        "action": "echo",
+        "args": {"x": 1},
+        "retry": {"max_attempts": 3},
+    },
     {"id": "cool-down", "type": "wait", "duration": "PT5M"},
-    {"id": "approval", "type": "signal", "signal": "approve", "timeout_seconds": 86400,
-     "on_timeout": "fail"},
-    {"id": "review", "type": "task", "title": "Check totals", "role": "operator",
-     "timeout_seconds": 3600, "on_timeout": "continue"},
+    {
+        "id": "approval",
+        "type": "signal",
+        "signal": "approve",
+        "timeout_seconds": 86400,
+        "on_timeout": "fail",
+    },
+    {
+        "id": "review",
+        "type": "task",
+        "title": "Check totals",
+        "role": "operator",
+        "timeout_seconds": 3600,
+        "on_timeout": "continue",
+    },
 ]
-DEFINITION = {"name": "invoice-sync", "input_schema": {"type": "object"}, "timeout_seconds": 3600,
-              "steps": STEPS}
+DEFINITION = {
+    "name": "invoice-sync",
+    "input_schema": {"type": "object"},
+    "timeout_seconds": 3600,
+    "steps": STEPS,
+}
 
 
 def test_deploy_creates_immutable_versions(admin_api):
@@ -36,26 +56,51 @@ def test_deploy_creates_immutable_versions(admin_api):
     assert admin_api.get("/workflows/nope").status_code == 404
 
 
-@pytest.mark.parametrize(("steps", "loc", "step"), [
-    ([{"id": "a", "type": "action", "action": "noop"}, {"id": "a", "type": "wait",
-                                                        "duration": "PT1M"}],
-     ["steps", 1, "id"], "a"),
-    ([{"id": "a", "type": "teleport"}], ["steps", 0, "type"], "a"),
-    ([{"id": "a", "type": "action", "action": "launch-missiles"}], ["steps", 0, "action"], "a"),
-    ([{"id": "cool", "type": "wait", "duration": "P1M"}], ["steps", 0, "duration"], "cool"),
-    ([{"id": "cool", "type": "wait", "duration": "5 minutes"}], ["steps", 0, "duration"], "cool"),
-    ([{"id": "s", "type": "signal", "signal": "go", "on_timeout": "shrug"}],
-     ["steps", 0, "on_timeout"], "s"),
-    ([{"id": "s", "type": "signal", "signal": "go", "timeout_seconds": 0}],
-     ["steps", 0, "timeout_seconds"], "s"),
-    ([{"id": "t", "type": "task", "title": "x", "role": "king"}], ["steps", 0, "role"], "t"),
-    ([{"id": "a", "type": "action", "action": "noop", "retry": {"max_attempts": 0}}],
-     ["steps", 0, "retry", "max_attempts"], "a"),
-    ([{"id": "a", "type": "action", "action": "noop", "duration": "PT1M"}],
-     ["steps", 0, "duration"], "a"),
-])
+@pytest.mark.parametrize(
+    ("steps", "loc", "step"),
+    [
+        (
+            [
+                {"id": "a", "type": "action", "action": "noop"},
+                {"id": "a", "type": "wait", "duration": "PT1M"},
+            ],
+            ["steps", 1, "id"],
+            "a",
+        ),
+        ([{"id": "a", "type": "teleport"}], ["steps", 0, "type"], "a"),
+        ([{"id": "a", "type": "action", "action": "launch-missiles"}], ["steps", 0, "action"], "a"),
+        ([{"id": "cool", "type": "wait", "duration": "P1M"}], ["steps", 0, "duration"], "cool"),
+        (
+            [{"id": "cool", "type": "wait", "duration": "5 minutes"}],
+            ["steps", 0, "duration"],
+            "cool",
+        ),
+        (
+            [{"id": "s", "type": "signal", "signal": "go", "on_timeout": "shrug"}],
+            ["steps", 0, "on_timeout"],
+            "s",
+        ),
+        (
+            [{"id": "s", "type": "signal", "signal": "go", "timeout_seconds": 0}],
+            ["steps", 0, "timeout_seconds"],
+            "s",
+        ),
+        ([{"id": "t", "type": "task", "title": "x", "role": "king"}], ["steps", 0, "role"], "t"),
+        (
+            [{"id": "a", "type": "action", "action": "noop", "retry": {"max_attempts": 0}}],
+            ["steps", 0, "retry", "max_attempts"],
+            "a",
+        ),
+        (
+            [{"id": "a", "type": "action", "action": "noop", "duration": "PT1M"}],
+            ["steps", 0, "duration"],
+            "a",
+        ),
+    ],
+)
 def test_invalid_definitions_are_refused_naming_the_step_and_nothing_is_written(
-        admin_api, steps, loc, step):
+    admin_api, steps, loc, step
+):
     response = admin_api.post("/workflows", json={"name": "bad", "steps": steps})
     assert response.status_code == 422
     error = response.get_json()["error"]
@@ -66,16 +111,36 @@ def test_invalid_definitions_are_refused_naming_the_step_and_nothing_is_written(
     assert admin_api.get("/workflows").get_json()["items"] == []
 
 
-@pytest.mark.parametrize(("definition", "loc"), [
-    ({"name": "x", "steps": [], "input_schema": {"type": "nonsense"}}, ["input_schema", "type"]),
-    ({"name": "x", "steps": []}, ["steps"]),
-    ({"name": "bad name!", "steps": [{"id": "a", "type": "action", "action": "noop"}]},
-     ["name"]),
-    ({"name": "x", "steps": [{"id": "a", "type": "action", "action": "noop"}], "owner": "me"},
-     ["owner"]),
-    ({"name": "x", "steps": [{"id": "a", "type": "action", "action": "noop"}],
-      "timeout_seconds": "soon"}, ["timeout_seconds"]),
-])
+@pytest.mark.parametrize(
+    ("definition", "loc"),
+    [
+        (
+            {"name": "x", "steps": [], "input_schema": {"type": "nonsense"}},
+            ["input_schema", "type"],
+        ),
+        ({"name": "x", "steps": []}, ["steps"]),
+        (
+            {"name": "bad name!", "steps": [{"id": "a", "type": "action", "action": "noop"}]},
+            ["name"],
+        ),
+        (
+            {
+                "name": "x",
+                "steps": [{"id": "a", "type": "action", "action": "noop"}],
+                "owner": "me",
+            },
+            ["owner"],
+        ),
+        (
+            {
+                "name": "x",
+                "steps": [{"id": "a", "type": "action", "action": "noop"}],
+                "timeout_seconds": "soon",
+            },
+            ["timeout_seconds"],
+        ),
+    ],
+)
 def test_invalid_workflow_fields_are_refused(admin_api, definition, loc):
     response = admin_api.post("/workflows", json=definition)
     assert response.status_code == 422
@@ -103,13 +168,18 @@ def test_activations_are_ready_then_retired(admin_api):
     assert response.status_code == 201
     newest = response.get_json()
     assert {k: newest[k] for k in ("workflow", "version", "status", "created_at")} == {
-        "workflow": "invoice-sync", "version": 2, "status": "ready",
-        "created_at": "2026-01-05T12:00:00Z"}
+        "workflow": "invoice-sync",
+        "version": 2,
+        "status": "ready",
+        "created_at": "2026-01-05T12:00:00Z",
+    }
     pinned = admin_api.post("/activations", json={"workflow": "invoice-sync", "version": 1})
     assert pinned.get_json()["version"] == 1
     assert admin_api.post("/activations", json={"workflow": "nope"}).status_code == 404
-    assert admin_api.post("/activations", json={"workflow": "invoice-sync",
-                                                "version": 7}).status_code == 404
+    assert (
+        admin_api.post("/activations", json={"workflow": "invoice-sync", "version": 7}).status_code
+        == 404
+    )
     retired = admin_api.post(f"/activations/{newest['id']}/retire")
     assert retired.status_code == 200 and retired.get_json()["status"] == "retired"
     assert admin_api.post(f"/activations/{newest['id']}/retire").status_code == 200

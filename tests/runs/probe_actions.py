@@ -27,8 +27,14 @@ def _append(path: str, record: dict[str, Any]) -> None:
 @action("probe")
 def probe(ctx: ActionContext) -> dict[str, Any]:
     """Record this execution's interval; block forever when asked to (to be killed)."""
-    record = {"run": ctx.run_id, "step": ctx.step_id, "attempt": ctx.attempt, "pid": os.getpid(),
-              "thread": threading.get_ident(), "start": time.monotonic_ns()}
+    record = {
+        "run": ctx.run_id,
+        "step": ctx.step_id,
+        "attempt": ctx.attempt,
+        "pid": os.getpid(),
+        "thread": threading.get_ident(),
+        "start": time.monotonic_ns(),
+    }
     if os.environ.get("ALMANAC_PROBE_BLOCK") == "1":
         _append(ctx.args["log"], {**record, "phase": "blocking"})
         threading.Event().wait()

@@ -10,11 +10,19 @@ MS = timedelta(milliseconds=1)
 
 
 def _approval(scenario, on_timeout="fail"):
-    scenario.deploy("approval", [
-        {"id": "approval", "type": "signal", "signal": "approve", "timeout_seconds": 60,
-         "on_timeout": on_timeout},
-        {"id": "after", "type": "action", "action": "echo", "args": "approved"},
-    ])
+    scenario.deploy(
+        "approval",
+        [
+            {
+                "id": "approval",
+                "type": "signal",
+                "signal": "approve",
+                "timeout_seconds": 60,
+                "on_timeout": on_timeout,
+            },
+            {"id": "after", "type": "action", "action": "echo", "args": "approved"},
+        ],
+    )
 
 
 def test_signal_accepted_one_millisecond_before_the_deadline_wins(scenario):
@@ -52,11 +60,19 @@ def test_signal_accepted_exactly_at_the_deadline_is_ignored_before_the_scanner_r
 
 
 def test_signal_after_a_continued_timeout_is_too_late(scenario):
-    scenario.deploy("then-wait", [
-        {"id": "approval", "type": "signal", "signal": "approve", "timeout_seconds": 60,
-         "on_timeout": "continue"},
-        {"id": "rest", "type": "wait", "duration": "PT1H"},
-    ])
+    scenario.deploy(
+        "then-wait",
+        [
+            {
+                "id": "approval",
+                "type": "signal",
+                "signal": "approve",
+                "timeout_seconds": 60,
+                "on_timeout": "continue",
+            },
+            {"id": "rest", "type": "wait", "duration": "PT1H"},
+        ],
+    )
     run_id = scenario.start("then-wait")["run_id"]
     scenario.tick()
     scenario.advance(seconds=61)
@@ -67,15 +83,17 @@ def test_signal_after_a_continued_timeout_is_too_late(scenario):
 
 
 def test_task_completed_one_millisecond_before_wins_and_at_the_deadline_is_refused(scenario):
-    scenario.deploy("review", [
-        {"id": "review", "type": "task", "title": "Check", "timeout_seconds": 60}])
+    scenario.deploy(
+        "review", [{"id": "review", "type": "task", "title": "Check", "timeout_seconds": 60}]
+    )
     early = scenario.start("review")["run_id"]
     late = scenario.start("review")["run_id"]
     scenario.tick()
     tasks = {t["run_id"]: t["id"] for t in scenario.api.get("/tasks").get_json()["items"]}
     scenario.set_clock(FIXED_NOW + timedelta(seconds=60) - MS)
-    assert scenario.api.post(f"/tasks/{tasks[early]}/complete", json={"output": 1}).status_code \
-        == 200
+    assert (
+        scenario.api.post(f"/tasks/{tasks[early]}/complete", json={"output": 1}).status_code == 200
+    )
     scenario.set_clock(FIXED_NOW + timedelta(seconds=60))
     refused = scenario.api.post(f"/tasks/{tasks[late]}/complete", json={"output": 1})
     assert refused.status_code == 409
@@ -86,17 +104,40 @@ def test_task_completed_one_millisecond_before_wins_and_at_the_deadline_is_refus
 
 
 def test_deadlines_due_together_apply_in_spec_order(scenario):
-    scenario.deploy("timeboxed", [{"id": "long", "type": "wait", "duration": "PT10M"}],
-                    timeout_seconds=60)
-    scenario.deploy("signal", [{"id": "s-approve", "type": "signal", "signal": "go",
-                                "timeout_seconds": 60, "on_timeout": "continue"}])
-    scenario.deploy("task", [{"id": "t-review", "type": "task", "title": "t",
-                              "timeout_seconds": 60, "on_timeout": "continue"}])
+    scenario.deploy(
+        "timeboxed", [{"id": "long", "type": "wait", "duration": "PT10M"}], timeout_seconds=60
+    )
+    scenario.deploy(
+        "signal",
+        [
+            {
+                "id": "s-approve",
+                "type": "signal",
+                "signal": "go",
+                "timeout_seconds": 60,
+                "on_timeout": "continue",
+            }
+        ],
+    )
+    scenario.deploy(
+        "task",
+        [
+            {
+                "id": "t-review",
+                "type": "task",
+                "title": "t",
+                "timeout_seconds": 60,
+                "on_timeout": "continue",
+            }
+        ],
+    )
     scenario.deploy("wait-b", [{"id": "b-wait", "type": "wait", "duration": "PT1M"}])
     scenario.deploy("wait-a", [{"id": "a-wait", "type": "wait", "duration": "PT1M"}])
     scenario.deploy("wait-z", [{"id": "z-wait", "type": "wait", "duration": "PT30S"}])
-    runs = {name: scenario.start(name)["run_id"]
-            for name in ("wait-b", "wait-a", "wait-z", "task", "signal", "timeboxed")}
+    runs = {
+        name: scenario.start(name)["run_id"]
+        for name in ("wait-b", "wait-a", "wait-z", "task", "signal", "timeboxed")
+    }
     scenario.tick()
     scenario.set_clock(FIXED_NOW + timedelta(minutes=1))
     result = scenario.tick(work=False)
@@ -104,22 +145,36 @@ def test_deadlines_due_together_apply_in_spec_order(scenario):
     applied = {}
     for name, run_id in runs.items():
         for event in scenario.events(run_id):
-            if event["event_type"] in ("run_timed_out", "signal_timed_out", "task_timed_out",
-                                       "wait_elapsed"):
+            if event["event_type"] in (
+                "run_timed_out",
+                "signal_timed_out",
+                "task_timed_out",
+                "wait_elapsed",
+            ):
                 applied[event["id"]] = name
     # Run timeout, then signal and task timeouts (by due time, node id), then waits by
     # (due time, node id): z-wait was due first, a-wait and b-wait tie on time.
     assert [applied[i] for i in sorted(applied)] == [
-        "timeboxed", "signal", "task", "wait-z", "wait-a", "wait-b"]
+        "timeboxed",
+        "signal",
+        "task",
+        "wait-z",
+        "wait-a",
+        "wait-b",
+    ]
     assert scenario.run(runs["timeboxed"])["status"] == "timed_out"
     assert "wait_elapsed" not in scenario.types(runs["timeboxed"])
 
 
 def test_run_timeout_beats_a_wait_due_at_the_same_instant(scenario):
-    scenario.deploy("tie", [
-        {"id": "pause", "type": "wait", "duration": "PT5M"},
-        {"id": "after", "type": "action", "action": "noop"},
-    ], timeout_seconds=300)
+    scenario.deploy(
+        "tie",
+        [
+            {"id": "pause", "type": "wait", "duration": "PT5M"},
+            {"id": "after", "type": "action", "action": "noop"},
+        ],
+        timeout_seconds=300,
+    )
     run_id = scenario.start("tie")["run_id"]
     scenario.tick()
     scenario.set_clock(FIXED_NOW + timedelta(minutes=5))
@@ -134,8 +189,9 @@ def test_run_timeout_beats_a_wait_due_at_the_same_instant(scenario):
 
 
 def test_the_earliest_of_the_definition_and_run_timeouts_wins(scenario):
-    scenario.deploy("slow", [{"id": "pause", "type": "wait", "duration": "PT1H"}],
-                    timeout_seconds=3600)
+    scenario.deploy(
+        "slow", [{"id": "pause", "type": "wait", "duration": "PT1H"}], timeout_seconds=3600
+    )
     run_id = scenario.start("slow", timeout_seconds=90)["run_id"]
     scenario.tick()
     scenario.set_clock(FIXED_NOW + timedelta(seconds=90) - MS)
@@ -147,10 +203,13 @@ def test_the_earliest_of_the_definition_and_run_timeouts_wins(scenario):
 
 
 def test_cancel_during_a_wait_stops_the_run_and_its_timer(scenario):
-    scenario.deploy("sleepy", [
-        {"id": "pause", "type": "wait", "duration": "PT5M"},
-        {"id": "after", "type": "action", "action": "noop"},
-    ])
+    scenario.deploy(
+        "sleepy",
+        [
+            {"id": "pause", "type": "wait", "duration": "PT5M"},
+            {"id": "after", "type": "action", "action": "noop"},
+        ],
+    )
     run_id = scenario.start("sleepy")["run_id"]
     scenario.tick()
     response = scenario.api.post(f"/runs/{run_id}/cancel", json={"reason": "not needed"})

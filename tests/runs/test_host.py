@@ -30,8 +30,13 @@ def test_scheduler_on_ticks_and_works_in_the_background_and_stops_cleanly(db_url
         other = make_test_app(db_url, SCHEDULER="on")
         assert "almanac.ticker" not in other.extensions
         api = Api(app.test_client(), token)
-        api.post("/workflows", json={"name": "bg", "steps": [
-            {"id": "a", "type": "action", "action": "echo", "args": 7}]})
+        api.post(
+            "/workflows",
+            json={
+                "name": "bg",
+                "steps": [{"id": "a", "type": "action", "action": "echo", "args": 7}],
+            },
+        )
         api.post("/activations", json={"workflow": "bg"})
         run_id = api.post("/runs", json={"workflow": "bg"}).get_json()["run_id"]
         _eventually(lambda: api.get(f"/runs/{run_id}").get_json()["status"] == "completed")
@@ -60,13 +65,19 @@ def test_the_reloader_watcher_and_other_cli_commands_start_no_ticker(db_url, mon
 
 
 def test_admin_tick_runs_deadlines_and_work_and_reports_counts(scenario):
-    scenario.deploy("w", [{"id": "a", "type": "action", "action": "noop"},
-                          {"id": "w", "type": "wait", "duration": "PT1S"}])
+    scenario.deploy(
+        "w",
+        [
+            {"id": "a", "type": "action", "action": "noop"},
+            {"id": "w", "type": "wait", "duration": "PT1S"},
+        ],
+    )
     scenario.start("w")
     body = scenario.api.post("/admin/tick", json={"work": True}).get_json()
     assert body["steps"] == 1 and body["deadlines"] == 0 and body["now"] == "2026-01-05T12:00:00Z"
-    body = scenario.api.post("/admin/clock", json={"now": "2026-01-05T12:00:01Z", "tick": True,
-                                                   "work": True}).get_json()
+    body = scenario.api.post(
+        "/admin/clock", json={"now": "2026-01-05T12:00:01Z", "tick": True, "work": True}
+    ).get_json()
     assert body["deadlines"] == 1 and body["steps"] == 0
 
 
@@ -83,8 +94,13 @@ def test_scheduler_tick_cli_works_and_worker_command_is_registered(runner, scena
 def test_action_modules_are_loaded_from_the_configuration(db_url, accounts):
     app = make_test_app(db_url, ACTION_MODULES="tests.runs.extra_actions")
     api = Api(app.test_client(), accounts.create("dep", role="deployer").token)
-    response = api.post("/workflows", json={"name": "loud", "steps": [
-        {"id": "a", "type": "action", "action": "shout", "args": "hi"}]})
+    response = api.post(
+        "/workflows",
+        json={
+            "name": "loud",
+            "steps": [{"id": "a", "type": "action", "action": "shout", "args": "hi"}],
+        },
+    )
     assert response.status_code == 201, response.get_json()
     database(app).dispose()
 

@@ -29,19 +29,44 @@ pytestmark = pytest.mark.slow
 _THREADS = {("worker",): "threads", ("scheduler", "run"): "workers"}
 
 
-def _spawn(db_url: str, stderr: Path, *, threads: int = 2, block: bool = False,
-           command: tuple[str, ...] = ("worker",)) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "ALMANAC_DATABASE_URL": db_url, "ALMANAC_TESTING": "1",
-           "ALMANAC_CLOCK": "manual", "ALMANAC_SCHEDULER": "off",
-           "ALMANAC_SECRET_KEY": "test-secret-key", "PYTHONPATH": str(ROOT),
-           "ALMANAC_ACTION_MODULES": "tests.runs.probe_actions",
-           "ALMANAC_WORKER_POLL_SECONDS": "0.05", "ALMANAC_TICK_SECONDS": "0.1",
-           "ALMANAC_PROBE_BLOCK": "1" if block else "0"}
+def _spawn(
+    db_url: str,
+    stderr: Path,
+    *,
+    threads: int = 2,
+    block: bool = False,
+    command: tuple[str, ...] = ("worker",),
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "ALMANAC_DATABASE_URL": db_url,
+        "ALMANAC_TESTING": "1",
+        "ALMANAC_CLOCK": "manual",
+        "ALMANAC_SCHEDULER": "off",
+        "ALMANAC_SECRET_KEY": "test-secret-key",
+        "PYTHONPATH": str(ROOT),
+        "ALMANAC_ACTION_MODULES": "tests.runs.probe_actions",
+        "ALMANAC_WORKER_POLL_SECONDS": "0.05",
+        "ALMANAC_TICK_SECONDS": "0.1",
+        "ALMANAC_PROBE_BLOCK": "1" if block else "0",
+    }
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "flask", "--app", "wsgi", *command, f"--{_THREADS[command]}",
-             str(threads)],
-            cwd=ROOT, env=env, stderr=sink, stdout=sink)
+            [
+                sys.executable,
+                "-m",
+                "flask",
+                "--app",
+                "wsgi",
+                *command,
+                f"--{_THREADS[command]}",
+                str(threads),
+            ],
+            cwd=ROOT,
+            env=env,
+            stderr=sink,
+            stdout=sink,
+        )
     process.stderr_path = stderr  # type: ignore[attr-defined]
     # The pool announces itself once its threads run.
     _wait_for(lambda: "worker thread" in stderr.read_text() or process.poll() is not None)
@@ -80,17 +105,28 @@ def _start_together(app, workflow: str, count: int) -> list[str]:
 
 def _unfinished(app) -> int:
     with database(app).session() as session:
-        return session.scalar(select(func.count()).select_from(Run)
-                              .where(Run.status != "completed")) or 0
+        return (
+            session.scalar(select(func.count()).select_from(Run).where(Run.status != "completed"))
+            or 0
+        )
 
 
 # The multi-process deployment is PostgreSQL's (SQLite serializes every writer anyway).
 @pytest.mark.parametrize("backend", ["postgres"])
 def test_two_worker_processes_never_run_the_same_step_at_once(app, scenario, db_url, tmp_path):
     log = tmp_path / "probe.log"
-    scenario.deploy("probed", [
-        {"id": f"s{i}", "type": "action", "action": "probe",
-         "args": {"log": str(log), "seconds": 0.05}} for i in range(3)])
+    scenario.deploy(
+        "probed",
+        [
+            {
+                "id": f"s{i}",
+                "type": "action",
+                "action": "probe",
+                "args": {"log": str(log), "seconds": 0.05},
+            }
+            for i in range(3)
+        ],
+    )
     workers = [_spawn(db_url, tmp_path / f"worker-{i}.err") for i in range(2)]
     try:
         run_ids = _start_together(app, "probed", 20)
@@ -116,11 +152,16 @@ def test_two_worker_processes_never_run_the_same_step_at_once(app, scenario, db_
 
 
 def test_a_killed_worker_process_step_runs_again_and_the_run_completes_once(
-        app, scenario, db_url, tmp_path):
+    app, scenario, db_url, tmp_path
+):
     log = tmp_path / "probe.log"
-    scenario.deploy("probed", [
-        {"id": "only", "type": "action", "action": "probe", "args": {"log": str(log)}},
-        {"id": "after", "type": "action", "action": "noop"}])
+    scenario.deploy(
+        "probed",
+        [
+            {"id": "only", "type": "action", "action": "probe", "args": {"log": str(log)}},
+            {"id": "after", "type": "action", "action": "noop"},
+        ],
+    )
     worker = _spawn(db_url, tmp_path / "worker.err", threads=1, block=True)
     try:
         run_id = scenario.start("probed")["run_id"]
@@ -136,21 +177,27 @@ def test_a_killed_worker_process_step_runs_again_and_the_run_completes_once(
     assert run["status"] == "completed"
     executions = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["phase"], e["pid"]) for e in executions] == [
-        ("blocking", worker.pid), ("done", os.getpid())]
+        ("blocking", worker.pid),
+        ("done", os.getpid()),
+    ]
     types = scenario.types(run_id)
     assert types.count("run_completed") == 1
     assert types.count("step_completed") == 2
 
 
 def test_scheduler_run_ticks_and_works_without_the_web_and_stops_on_sigterm(
-        app, scenario, db_url, tmp_path):
-    scenario.deploy("paced", [
-        {"id": "first", "type": "action", "action": "echo", "args": 1},
-        {"id": "pause", "type": "wait", "duration": "PT1S"},
-        {"id": "second", "type": "action", "action": "echo", "args": 2}])
+    app, scenario, db_url, tmp_path
+):
+    scenario.deploy(
+        "paced",
+        [
+            {"id": "first", "type": "action", "action": "echo", "args": 1},
+            {"id": "pause", "type": "wait", "duration": "PT1S"},
+            {"id": "second", "type": "action", "action": "echo", "args": 2},
+        ],
+    )
     run_id = scenario.start("paced")["run_id"]
-    process = _spawn(db_url, tmp_path / "scheduler.err", threads=1,
-                     command=("scheduler", "run"))
+    process = _spawn(db_url, tmp_path / "scheduler.err", threads=1, command=("scheduler", "run"))
     try:
         _wait_for(lambda: _status(app, run_id) == "waiting")
         scenario.set_clock(FIXED_NOW + timedelta(seconds=1))

@@ -13,18 +13,29 @@ from tests.conftest import FIXED_NOW
 
 
 def test_replay_endpoint_returns_both_states_and_agreement(scenario):
-    scenario.deploy("mixed", [
-        {"id": "a", "type": "action", "action": "echo", "args": {"n": 1}},
-        {"id": "w", "type": "wait", "duration": "PT1M"},
-        {"id": "s", "type": "signal", "signal": "go"},
-    ])
+    scenario.deploy(
+        "mixed",
+        [
+            {"id": "a", "type": "action", "action": "echo", "args": {"n": 1}},
+            {"id": "w", "type": "wait", "duration": "PT1M"},
+            {"id": "s", "type": "signal", "signal": "go"},
+        ],
+    )
     run_id = scenario.start("mixed")["run_id"]
     scenario.tick()
     body = scenario.api.get(f"/runs/{run_id}/replay").get_json()
     assert body["agree"] is True
-    assert body["replayed"] == body["stored"] == {
-        "status": "waiting", "current_step": "w", "step_outputs": {"a": {"n": 1}},
-        "output": None, "error": None}
+    assert (
+        body["replayed"]
+        == body["stored"]
+        == {
+            "status": "waiting",
+            "current_step": "w",
+            "step_outputs": {"a": {"n": 1}},
+            "output": None,
+            "error": None,
+        }
+    )
     scenario.advance(minutes=1)
     scenario.tick()
     scenario.signal(run_id, "go", "ok")
@@ -56,8 +67,16 @@ def test_a_schedule_started_run_replays_from_its_origin_event(app, scenario):
     with database(app).session() as session:
         namespace = get_namespace(session, "default")
         target = lifecycle.resolve_target(session, namespace, workflow="nightly")
-        lifecycle.start_run(session, FIXED_NOW, namespace, target, "schedule:x:20260105T120000Z",
-                            {}, origin={"schedule_id": "x"}, schedule=("uid-1", "x"))
+        lifecycle.start_run(
+            session,
+            FIXED_NOW,
+            namespace,
+            target,
+            "schedule:x:20260105T120000Z",
+            {},
+            origin={"schedule_id": "x"},
+            schedule=("uid-1", "x"),
+        )
         session.commit()
     scenario.tick()
     run = scenario.run("schedule:x:20260105T120000Z")
@@ -66,12 +85,19 @@ def test_a_schedule_started_run_replays_from_its_origin_event(app, scenario):
 
 
 def test_replay_uses_only_recorded_facts():
-    events = [("run_started", None, {}),
-              ("step_started", "a", {"type": "action", "attempt": 1}),
-              ("step_failed", "a", {"will_retry": True}),
-              ("step_started", "a", {"type": "action", "attempt": 2}),
-              ("step_completed", "a", {"output": 5, "next_step": "b"}),
-              ("step_started", "b", {"type": "task"}),
-              ("run_terminated", None, {"reason": "x"})]
-    assert replay_events(events) == {"status": "terminated", "current_step": "b",
-                                      "step_outputs": {"a": 5}, "output": None, "error": None}
+    events = [
+        ("run_started", None, {}),
+        ("step_started", "a", {"type": "action", "attempt": 1}),
+        ("step_failed", "a", {"will_retry": True}),
+        ("step_started", "a", {"type": "action", "attempt": 2}),
+        ("step_completed", "a", {"output": 5, "next_step": "b"}),
+        ("step_started", "b", {"type": "task"}),
+        ("run_terminated", None, {"reason": "x"}),
+    ]
+    assert replay_events(events) == {
+        "status": "terminated",
+        "current_step": "b",
+        "step_outputs": {"a": 5},
+        "output": None,
+        "error": None,
+    }

@@ -8,11 +8,14 @@ from tests.conftest import FIXED_NOW
 
 
 def test_action_steps_run_in_order_and_store_each_output(scenario):
-    scenario.deploy("two-echoes", [
-        {"id": "first", "type": "action", "action": "echo", "args": {"x": 1}},
-        {"id": "second", "type": "action", "action": "echo"},
-        {"id": "third", "type": "action", "action": "noop"},
-    ])
+    scenario.deploy(
+        "two-echoes",
+        [
+            {"id": "first", "type": "action", "action": "echo", "args": {"x": 1}},
+            {"id": "second", "type": "action", "action": "echo"},
+            {"id": "third", "type": "action", "action": "noop"},
+        ],
+    )
     run = scenario.start("two-echoes", input={"mode": "nightly"})
     assert run["status"] == "pending" and run["current_step"] is None
     result = scenario.tick()
@@ -23,20 +26,38 @@ def test_action_steps_run_in_order_and_store_each_output(scenario):
     assert run["finished_at"] == "2026-01-05T12:00:00Z"
     replay = scenario.api.get(f"/runs/{run['run_id']}/replay").get_json()
     assert replay["stored"]["step_outputs"] == {
-        "first": {"x": 1}, "second": {"mode": "nightly"}, "third": None}
+        "first": {"x": 1},
+        "second": {"mode": "nightly"},
+        "third": None,
+    }
     assert scenario.types(run["run_id"]) == [
-        "run_started", "step_started", "step_completed", "step_started", "step_completed",
-        "step_started", "step_completed", "run_completed"]
+        "run_started",
+        "step_started",
+        "step_completed",
+        "step_started",
+        "step_completed",
+        "step_started",
+        "step_completed",
+        "run_completed",
+    ]
     sequences = [event["sequence"] for event in scenario.events(run["run_id"])]
     assert sequences == list(range(1, 9))
 
 
 def test_failing_action_is_retried_then_fails_the_run(scenario):
-    scenario.deploy("flaky", [
-        {"id": "boom", "type": "action", "action": "fail", "args": {"message": "card declined"},
-         "retry": {"max_attempts": 3}},
-        {"id": "never", "type": "action", "action": "noop"},
-    ])
+    scenario.deploy(
+        "flaky",
+        [
+            {
+                "id": "boom",
+                "type": "action",
+                "action": "fail",
+                "args": {"message": "card declined"},
+                "retry": {"max_attempts": 3},
+            },
+            {"id": "never", "type": "action", "action": "noop"},
+        ],
+    )
     run = scenario.start("flaky")
     scenario.tick()
     run = scenario.run(run["run_id"])
@@ -52,9 +73,17 @@ def test_failing_action_is_retried_then_fails_the_run(scenario):
 
 
 def test_retry_backoff_waits_for_the_clock(scenario):
-    scenario.deploy("backoff", [
-        {"id": "boom", "type": "action", "action": "fail",
-         "retry": {"max_attempts": 2, "backoff_seconds": 30}}])
+    scenario.deploy(
+        "backoff",
+        [
+            {
+                "id": "boom",
+                "type": "action",
+                "action": "fail",
+                "retry": {"max_attempts": 2, "backoff_seconds": 30},
+            }
+        ],
+    )
     run_id = scenario.start("backoff")["run_id"]
     scenario.tick()
     assert scenario.run(run_id)["status"] == "running"
@@ -66,11 +95,14 @@ def test_retry_backoff_waits_for_the_clock(scenario):
 
 
 def test_wait_step_elapses_only_when_the_clock_reaches_it(scenario):
-    scenario.deploy("cool", [
-        {"id": "before", "type": "action", "action": "noop"},
-        {"id": "cool-down", "type": "wait", "duration": "PT5M"},
-        {"id": "after", "type": "action", "action": "echo", "args": "done"},
-    ])
+    scenario.deploy(
+        "cool",
+        [
+            {"id": "before", "type": "action", "action": "noop"},
+            {"id": "cool-down", "type": "wait", "duration": "PT5M"},
+            {"id": "after", "type": "action", "action": "echo", "args": "done"},
+        ],
+    )
     run_id = scenario.start("cool")["run_id"]
     scenario.tick()
     run = scenario.run(run_id)
@@ -94,10 +126,13 @@ def test_wait_step_elapses_only_when_the_clock_reaches_it(scenario):
 
 
 def test_signal_step_waits_for_its_signal_and_outputs_its_payload(scenario):
-    scenario.deploy("approve", [
-        {"id": "approval", "type": "signal", "signal": "approve", "timeout_seconds": 3600},
-        {"id": "after", "type": "action", "action": "noop"},
-    ])
+    scenario.deploy(
+        "approve",
+        [
+            {"id": "approval", "type": "signal", "signal": "approve", "timeout_seconds": 3600},
+            {"id": "after", "type": "action", "action": "noop"},
+        ],
+    )
     run_id = scenario.start("approve")["run_id"]
     scenario.tick()
     assert scenario.run(run_id)["status"] == "waiting"
@@ -118,11 +153,14 @@ def test_signal_step_waits_for_its_signal_and_outputs_its_payload(scenario):
 
 
 def test_signals_sent_before_their_step_are_kept_and_consumed_in_order(scenario):
-    scenario.deploy("two-approvals", [
-        {"id": "prepare", "type": "action", "action": "noop"},
-        {"id": "first", "type": "signal", "signal": "approve"},
-        {"id": "second", "type": "signal", "signal": "approve"},
-    ])
+    scenario.deploy(
+        "two-approvals",
+        [
+            {"id": "prepare", "type": "action", "action": "noop"},
+            {"id": "first", "type": "signal", "signal": "approve"},
+            {"id": "second", "type": "signal", "signal": "approve"},
+        ],
+    )
     run_id = scenario.start("two-approvals")["run_id"]
     statuses = [scenario.signal(run_id, "approve", n).get_json()["status"] for n in (1, 2)]
     assert statuses == ["buffered", "buffered"]
@@ -143,11 +181,20 @@ def test_signal_nobody_waits_for_is_ignored(scenario):
 
 
 def test_task_step_is_listed_and_completed_with_an_output(scenario):
-    scenario.deploy("review", [
-        {"id": "review", "type": "task", "title": "Check totals", "role": "operator",
-         "timeout_seconds": 3600, "on_timeout": "continue"},
-        {"id": "after", "type": "action", "action": "noop"},
-    ])
+    scenario.deploy(
+        "review",
+        [
+            {
+                "id": "review",
+                "type": "task",
+                "title": "Check totals",
+                "role": "operator",
+                "timeout_seconds": 3600,
+                "on_timeout": "continue",
+            },
+            {"id": "after", "type": "action", "action": "noop"},
+        ],
+    )
     run_id = scenario.start("review")["run_id"]
     scenario.tick()
     inbox = scenario.api.get("/tasks?status=open").get_json()["items"]
@@ -167,12 +214,22 @@ def test_task_step_is_listed_and_completed_with_an_output(scenario):
 
 
 def test_task_timeout_continue_outputs_null_and_fail_fails_the_run(scenario):
-    scenario.deploy("lenient", [
-        {"id": "review", "type": "task", "title": "t", "timeout_seconds": 60,
-         "on_timeout": "continue"},
-        {"id": "after", "type": "action", "action": "echo", "args": "went on"}])
-    scenario.deploy("strict", [
-        {"id": "review", "type": "task", "title": "t", "timeout_seconds": 60}])
+    scenario.deploy(
+        "lenient",
+        [
+            {
+                "id": "review",
+                "type": "task",
+                "title": "t",
+                "timeout_seconds": 60,
+                "on_timeout": "continue",
+            },
+            {"id": "after", "type": "action", "action": "echo", "args": "went on"},
+        ],
+    )
+    scenario.deploy(
+        "strict", [{"id": "review", "type": "task", "title": "t", "timeout_seconds": 60}]
+    )
     lenient = scenario.start("lenient")["run_id"]
     strict = scenario.start("strict")["run_id"]
     scenario.tick()
@@ -188,11 +245,21 @@ def test_task_timeout_continue_outputs_null_and_fail_fails_the_run(scenario):
 
 
 def test_signal_timeout_fail_and_continue(scenario):
-    scenario.deploy("sig-continue", [
-        {"id": "s", "type": "signal", "signal": "go", "timeout_seconds": 10,
-         "on_timeout": "continue"}])
-    scenario.deploy("sig-fail", [
-        {"id": "s", "type": "signal", "signal": "go", "timeout_seconds": 10}])
+    scenario.deploy(
+        "sig-continue",
+        [
+            {
+                "id": "s",
+                "type": "signal",
+                "signal": "go",
+                "timeout_seconds": 10,
+                "on_timeout": "continue",
+            }
+        ],
+    )
+    scenario.deploy(
+        "sig-fail", [{"id": "s", "type": "signal", "signal": "go", "timeout_seconds": 10}]
+    )
     ok = scenario.start("sig-continue")["run_id"]
     bad = scenario.start("sig-fail")["run_id"]
     scenario.tick()

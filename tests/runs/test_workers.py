@@ -33,10 +33,13 @@ def _finish(app, claim):
 
 
 def _deploy_pair(scenario):
-    scenario.deploy("pair", [
-        {"id": "first", "type": "action", "action": "echo", "args": 1},
-        {"id": "second", "type": "action", "action": "echo", "args": 2},
-    ])
+    scenario.deploy(
+        "pair",
+        [
+            {"id": "first", "type": "action", "action": "echo", "args": 1},
+            {"id": "second", "type": "action", "action": "echo", "args": 2},
+        ],
+    )
 
 
 def test_terminate_during_an_action_discards_its_result(app, scenario):
@@ -52,8 +55,9 @@ def test_terminate_during_an_action_discards_its_result(app, scenario):
     assert types == ["run_started", "step_started", "run_terminated"]
     assert scenario.events(run_id)[-1]["payload"] == {"reason": "stop now"}
     again = scenario.api.post(f"/runs/{run_id}/terminate", json={})
-    assert again.status_code == 409 and again.get_json()["error"]["details"]["status"] == \
-        "terminated"
+    assert (
+        again.status_code == 409 and again.get_json()["error"]["details"]["status"] == "terminated"
+    )
 
 
 def test_cancel_during_an_action_waits_for_the_step_boundary(app, scenario):
@@ -65,16 +69,23 @@ def test_cancel_during_an_action_waits_for_the_step_boundary(app, scenario):
     assert _finish(app, claim) is True
     run = scenario.run(run_id)
     assert run["status"] == "cancelled"
-    assert scenario.types(run_id) == ["run_started", "step_started", "cancel_requested",
-                                      "step_completed", "run_cancelled"]
+    assert scenario.types(run_id) == [
+        "run_started",
+        "step_started",
+        "cancel_requested",
+        "step_completed",
+        "run_cancelled",
+    ]
     assert scenario.tick().steps == 0
 
 
 def test_a_worker_that_dies_mid_step_loses_its_lease_and_the_step_runs_again(
-        app, scenario, tmp_path):
+    app, scenario, tmp_path
+):
     log = tmp_path / "probe.log"
-    scenario.deploy("probed", [
-        {"id": "only", "type": "action", "action": "probe", "args": {"log": str(log)}}])
+    scenario.deploy(
+        "probed", [{"id": "only", "type": "action", "action": "probe", "args": {"log": str(log)}}]
+    )
     run_id = scenario.start("probed")["run_id"]
     dead = _claim(app, _settings("doomed"))  # claimed, then the worker "dies": never commits
     scenario.set_clock(FIXED_NOW + LEASE - timedelta(milliseconds=1))
@@ -143,9 +154,13 @@ def test_an_action_that_raises_or_returns_no_json_fails_its_step(app, scenario):
 
 def test_worker_pool_threads_complete_runs_each_step_once(app, scenario, tmp_path):
     log = tmp_path / "probe.log"
-    scenario.deploy("probed", [
-        {"id": f"s{i}", "type": "action", "action": "probe", "args": {"log": str(log)}}
-        for i in range(3)])
+    scenario.deploy(
+        "probed",
+        [
+            {"id": f"s{i}", "type": "action", "action": "probe", "args": {"log": str(log)}}
+            for i in range(3)
+        ],
+    )
     run_ids = [scenario.start("probed")["run_id"] for _ in range(8)]
     pool = WorkerPool(database(app), clock(app), size=3, poll_seconds=0.05).start()
     try:
@@ -161,4 +176,5 @@ def test_worker_pool_threads_complete_runs_each_step_once(app, scenario, tmp_pat
     assert all(scenario.run(r)["status"] == "completed" for r in run_ids)
     executions = [json.loads(line) for line in log.read_text().splitlines()]
     assert sorted((e["run"], e["step"]) for e in executions) == sorted(
-        (r, f"s{i}") for r in run_ids for i in range(3))
+        (r, f"s{i}") for r in run_ids for i in range(3)
+    )

@@ -54,9 +54,13 @@ class Harness:
 
     # --- workflows ------------------------------------------------------------------------
 
-    def workflow(self, name: str = "invoice-sync", namespace: str = "default",
-                 input_schema: dict[str, Any] | None = None,
-                 timeout_seconds: int | None = None) -> str:
+    def workflow(
+        self,
+        name: str = "invoice-sync",
+        namespace: str = "default",
+        input_schema: dict[str, Any] | None = None,
+        timeout_seconds: int | None = None,
+    ) -> str:
         """Insert a workflow, its next version and a ready activation; return the activation id."""
         with self.db.session() as session:
             ns = session.scalar(select(Namespace).where(Namespace.name == namespace))
@@ -64,26 +68,40 @@ class Harness:
                 ns = Namespace(name=namespace, created_at=FIXED_NOW)
                 session.add(ns)
                 session.flush()
-            flow = session.scalar(select(Workflow).where(Workflow.namespace_id == ns.id,
-                                                         Workflow.name == name))
+            flow = session.scalar(
+                select(Workflow).where(Workflow.namespace_id == ns.id, Workflow.name == name)
+            )
             if flow is None:
                 flow = Workflow(namespace_id=ns.id, name=name, created_at=FIXED_NOW)
                 session.add(flow)
                 session.flush()
-            number = (session.scalar(select(func.max(WorkflowVersion.version)).where(
-                WorkflowVersion.workflow_id == flow.id)) or 0) + 1
+            number = (
+                session.scalar(
+                    select(func.max(WorkflowVersion.version)).where(
+                        WorkflowVersion.workflow_id == flow.id
+                    )
+                )
+                or 0
+            ) + 1
             definition: dict[str, Any] = {
-                "name": name, "input_schema": input_schema or {"type": "object"},
-                "steps": [{"id": "a", "type": "action", "action": "noop"}]}
+                "name": name,
+                "input_schema": input_schema or {"type": "object"},
+                "steps": [{"id": "a", "type": "action", "action": "noop"}],
+            }
             if timeout_seconds:
                 definition["timeout_seconds"] = timeout_seconds
-            version = WorkflowVersion(workflow_id=flow.id, version=number,
-                                      definition=definition, created_at=FIXED_NOW)
+            version = WorkflowVersion(
+                workflow_id=flow.id, version=number, definition=definition, created_at=FIXED_NOW
+            )
             session.add(version)
             session.flush()
-            activation = Activation(namespace_id=ns.id, workflow_id=flow.id,
-                                    workflow_version_id=version.id, status="ready",
-                                    created_at=FIXED_NOW + timedelta(seconds=number))
+            activation = Activation(
+                namespace_id=ns.id,
+                workflow_id=flow.id,
+                workflow_version_id=version.id,
+                status="ready",
+                created_at=FIXED_NOW + timedelta(seconds=number),
+            )
             session.add(activation)
             session.commit()
             return activation.id
@@ -111,8 +129,13 @@ class Harness:
 
     # --- schedules through the API ---------------------------------------------------------
 
-    def save(self, body: dict[str, Any], revision: int | None = None, api: Api | None = None,
-             expect: int | None = None) -> dict[str, Any]:
+    def save(
+        self,
+        body: dict[str, Any],
+        revision: int | None = None,
+        api: Api | None = None,
+        expect: int | None = None,
+    ) -> dict[str, Any]:
         headers = {} if revision is None else {"If-Match": f'"{revision}"'}
         response = (api or self.api).post("/schedules", json=body, headers=headers)
         if expect is not None:
@@ -129,12 +152,19 @@ class Harness:
         assert response.status_code == 200, response.get_json()
         return response.get_json()
 
-    def post(self, schedule_id: str, verb: str, body: dict[str, Any] | None = None,
-             revision: int | None = None, api: Api | None = None) -> Any:
+    def post(
+        self,
+        schedule_id: str,
+        verb: str,
+        body: dict[str, Any] | None = None,
+        revision: int | None = None,
+        api: Api | None = None,
+    ) -> Any:
         if revision is None:
             revision = self.read(schedule_id)["revision"]
-        return (api or self.api).post(f"/schedules/{schedule_id}/{verb}", json=body or {},
-                                      headers={"If-Match": str(revision)})
+        return (api or self.api).post(
+            f"/schedules/{schedule_id}/{verb}", json=body or {}, headers={"If-Match": str(revision)}
+        )
 
     def ledger(self, schedule_id: str = "s") -> list[dict[str, Any]]:
         """Every ledger row, oldest first."""
@@ -180,8 +210,13 @@ class Harness:
         with self.db.session() as session:
             run = session.scalar(select(Run).where(Run.run_id == run_id))
             assert run is not None
-            return list(session.scalars(select(RunHistoryEvent).where(
-                RunHistoryEvent.run_pk == run.id).order_by(RunHistoryEvent.sequence)))
+            return list(
+                session.scalars(
+                    select(RunHistoryEvent)
+                    .where(RunHistoryEvent.run_pk == run.id)
+                    .order_by(RunHistoryEvent.sequence)
+                )
+            )
 
     def finish(self, run_id: str | None = None, status: str = "completed") -> None:
         """End one run (or every active one) as a worker would."""
@@ -195,8 +230,10 @@ class Harness:
 
     def counts(self) -> dict[str, int]:
         with self.db.session() as session:
-            return {model.__tablename__: session.scalar(select(func.count()).select_from(model))
-                    or 0 for model in SCHEDULE_TABLES}
+            return {
+                model.__tablename__: session.scalar(select(func.count()).select_from(model)) or 0
+                for model in SCHEDULE_TABLES
+            }
 
 
 @pytest.fixture

@@ -41,30 +41,44 @@ SPECS = [
     {"cron_expressions": ["15,45 * * * *"], "timezone": "Asia/Kolkata"},
     {"cron_expressions": ["30 1,2,3 * * *"], "timezone": "America/New_York"},
     {"intervals": [{"every": "PT4M", "offset": "PT1M"}], "timezone": "Europe/Berlin"},
-    {"cron_expressions": ["*/10 * * * *"], "intervals": [{"every": "PT6M"}],
-     "timezone": "Australia/Lord_Howe"},
+    {
+        "cron_expressions": ["*/10 * * * *"],
+        "intervals": [{"every": "PT6M"}],
+        "timezone": "Australia/Lord_Howe",
+    },
 ]
 STARTS = ["2026-01-05T12:00:00Z", "2026-03-08T05:40:00Z", "2026-11-01T04:40:00Z"]
 GRACE = timedelta(seconds=60)
 TINY = timedelta(microseconds=1)
 
-schedules_strategy = st.lists(st.fixed_dictionaries({
-    "spec": st.sampled_from(range(len(SPECS))),
-    "jitter_seconds": st.sampled_from([0, 0, 45, 200]),
-    "missed_policy": st.sampled_from(["skip", "fire_once"]),
-    "overlap_policy": st.sampled_from(["skip", "buffer_one", "buffer_all", "allow_all",
-                                       "cancel_other", "terminate_other"]),
-}), min_size=1, max_size=2)
-steps_strategy = st.lists(st.one_of(
-    st.tuples(st.just("tick"), st.sampled_from([30, 60, 90, 200, 300, 420, 600])),
-    st.tuples(st.just("tick"), st.integers(min_value=-900, max_value=3 * 3600)),
-    st.tuples(st.just("finish"), st.just(0)),
-    st.tuples(st.just("pause"), st.integers(0, 1)),
-    st.tuples(st.just("resume"), st.integers(0, 1)),
-    st.tuples(st.just("update"), st.integers(0, 2 * len(SPECS) - 1)),
-    # Pause, move the clock back ten minutes, resume: the cursor must hold its ground.
-    st.tuples(st.just("rewind"), st.integers(0, 1)),
-), min_size=5, max_size=28)
+schedules_strategy = st.lists(
+    st.fixed_dictionaries(
+        {
+            "spec": st.sampled_from(range(len(SPECS))),
+            "jitter_seconds": st.sampled_from([0, 0, 45, 200]),
+            "missed_policy": st.sampled_from(["skip", "fire_once"]),
+            "overlap_policy": st.sampled_from(
+                ["skip", "buffer_one", "buffer_all", "allow_all", "cancel_other", "terminate_other"]
+            ),
+        }
+    ),
+    min_size=1,
+    max_size=2,
+)
+steps_strategy = st.lists(
+    st.one_of(
+        st.tuples(st.just("tick"), st.sampled_from([30, 60, 90, 200, 300, 420, 600])),
+        st.tuples(st.just("tick"), st.integers(min_value=-900, max_value=3 * 3600)),
+        st.tuples(st.just("finish"), st.just(0)),
+        st.tuples(st.just("pause"), st.integers(0, 1)),
+        st.tuples(st.just("resume"), st.integers(0, 1)),
+        st.tuples(st.just("update"), st.integers(0, 2 * len(SPECS) - 1)),
+        # Pause, move the clock back ten minutes, resume: the cursor must hold its ground.
+        st.tuples(st.just("rewind"), st.integers(0, 1)),
+    ),
+    min_size=5,
+    max_size=28,
+)
 
 
 @dataclass
@@ -104,8 +118,9 @@ class Driver:
         with self.db.session() as session:
             namespace = session.scalar(select(Namespace).where(Namespace.name == "default"))
             user = session.scalar(select(User).where(User.username == "olga"))
-            result = function(session, self.now, namespace, user,
-                              CommandContext("olga", "api"), *args)
+            result = function(
+                session, self.now, namespace, user, CommandContext("olga", "api"), *args
+            )
             session.commit()
             return result
 
@@ -116,15 +131,19 @@ class Driver:
 
     def finish_runs(self) -> None:
         with self.db.session() as session:
-            for run in session.scalars(select(Run).where(Run.status.in_(
-                    ("pending", "running", "waiting")))):
+            for run in session.scalars(
+                select(Run).where(Run.status.in_(("pending", "running", "waiting")))
+            ):
                 lifecycle.finish_run(session, run, self.now, "completed", "run_completed", {})
             session.commit()
 
     def revision(self, schedule_id: str) -> tuple[int, str]:
         with self.db.session() as session:
-            row = session.execute(select(Schedule.revision, Schedule.status).where(
-                Schedule.schedule_id == schedule_id)).one()
+            row = session.execute(
+                select(Schedule.revision, Schedule.status).where(
+                    Schedule.schedule_id == schedule_id
+                )
+            ).one()
             return row[0], row[1]
 
 
@@ -133,8 +152,12 @@ def run_example(app, activation, configs, steps, start, example):
     tracked = []
     for index, config in enumerate(configs):
         schedule_id = f"p{example}-{index}"
-        body = {"id": schedule_id, "spec": SPECS[config["spec"]], "activation_id": activation,
-                **{k: v for k, v in config.items() if k != "spec"}}
+        body = {
+            "id": schedule_id,
+            "spec": SPECS[config["spec"]],
+            "activation_id": activation,
+            **{k: v for k, v in config.items() if k != "spec"},
+        }
         driver.call(service.save, body, None)
         item = Tracked(schedule_id, SPECS[config["spec"]])
         item.periods.append(Period(SPECS[config["spec"]], driver.now, driver.high))
@@ -206,14 +229,29 @@ def canonical(spec: dict, low: datetime, high: datetime) -> list[datetime]:
 def check(driver: Driver, item: Tracked) -> None:
     with driver.db.session() as session:
         schedule = session.scalar(select(Schedule).where(Schedule.schedule_id == item.schedule_id))
-        specs = {r.revision: r.config["spec"] for r in session.scalars(
-            select(ScheduleRevision).where(ScheduleRevision.schedule_pk == schedule.id))}
-        rows = list(session.scalars(select(ScheduleOccurrence).where(
-            ScheduleOccurrence.schedule_pk == schedule.id,
-            ScheduleOccurrence.origin == "scheduled")))
+        specs = {
+            r.revision: r.config["spec"]
+            for r in session.scalars(
+                select(ScheduleRevision).where(ScheduleRevision.schedule_pk == schedule.id)
+            )
+        }
+        rows = list(
+            session.scalars(
+                select(ScheduleOccurrence).where(
+                    ScheduleOccurrence.schedule_pk == schedule.id,
+                    ScheduleOccurrence.origin == "scheduled",
+                )
+            )
+        )
         runs = list(session.scalars(select(Run).where(Run.schedule_uid == schedule.uid)))
-        first_events = {run.run_id: session.scalar(select(RunHistoryEvent.event_type).where(
-            RunHistoryEvent.run_pk == run.id, RunHistoryEvent.sequence == 1)) for run in runs}
+        first_events = {
+            run.run_id: session.scalar(
+                select(RunHistoryEvent.event_type).where(
+                    RunHistoryEvent.run_pk == run.id, RunHistoryEvent.sequence == 1
+                )
+            )
+            for run in runs
+        }
     accounted: Counter[datetime] = Counter()
     for row in rows:
         if row.kind == "skipped":
@@ -239,8 +277,11 @@ def check(driver: Driver, item: Tracked) -> None:
     assert not stray, f"accounted outside any active period: {stray[:5]}"
     started = [row.run_id for row in rows if row.kind == "started"]
     assert len(started) == len(set(started))
-    scheduled_runs = sorted(run.run_id for run in runs if ":manual:" not in run.run_id
-                            and ":backfill:" not in run.run_id)
+    scheduled_runs = sorted(
+        run.run_id
+        for run in runs
+        if ":manual:" not in run.run_id and ":backfill:" not in run.run_id
+    )
     assert scheduled_runs == sorted(started)
     assert all(event == "ScheduleTriggered" for event in first_events.values())
 
@@ -256,11 +297,16 @@ def setup(app, accounts):
 def test_every_occurrence_of_every_active_period_is_accounted_for_exactly_once(app, setup):
     counter = iter(range(10**6))
 
-    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                     HealthCheck.too_slow])
-    @given(configs=schedules_strategy, steps=steps_strategy,
-           start=st.sampled_from(range(len(STARTS))))
+    @settings(
+        max_examples=60,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(
+        configs=schedules_strategy, steps=steps_strategy, start=st.sampled_from(range(len(STARTS)))
+    )
     def run(configs, steps, start):
         run_example(app, setup, configs, steps, start, next(counter))
 

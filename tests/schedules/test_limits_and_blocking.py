@@ -16,8 +16,7 @@ def test_capacity_refusal_retries_the_same_occurrence_until_it_fits(h):
     h.create("s", cron="*/10 * * * *")
     hold_the_only_slot(h)
     rows = h.tick("12:10")
-    assert [(r["schedule_id"], r["outcome"], r["run_id"]) for r in rows] == [
-        ("s", "refused", None)]
+    assert [(r["schedule_id"], r["outcome"], r["run_id"]) for r in rows] == [("s", "refused", None)]
     assert h.read("s")["next_fire_at"] == "2026-01-05T12:10:00Z"
     assert h.read("s")["status"] == "active"
     # Still inside its grace: retried with the same key, still refused, nothing written.
@@ -26,7 +25,8 @@ def test_capacity_refusal_retries_the_same_occurrence_until_it_fits(h):
     h.finish()
     rows = h.tick("12:10:40")
     assert [(r["outcome"], r["run_id"]) for r in rows] == [
-        ("triggered", "schedule:s:20260105T121000Z")]
+        ("triggered", "schedule:s:20260105T121000Z")
+    ]
     assert [o["kind"] for o in h.ledger("s")] == ["started"]
 
 
@@ -36,10 +36,12 @@ def test_an_occurrence_still_refused_when_its_grace_ends_joins_a_capacity_range(
     assert [r["outcome"] for r in h.tick("12:10:59")] == ["refused"]
     rows = h.tick("12:11")
     assert [(r["outcome"], r["occurrence_time"]) for r in rows] == [
-        ("skipped", "2026-01-05T12:10:00Z")]
+        ("skipped", "2026-01-05T12:10:00Z")
+    ]
     ledger = h.ledger("s")
     assert [(o["kind"], o["instant"], o["through"], o["reason"]) for o in ledger] == [
-        ("skipped", "2026-01-05T12:10:00Z", "2026-01-05T12:10:00Z", "capacity")]
+        ("skipped", "2026-01-05T12:10:00Z", "2026-01-05T12:10:00Z", "capacity")
+    ]
     data = h.read("s")
     assert data["next_fire_at"] == "2026-01-05T12:20:00Z"
     assert data["last_skip_reason"] == "capacity" and data["skipped_trigger_count"] == 1
@@ -68,8 +70,9 @@ def test_max_runs_cannot_be_lowered_below_the_runs_already_started(h):
     h.create("s", activation_id=activation, max_runs=5, overlap_policy="allow_all")
     h.tick("12:05")
     h.tick("12:10")
-    response = h.api.request("PATCH", "/schedules/s", json={"max_runs": 2},
-                             headers={"If-Match": "1"})
+    response = h.api.request(
+        "PATCH", "/schedules/s", json={"max_runs": 2}, headers={"If-Match": "1"}
+    )
     assert response.status_code == 422
     assert response.get_json()["error"]["details"]["errors"][0]["loc"] == ["max_runs"]
     ok = h.api.request("PATCH", "/schedules/s", json={"max_runs": 3}, headers={"If-Match": "1"})
@@ -125,8 +128,11 @@ def test_a_retired_pinned_activation_blocks_and_a_save_unblocks(h):
     assert resume.status_code == 409 and resume.get_json()["error"]["code"] == "CONFLICT"
     fresh = h.workflow()
     h.set_clock("12:07")
-    saved = h.save({"id": "s", "cron": "*/5 * * * *", "activation_id": fresh},
-                   revision=data["revision"], expect=200)
+    saved = h.save(
+        {"id": "s", "cron": "*/5 * * * *", "activation_id": fresh},
+        revision=data["revision"],
+        expect=200,
+    )
     assert saved["status"] == "active" and saved["blocked_reason"] is None
     assert saved["next_fire_at"] == "2026-01-05T12:10:00Z"
     assert h.ledger() == []
@@ -150,9 +156,15 @@ def test_a_workflow_action_follows_the_newest_ready_activation(h):
 
 def test_a_calendar_that_runs_out_blocks_the_schedule(h):
     activation = h.workflow()
-    h.save({"id": "s", "spec": {"cron_expressions": ["*/5 * * * *"],
-                                "end_at": "2026-01-05T12:10:00Z"},
-            "activation_id": activation, "overlap_policy": "allow_all"}, expect=201)
+    h.save(
+        {
+            "id": "s",
+            "spec": {"cron_expressions": ["*/5 * * * *"], "end_at": "2026-01-05T12:10:00Z"},
+            "activation_id": activation,
+            "overlap_policy": "allow_all",
+        },
+        expect=201,
+    )
     h.tick("12:05")
     rows = h.tick("12:10")
     assert [r["outcome"] for r in rows] == ["triggered", "blocked"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 
 def outcomes(rows):
-    return [(r["outcome"], r["occurrence_time"][11:16] if r["occurrence_time"] else None)
-            for r in rows]
+    return [
+        (r["outcome"], r["occurrence_time"][11:16] if r["occurrence_time"] else None) for r in rows
+    ]
 
 
 def test_skip_skips_while_a_run_is_active(h):
@@ -16,7 +17,8 @@ def test_skip_skips_while_a_run_is_active(h):
     assert outcomes(h.tick("12:15")) == [("triggered", "12:15")]
     skipped = [o for o in h.ledger() if o["kind"] == "skipped"]
     assert [(o["instant"], o["reason"]) for o in skipped] == [
-        ("2026-01-05T12:10:00Z", "overlap_policy_skip")]
+        ("2026-01-05T12:10:00Z", "overlap_policy_skip")
+    ]
     event = [e for e in h.history() if e["event_type"] == "ScheduleTriggerSkipped"][0]
     assert event["payload"]["reason"] == "overlap_policy_skip"
     assert event["payload"]["skipped_trigger_count"] == 1
@@ -32,10 +34,14 @@ def test_buffer_one_keeps_one_and_skips_the_rest_with_buffer_full(h):
     h.finish()
     rows = h.tick("12:16")
     assert [(r["outcome"], r["run_id"]) for r in rows] == [
-        ("drained", "schedule:s:20260105T121000Z")]
+        ("drained", "schedule:s:20260105T121000Z")
+    ]
     ledger = h.ledger()
     assert [(o["kind"], o["instant"][11:16], o["reason"]) for o in ledger] == [
-        ("started", "12:05", None), ("started", "12:10", None), ("skipped", "12:15", "buffer_full")]
+        ("started", "12:05", None),
+        ("started", "12:10", None),
+        ("skipped", "12:15", "buffer_full"),
+    ]
     assert h.read()["buffered_count"] == 0
     drained = h.history()[-1]
     assert drained["event_type"] == "ScheduleTriggered"
@@ -56,8 +62,11 @@ def test_buffer_all_drains_fifo_one_per_tick(h):
         started.append(rows[0]["run_id"])
         # A second tick with the run still active drains nothing more.
         assert h.tick(f"12:21:{second:02d}") == []
-    assert started == ["schedule:s:20260105T121000Z", "schedule:s:20260105T121500Z",
-                       "schedule:s:20260105T122000Z"]
+    assert started == [
+        "schedule:s:20260105T121000Z",
+        "schedule:s:20260105T121500Z",
+        "schedule:s:20260105T122000Z",
+    ]
     assert h.read()["buffered_count"] == 0
 
 
@@ -75,8 +84,10 @@ def test_allow_all_starts_alongside(h):
     h.create("s", overlap_policy="allow_all")
     h.tick("12:05")
     h.tick("12:10")
-    assert h.read()["running_run_ids"] == ["schedule:s:20260105T120500Z",
-                                           "schedule:s:20260105T121000Z"]
+    assert h.read()["running_run_ids"] == [
+        "schedule:s:20260105T120500Z",
+        "schedule:s:20260105T121000Z",
+    ]
 
 
 def test_cancel_other_ends_the_old_run_and_starts_the_new(h):
@@ -109,7 +120,10 @@ def test_pause_drops_the_buffer_as_skipped(h):
     data = h.read()
     assert data["buffered_count"] == 0
     kinds = [(o["kind"], o["instant"][11:16], o["reason"]) for o in h.ledger()]
-    assert kinds == [("started", "12:05", None), ("skipped", "12:10", "paused"),
-                     ("skipped", "12:15", "paused")]
+    assert kinds == [
+        ("started", "12:05", None),
+        ("skipped", "12:10", "paused"),
+        ("skipped", "12:15", "paused"),
+    ]
     h.finish()
     assert h.tick("12:16") == []

@@ -6,8 +6,15 @@ import pytest
 
 from app.schedules.audit import EVENT_KEYS
 
-HISTORY_EVENT_FIELDS = {"id", "sequence", "event_type", "payload", "workflow_instance_id",
-                        "workflow_run_id", "recorded_at"}
+HISTORY_EVENT_FIELDS = {
+    "id",
+    "sequence",
+    "event_type",
+    "payload",
+    "workflow_instance_id",
+    "workflow_run_id",
+    "recorded_at",
+}
 
 
 def ten_events(h):
@@ -82,8 +89,15 @@ def test_the_ledger_lists_newest_first_with_an_opaque_cursor(h):
         h.tick(minute)
     first = h.api.get("/schedules/s/occurrences?limit=2").get_json()
     assert [o["instant"][11:16] for o in first["items"]] == ["12:15", "12:10"]
-    assert set(first["items"][0]) >= {"kind", "instant", "through", "reason", "run_id",
-                                      "revision", "observed_at"}
+    assert set(first["items"][0]) >= {
+        "kind",
+        "instant",
+        "through",
+        "reason",
+        "run_id",
+        "revision",
+        "observed_at",
+    }
     second = h.api.get(f"/schedules/s/occurrences?limit=2&cursor={first['next_cursor']}")
     assert [o["instant"][11:16] for o in second.get_json()["items"]] == ["12:05"]
     assert second.get_json()["next_cursor"] is None
@@ -140,7 +154,10 @@ def test_upcoming_lists_the_next_due_times(h):
     h.create("s")
     data = h.api.get("/schedules/s?upcoming=3").get_json()
     assert [u["at"] for u in data["upcoming"]] == [
-        "2026-01-05T12:05:00Z", "2026-01-05T12:10:00Z", "2026-01-05T12:15:00Z"]
+        "2026-01-05T12:05:00Z",
+        "2026-01-05T12:10:00Z",
+        "2026-01-05T12:15:00Z",
+    ]
     assert len(h.read()["upcoming"]) == 5
     h.post("s", "pause")
     assert h.read()["upcoming"] == []
@@ -151,20 +168,24 @@ def test_viewers_read_everything_but_every_change_is_forbidden(h, api_for):
     h.create("s")
     h.tick("12:05")
     viewer = api_for("vera", "viewer")
-    for path in ("/schedules", "/schedules/s", "/schedules/s/occurrences",
-                 "/schedules/s/history"):
+    for path in ("/schedules", "/schedules/s", "/schedules/s/occurrences", "/schedules/s/history"):
         assert viewer.get(path).status_code == 200, path
     before = h.counts()
     headers = {"If-Match": "1"}
     attempts = [
-        viewer.post("/schedules", json={"id": "v", "cron": "* * * * *",
-                                        "activation_id": h.workflow()}),
+        viewer.post(
+            "/schedules", json={"id": "v", "cron": "* * * * *", "activation_id": h.workflow()}
+        ),
         viewer.request("PATCH", "/schedules/s", json={"notes": "x"}, headers=headers),
         viewer.request("DELETE", "/schedules/s", headers=headers),
-        *[viewer.post(f"/schedules/s/{verb}", json={}, headers=headers)
-          for verb in ("pause", "resume", "disable", "enable", "delete", "trigger")],
-        viewer.post("/schedules/s/backfill", json={"from": "2026-01-05T10:00:00Z",
-                                                   "to": "2026-01-05T11:00:00Z"}),
+        *[
+            viewer.post(f"/schedules/s/{verb}", json={}, headers=headers)
+            for verb in ("pause", "resume", "disable", "enable", "delete", "trigger")
+        ],
+        viewer.post(
+            "/schedules/s/backfill",
+            json={"from": "2026-01-05T10:00:00Z", "to": "2026-01-05T11:00:00Z"},
+        ),
     ]
     for response in attempts:
         assert response.status_code == 403

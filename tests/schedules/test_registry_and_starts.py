@@ -23,17 +23,33 @@ from tests.conftest import FIXED_NOW
 
 def test_the_registry_has_exactly_the_spec_events():
     assert set(EVENT_KEYS) == {
-        "ScheduleCreated", "SchedulePaused", "ScheduleResumed", "ScheduleUpdated",
-        "ScheduleTriggered", "ScheduleTriggerSkipped", "ScheduleBlocked", "ScheduleDeleted"}
+        "ScheduleCreated",
+        "SchedulePaused",
+        "ScheduleResumed",
+        "ScheduleUpdated",
+        "ScheduleTriggered",
+        "ScheduleTriggerSkipped",
+        "ScheduleBlocked",
+        "ScheduleDeleted",
+    }
     assert EVENT_KEYS["ScheduleTriggered"] == {
-        "workflow_instance_id", "workflow_run_id", "outcome", "effective_overlap_policy",
-        "trigger_number", "occurrence_time", "command_context"}
+        "workflow_instance_id",
+        "workflow_run_id",
+        "outcome",
+        "effective_overlap_policy",
+        "trigger_number",
+        "occurrence_time",
+        "command_context",
+    }
 
 
-@pytest.mark.parametrize("payload", [
-    {"reason": "x", "paused_at": "t"},
-    {"reason": "x", "paused_at": "t", "command_context": {}, "extra": 1},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"reason": "x", "paused_at": "t"},
+        {"reason": "x", "paused_at": "t", "command_context": {}, "extra": 1},
+    ],
+)
 def test_a_payload_with_a_missing_or_unknown_key_is_refused(payload):
     with pytest.raises(AuditPayloadError):
         check_payload("SchedulePaused", payload)
@@ -47,42 +63,70 @@ def test_unknown_event_types_and_sources_are_refused():
     with pytest.raises(AuditPayloadError):
         CommandContext("olga", "email")
     assert CommandContext("olga", "console").to_json() == {
-        "actor": "olga", "source": "console", "request_id": None, "reason": None}
+        "actor": "olga",
+        "source": "console",
+        "request_id": None,
+        "reason": None,
+    }
 
 
 def _columns(session, run_id):
     run = session.scalar(select(Run).where(Run.run_id == run_id))
     skip = {"id", "uid", "run_id"}
     row = {c.name: getattr(run, c.name) for c in Run.__table__.columns if c.name not in skip}
-    events = [(e.sequence, e.event_type, e.node_id, e.payload, e.recorded_at)
-              for e in session.scalars(select(RunHistoryEvent).where(
-                  RunHistoryEvent.run_pk == run.id).order_by(RunHistoryEvent.sequence))]
-    deadlines = [(d.kind, d.node_id, d.due_at, d.created_at, d.consumed_at)
-                 for d in session.scalars(select(Deadline).where(Deadline.run_pk == run.id))]
-    raw = session.execute(text("SELECT created_at, claimable_at FROM runs WHERE run_id = :r"),
-                          {"r": run_id}).one()
+    events = [
+        (e.sequence, e.event_type, e.node_id, e.payload, e.recorded_at)
+        for e in session.scalars(
+            select(RunHistoryEvent)
+            .where(RunHistoryEvent.run_pk == run.id)
+            .order_by(RunHistoryEvent.sequence)
+        )
+    ]
+    deadlines = [
+        (d.kind, d.node_id, d.due_at, d.created_at, d.consumed_at)
+        for d in session.scalars(select(Deadline).where(Deadline.run_pk == run.id))
+    ]
+    raw = session.execute(
+        text("SELECT created_at, claimable_at FROM runs WHERE run_id = :r"), {"r": run_id}
+    ).one()
     return row, events, deadlines, tuple(str(value) for value in raw)
 
 
 def test_the_bulk_starter_writes_what_lifecycle_start_run_writes(h):
     activation = h.workflow(timeout_seconds=600)
-    h.create("s", activation_id=activation, labels={"a": "b"}, memo={"m": [1]},
-             search_attributes={"k": "v"})
-    h.api.request("PATCH", "/schedules/s", headers={"If-Match": "1"},
-                  json={"action": {"run_timeout_seconds": 30, "queue": "q"}, "input": {"x": 1}})
+    h.create(
+        "s",
+        activation_id=activation,
+        labels={"a": "b"},
+        memo={"m": [1]},
+        search_attributes={"k": "v"},
+    )
+    h.api.request(
+        "PATCH",
+        "/schedules/s",
+        headers={"If-Match": "1"},
+        json={"action": {"run_timeout_seconds": 30, "queue": "q"}, "input": {"x": 1}},
+    )
     now = datetime(2026, 1, 5, 12, 5, 0, 123456, tzinfo=UTC)
     with h.db.session() as session:
         schedule = session.scalar(select(Schedule))
         namespace = session.get(Namespace, schedule.namespace_id)
         target = lifecycle.resolve_target(session, namespace, activation_id=activation)
-        origin = {"schedule_id": "s", "schedule_uid": schedule.uid, "cron_expression": None,
-                  "timezone": "UTC", "overlap_policy": "skip", "trigger_number": 1,
-                  "occurrence_time": "2026-01-05T12:05:00Z"}
+        origin = {
+            "schedule_id": "s",
+            "schedule_uid": schedule.uid,
+            "cron_expression": None,
+            "timezone": "UTC",
+            "overlap_policy": "skip",
+            "trigger_number": 1,
+            "occurrence_time": "2026-01-05T12:05:00Z",
+        }
         bulk = BulkStarter(now)
         bulk(RunStart("bulk", target, {"x": 1}, origin, 30, schedule))
         bulk.flush(session)
-        orm_starter(session, now, namespace)(RunStart("orm", target, {"x": 1}, origin, 30,
-                                                      schedule))
+        orm_starter(session, now, namespace)(
+            RunStart("orm", target, {"x": 1}, origin, 30, schedule)
+        )
         session.commit()
         assert _columns(session, "bulk") == _columns(session, "orm")
         events = _columns(session, "bulk")[1]

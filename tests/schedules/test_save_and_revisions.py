@@ -14,19 +14,49 @@ from app.schedules.audit import EVENT_KEYS, CommandContext
 from tests.conftest import make_test_app
 
 RESOURCE_FIELDS = {
-    "schedule_id", "uid", "namespace", "revision", "status", "blocked_reason", "paused_reason",
-    "principal", "spec", "action", "overlap_policy", "missed_policy", "jitter_seconds",
-    "max_runs", "labels", "memo", "search_attributes", "notes", "next_fire_at", "last_fired_at",
-    "fires_count", "remaining_runs", "skipped_trigger_count", "last_skip_reason",
-    "last_skipped_at", "buffered_count", "latest_run_id", "running_run_ids", "created_at",
-    "updated_at", "deleted_at",
+    "schedule_id",
+    "uid",
+    "namespace",
+    "revision",
+    "status",
+    "blocked_reason",
+    "paused_reason",
+    "principal",
+    "spec",
+    "action",
+    "overlap_policy",
+    "missed_policy",
+    "jitter_seconds",
+    "max_runs",
+    "labels",
+    "memo",
+    "search_attributes",
+    "notes",
+    "next_fire_at",
+    "last_fired_at",
+    "fires_count",
+    "remaining_runs",
+    "skipped_trigger_count",
+    "last_skip_reason",
+    "last_skipped_at",
+    "buffered_count",
+    "latest_run_id",
+    "running_run_ids",
+    "created_at",
+    "updated_at",
+    "deleted_at",
 }
 
 
 def test_the_reference_request_works_verbatim(h):
     activation = h.workflow()
-    body = {"cron": "*/5 * * * *", "timezone": "UTC", "missed_policy": "skip",
-            "activation_id": activation, "input": {}}
+    body = {
+        "cron": "*/5 * * * *",
+        "timezone": "UTC",
+        "missed_policy": "skip",
+        "activation_id": activation,
+        "input": {},
+    }
     response = h.api.post("/schedules", json=body)
     assert response.status_code == 201
     assert response.headers["ETag"] == '"1"'
@@ -47,19 +77,34 @@ def test_the_reference_request_works_verbatim(h):
 
 
 def test_long_form_request_of_the_spec_is_stored_and_read_back(h):
-    h.workflow("invoice-sync", input_schema={"type": "object",
-                                             "properties": {"mode": {"type": "string"}}})
+    h.workflow(
+        "invoice-sync", input_schema={"type": "object", "properties": {"mode": {"type": "string"}}}
+    )
     body = {
         "schedule_id": "daily-invoice-sync",
-        "spec": {"cron_expressions": ["0 2 * * *"],
-                 "intervals": [{"every": "PT6H", "offset": "PT5M"}],
-                 "timezone": "America/New_York", "start_at": None, "end_at": None},
-        "action": {"workflow": "invoice-sync", "activation_id": None,
-                   "input": {"mode": "nightly"}, "execution_timeout_seconds": 120,
-                   "run_timeout_seconds": 60, "queue": None},
-        "overlap_policy": "skip", "missed_policy": "skip", "jitter_seconds": 0,
-        "max_runs": None, "labels": {"team": "billing"}, "memo": {},
-        "search_attributes": {"tenant_id": "42"}, "notes": "Runs every night at 2 AM ET.",
+        "spec": {
+            "cron_expressions": ["0 2 * * *"],
+            "intervals": [{"every": "PT6H", "offset": "PT5M"}],
+            "timezone": "America/New_York",
+            "start_at": None,
+            "end_at": None,
+        },
+        "action": {
+            "workflow": "invoice-sync",
+            "activation_id": None,
+            "input": {"mode": "nightly"},
+            "execution_timeout_seconds": 120,
+            "run_timeout_seconds": 60,
+            "queue": None,
+        },
+        "overlap_policy": "skip",
+        "missed_policy": "skip",
+        "jitter_seconds": 0,
+        "max_runs": None,
+        "labels": {"team": "billing"},
+        "memo": {},
+        "search_attributes": {"tenant_id": "42"},
+        "notes": "Runs every night at 2 AM ET.",
     }
     data = h.save(body, expect=201)
     assert data["schedule_id"] == "daily-invoice-sync"
@@ -70,15 +115,19 @@ def test_long_form_request_of_the_spec_is_stored_and_read_back(h):
     read = h.api.get("/schedules/daily-invoice-sync?upcoming=3")
     assert read.headers["ETag"] == '"1"'
     upcoming = read.get_json()["upcoming"]
-    assert [u["at"] for u in upcoming] == ["2026-01-05T12:05:00Z", "2026-01-05T18:05:00Z",
-                                           "2026-01-06T00:05:00Z"]
+    assert [u["at"] for u in upcoming] == [
+        "2026-01-05T12:05:00Z",
+        "2026-01-05T18:05:00Z",
+        "2026-01-06T00:05:00Z",
+    ]
 
 
 def test_saving_an_existing_id_without_if_match_is_a_revision_conflict(h):
     h.create("s")
     before = h.counts()
-    response = h.api.post("/schedules", json={"id": "s", "cron": "0 * * * *",
-                                              "activation_id": h.workflow()})
+    response = h.api.post(
+        "/schedules", json={"id": "s", "cron": "0 * * * *", "activation_id": h.workflow()}
+    )
     assert response.status_code == 409
     error = response.get_json()["error"]
     assert error["code"] == "SCHEDULE_REVISION" and error["details"]["current_revision"] == 1
@@ -88,9 +137,11 @@ def test_saving_an_existing_id_without_if_match_is_a_revision_conflict(h):
 def test_if_match_on_a_schedule_that_does_not_exist_is_a_revision_conflict(h):
     activation = h.workflow()
     before = h.counts()
-    response = h.api.post("/schedules", json={"id": "new", "cron": "0 * * * *",
-                                              "activation_id": activation},
-                          headers={"If-Match": '"1"'})
+    response = h.api.post(
+        "/schedules",
+        json={"id": "new", "cron": "0 * * * *", "activation_id": activation},
+        headers={"If-Match": '"1"'},
+    )
     assert response.status_code == 409
     assert response.get_json()["error"]["code"] == "SCHEDULE_REVISION"
     assert response.get_json()["error"]["details"]["current_revision"] is None
@@ -130,8 +181,12 @@ def test_malformed_if_match_is_a_bad_request(h):
 def test_patch_merges_into_the_current_configuration(h):
     activation = h.workflow()
     h.create("s", activation_id=activation, labels={"team": "billing", "tier": "1"})
-    response = h.api.request("PATCH", "/schedules/s", json={"notes": "n", "labels": {"tier": None}},
-                             headers={"If-Match": "1"})
+    response = h.api.request(
+        "PATCH",
+        "/schedules/s",
+        json={"notes": "n", "labels": {"tier": None}},
+        headers={"If-Match": "1"},
+    )
     assert response.status_code == 200, response.get_json()
     data = response.get_json()
     assert data["revision"] == 2 and data["notes"] == "n" and data["labels"] == {"team": "billing"}
@@ -142,8 +197,9 @@ def test_patch_merges_into_the_current_configuration(h):
     assert missing.get_json()["error"]["details"]["current_revision"] == 2
     # Naming the workflow un-pins the activation.
     h.workflow("other")
-    follow = h.api.request("PATCH", "/schedules/s", json={"action": {"workflow": "other"}},
-                           headers={"If-Match": "2"})
+    follow = h.api.request(
+        "PATCH", "/schedules/s", json={"action": {"workflow": "other"}}, headers={"If-Match": "2"}
+    )
     assert follow.status_code == 200, follow.get_json()
     assert follow.get_json()["action"]["activation_id"] is None
     assert follow.get_json()["action"]["workflow"] == "other"
@@ -173,8 +229,9 @@ def test_a_deleted_id_is_never_reused(h):
         response = h.post("s", verb, revision=2)
         assert response.status_code == 409, verb
         assert response.get_json()["error"]["code"] == "SCHEDULE_DELETED"
-    backfill = h.post("s", "backfill", {"from": "2026-01-05T10:00:00Z",
-                                        "to": "2026-01-05T11:00:00Z"}, revision=2)
+    backfill = h.post(
+        "s", "backfill", {"from": "2026-01-05T10:00:00Z", "to": "2026-01-05T11:00:00Z"}, revision=2
+    )
     assert backfill.get_json()["error"]["code"] == "SCHEDULE_DELETED"
     patch = h.api.request("PATCH", "/schedules/s", json={"notes": "x"}, headers={"If-Match": "2"})
     assert patch.get_json()["error"]["code"] == "SCHEDULE_DELETED"
@@ -205,8 +262,15 @@ def test_concurrent_saves_with_the_same_revision_exactly_one_wins(h, db_url):
             body = {"id": "s", "cron": "0 * * * *", "activation_id": activation, "notes": notes}
             barrier.wait()
             try:
-                service.save(session, h.set_clock("12:00"), namespace, user,
-                             CommandContext("olga", "api"), body, 1)
+                service.save(
+                    session,
+                    h.set_clock("12:00"),
+                    namespace,
+                    user,
+                    CommandContext("olga", "api"),
+                    body,
+                    1,
+                )
                 session.commit()
                 outcomes.append("saved")
             except AlmanacError as exc:
@@ -248,14 +312,25 @@ def test_every_change_writes_one_immutable_revision(h):
     h.api.request("PATCH", "/schedules/s", json={"notes": "n"}, headers={"If-Match": "3"})
     h.api.request("DELETE", "/schedules/s", headers={"If-Match": "4"})
     with h.db.session() as session:
-        revisions = list(session.scalars(select(ScheduleRevision)
-                                         .order_by(ScheduleRevision.revision)))
+        revisions = list(
+            session.scalars(select(ScheduleRevision).order_by(ScheduleRevision.revision))
+        )
     assert [(r.revision, r.config["status"]) for r in revisions] == [
-        (1, "active"), (2, "paused"), (3, "active"), (4, "active"), (5, "deleted")]
+        (1, "active"),
+        (2, "paused"),
+        (3, "active"),
+        (4, "active"),
+        (5, "deleted"),
+    ]
     assert revisions[1].config["paused_reason"] == "r"
     assert revisions[3].config["notes"] == "n" and revisions[2].config["notes"] is None
-    assert h.event_types() == ["ScheduleCreated", "SchedulePaused", "ScheduleResumed",
-                               "ScheduleUpdated", "ScheduleDeleted"]
+    assert h.event_types() == [
+        "ScheduleCreated",
+        "SchedulePaused",
+        "ScheduleResumed",
+        "ScheduleUpdated",
+        "ScheduleDeleted",
+    ]
 
 
 def test_resume_fires_from_the_resume_time_without_catch_up(h):
@@ -271,7 +346,9 @@ def test_resume_fires_from_the_resume_time_without_catch_up(h):
     assert [r["run_id"] for r in h.tick("12:35")] == ["schedule:s:20260105T123500Z"]
     # The paused half hour holds no occurrence: not started, not skipped.
     assert [(o["kind"], o["instant"][11:16]) for o in h.ledger()] == [
-        ("started", "12:05"), ("started", "12:35")]
+        ("started", "12:05"),
+        ("started", "12:35"),
+    ]
 
 
 def test_pause_closes_the_period_at_the_pause_time(h):
@@ -281,13 +358,17 @@ def test_pause_closes_the_period_at_the_pause_time(h):
     h.post("s", "pause")
     ledger = h.ledger()
     assert [(o["kind"], o["instant"], o["through"], o["reason"]) for o in ledger] == [
-        ("skipped", "2026-01-05T12:01:00Z", "2026-01-05T12:03:00Z", "paused")]
+        ("skipped", "2026-01-05T12:01:00Z", "2026-01-05T12:03:00Z", "paused")
+    ]
 
 
 def test_the_command_source_and_request_id_come_from_the_request(h):
     activation = h.workflow()
-    h.api.post("/schedules", json={"id": "s", "cron": "* * * * *", "activation_id": activation},
-               headers={"X-Almanac-Source": "cli", "X-Request-Id": "req-42"})
+    h.api.post(
+        "/schedules",
+        json={"id": "s", "cron": "* * * * *", "activation_id": activation},
+        headers={"X-Almanac-Source": "cli", "X-Request-Id": "req-42"},
+    )
     context = h.history()[0]["payload"]["command_context"]
     assert context == {"actor": "olga", "source": "cli", "request_id": "req-42", "reason": None}
 
@@ -310,8 +391,15 @@ def test_concurrent_creates_of_one_id_exactly_one_wins(h, db_url):
             body = {"id": "twin", "cron": "0 * * * *", "activation_id": activation}
             barrier.wait()
             try:
-                service.save(session, h.set_clock("12:00"), namespace, user,
-                             CommandContext("olga", "api"), body, None)
+                service.save(
+                    session,
+                    h.set_clock("12:00"),
+                    namespace,
+                    user,
+                    CommandContext("olga", "api"),
+                    body,
+                    None,
+                )
                 session.commit()
                 outcomes.append("created")
             except AlmanacError as exc:

@@ -18,13 +18,16 @@ def test_a_ten_minute_outage_under_skip_is_one_skipped_range_and_the_current_min
     h.create("s", cron="* * * * *")
     rows = h.tick("12:10:30")
     assert [(r["outcome"], r["occurrence_time"]) for r in rows] == [
-        ("skipped", "2026-01-05T12:01:00Z"), ("triggered", "2026-01-05T12:10:00Z")]
+        ("skipped", "2026-01-05T12:01:00Z"),
+        ("triggered", "2026-01-05T12:10:00Z"),
+    ]
     assert rows[-1]["run_id"] == "schedule:s:20260105T121000Z"
     assert rows[-1]["next_fire_at"] == "2026-01-05T12:11:00Z"
     ledger = h.ledger()
     assert [(o["kind"], o["instant"], o["through"], o["reason"], o["count"]) for o in ledger] == [
         ("skipped", "2026-01-05T12:01:00Z", "2026-01-05T12:09:00Z", "missed", 9),
-        ("started", "2026-01-05T12:10:00Z", None, None, 1)]
+        ("started", "2026-01-05T12:10:00Z", None, None, 1),
+    ]
     assert ledger[0]["observed_at"] == "2026-01-05T12:10:30Z" and ledger[0]["revision"] == 1
     data = h.read()
     assert data["skipped_trigger_count"] == 9 and data["last_skip_reason"] == "missed"
@@ -36,11 +39,14 @@ def test_grace_is_half_open_so_an_occurrence_at_its_end_is_missed(h):
     h.create("s")
     rows = h.tick("12:15:59")
     assert [(r["outcome"], r["occurrence_time"]) for r in rows] == [
-        ("skipped", "2026-01-05T12:05:00Z"), ("triggered", "2026-01-05T12:15:00Z")]
+        ("skipped", "2026-01-05T12:05:00Z"),
+        ("triggered", "2026-01-05T12:15:00Z"),
+    ]
     h.finish()
     rows = h.tick("12:21:00")
     assert [(r["outcome"], r["occurrence_time"]) for r in rows] == [
-        ("skipped", "2026-01-05T12:20:00Z")]
+        ("skipped", "2026-01-05T12:20:00Z")
+    ]
     assert h.ledger()[-1]["through"] == "2026-01-05T12:20:00Z"
     assert len(h.runs()) == 1
 
@@ -49,11 +55,14 @@ def test_fire_once_fires_the_earliest_overdue_occurrence_once(h):
     h.create("s", cron="* * * * *", missed_policy="fire_once")
     rows = h.tick("12:10:30")
     assert [(r["outcome"], r["occurrence_time"]) for r in rows] == [
-        ("skipped", "2026-01-05T12:02:00Z"), ("triggered", "2026-01-05T12:01:00Z")]
+        ("skipped", "2026-01-05T12:02:00Z"),
+        ("triggered", "2026-01-05T12:01:00Z"),
+    ]
     ledger = h.ledger()
     assert [(o["kind"], o["instant"], o["through"], o["reason"]) for o in ledger] == [
         ("started", "2026-01-05T12:01:00Z", None, None),
-        ("skipped", "2026-01-05T12:02:00Z", "2026-01-05T12:10:00Z", "missed")]
+        ("skipped", "2026-01-05T12:02:00Z", "2026-01-05T12:10:00Z", "missed"),
+    ]
     assert h.tick("12:10:40") == []
     assert len(h.runs()) == 1
 
@@ -65,8 +74,10 @@ def test_repeated_ticks_never_start_an_occurrence_twice(h):
     assert h.tick("12:05:30") == []
     h.finish()
     assert [r["run_id"] for r in h.tick("12:10")] == ["schedule:s:20260105T121000Z"]
-    assert [r.run_id for r in h.runs()] == ["schedule:s:20260105T120500Z",
-                                            "schedule:s:20260105T121000Z"]
+    assert [r.run_id for r in h.runs()] == [
+        "schedule:s:20260105T120500Z",
+        "schedule:s:20260105T121000Z",
+    ]
 
 
 def test_the_cursor_and_next_fire_at_never_move_backward(h):
@@ -88,11 +99,25 @@ def test_the_cursor_and_next_fire_at_never_move_backward(h):
 
 def test_the_started_run_begins_with_schedule_triggered_and_carries_the_schedule(h):
     activation = h.workflow(timeout_seconds=3600)
-    h.create("s", activation_id=activation, labels={"team": "billing"}, memo={"m": 1},
-             search_attributes={"tenant_id": "42"})
-    h.api.request("PATCH", "/schedules/s", headers={"If-Match": "1"}, json={
-        "action": {"execution_timeout_seconds": 120, "run_timeout_seconds": 60,
-                   "queue": "billing"}})
+    h.create(
+        "s",
+        activation_id=activation,
+        labels={"team": "billing"},
+        memo={"m": 1},
+        search_attributes={"tenant_id": "42"},
+    )
+    h.api.request(
+        "PATCH",
+        "/schedules/s",
+        headers={"If-Match": "1"},
+        json={
+            "action": {
+                "execution_timeout_seconds": 120,
+                "run_timeout_seconds": 60,
+                "queue": "billing",
+            }
+        },
+    )
     h.tick("12:05")
     (run,) = h.runs()
     assert run.run_id == "schedule:s:20260105T120500Z" and run.schedule_id == "s"
@@ -103,9 +128,14 @@ def test_the_started_run_begins_with_schedule_triggered_and_carries_the_schedule
     origin = events[0].payload
     assert set(origin) == RUN_ORIGIN_KEYS
     assert origin | {"schedule_uid": None} == {
-        "schedule_id": "s", "schedule_uid": None, "cron_expression": "*/5 * * * *",
-        "timezone": "UTC", "overlap_policy": "skip", "trigger_number": 1,
-        "occurrence_time": "2026-01-05T12:05:00Z"}
+        "schedule_id": "s",
+        "schedule_uid": None,
+        "cron_expression": "*/5 * * * *",
+        "timezone": "UTC",
+        "overlap_policy": "skip",
+        "trigger_number": 1,
+        "occurrence_time": "2026-01-05T12:05:00Z",
+    }
     assert origin["schedule_uid"] == h.read()["uid"]
     with h.db.session() as session:
         deadline = session.scalar(select(Deadline).where(Deadline.run_pk == run.id))
@@ -115,8 +145,12 @@ def test_the_started_run_begins_with_schedule_triggered_and_carries_the_schedule
     assert audit["event_type"] == "ScheduleTriggered"
     assert audit["workflow_instance_id"] == run.run_id and audit["workflow_run_id"] == run.uid
     assert audit["payload"]["trigger_number"] == 1
-    assert audit["payload"]["command_context"] == {"actor": "olga", "source": "scheduler",
-                                                   "request_id": None, "reason": None}
+    assert audit["payload"]["command_context"] == {
+        "actor": "olga",
+        "source": "scheduler",
+        "request_id": None,
+        "reason": None,
+    }
 
 
 def test_jitter_is_deterministic_and_delays_the_due_time(h):
@@ -137,18 +171,34 @@ def test_jitter_is_deterministic_and_delays_the_due_time(h):
 
 def test_intervals_and_time_zones_fire_at_their_instants(h):
     activation = h.workflow()
-    h.save({"id": "i", "spec": {"intervals": [{"every": "PT30M", "offset": "PT5M"}]},
-            "activation_id": activation, "overlap_policy": "allow_all"}, expect=201)
-    h.save({"id": "ny", "cron": "30 7 * * *", "timezone": "America/New_York",
-            "activation_id": activation}, expect=201)
+    h.save(
+        {
+            "id": "i",
+            "spec": {"intervals": [{"every": "PT30M", "offset": "PT5M"}]},
+            "activation_id": activation,
+            "overlap_policy": "allow_all",
+        },
+        expect=201,
+    )
+    h.save(
+        {
+            "id": "ny",
+            "cron": "30 7 * * *",
+            "timezone": "America/New_York",
+            "activation_id": activation,
+        },
+        expect=201,
+    )
     assert h.read("i")["next_fire_at"] == "2026-01-05T12:05:00Z"
     assert h.read("ny")["next_fire_at"] == "2026-01-05T12:30:00Z"
     h.tick("12:05")
     h.tick("12:30")
     h.tick("12:35")
     assert sorted(r.run_id for r in h.runs()) == [
-        "schedule:i:20260105T120500Z", "schedule:i:20260105T123500Z",
-        "schedule:ny:20260105T123000Z"]
+        "schedule:i:20260105T120500Z",
+        "schedule:i:20260105T123500Z",
+        "schedule:ny:20260105T123000Z",
+    ]
 
 
 def test_tick_and_clock_work_end_to_end_through_the_api(h, admin_api):
@@ -156,10 +206,16 @@ def test_tick_and_clock_work_end_to_end_through_the_api(h, admin_api):
     response = admin_api.post("/admin/clock", json={"now": "2026-01-05T12:05:00Z", "tick": True})
     assert response.status_code == 200
     rows = response.get_json()["rows"]
-    assert rows == [{"schedule_id": "s", "namespace": "default", "outcome": "triggered",
-                     "occurrence_time": "2026-01-05T12:05:00Z",
-                     "run_id": "schedule:s:20260105T120500Z",
-                     "next_fire_at": "2026-01-05T12:10:00Z"}]
+    assert rows == [
+        {
+            "schedule_id": "s",
+            "namespace": "default",
+            "outcome": "triggered",
+            "occurrence_time": "2026-01-05T12:05:00Z",
+            "run_id": "schedule:s:20260105T120500Z",
+            "next_fire_at": "2026-01-05T12:10:00Z",
+        }
+    ]
     again = admin_api.post("/admin/tick", json={}).get_json()
     assert again["rows"] == [] and again["now"] == "2026-01-05T12:05:00Z"
 
@@ -173,13 +229,14 @@ def test_namespaces_take_turns_page_by_page(h, accounts, monkeypatch):
         token = accounts.create(f"writer-{ns}", "operator", ns).token
         api = Api(h.api.client, token)
         for index in range(4):
-            body = {"id": f"{ns}-{index}", "cron": "*/5 * * * *",
-                    "activation_id": activations[ns]}
+            body = {"id": f"{ns}-{index}", "cron": "*/5 * * * *", "activation_id": activations[ns]}
             response = api.post(f"/namespaces/{ns}/schedules", json=body)
             assert response.status_code == 201, response.get_json()
     rows = h.tick("12:05")
     assert [r["namespace"] for r in rows] in (
-        ["alpha", "alpha", "beta", "beta"] * 2, ["beta", "beta", "alpha", "alpha"] * 2)
+        ["alpha", "alpha", "beta", "beta"] * 2,
+        ["beta", "beta", "alpha", "alpha"] * 2,
+    )
     assert len({r["run_id"] for r in rows}) == 8
 
 
@@ -190,13 +247,16 @@ def test_a_firing_whose_run_id_is_taken_is_rolled_back_alone(h):
     with h.db.session() as session:
         namespace = session.scalar(select(Namespace).where(Namespace.name == "default"))
         target = lifecycle.resolve_target(session, namespace, activation_id=activation)
-        lifecycle.start_run(session, at("12:00"), namespace, target,
-                            "schedule:s:20260105T120500Z", {})
+        lifecycle.start_run(
+            session, at("12:00"), namespace, target, "schedule:s:20260105T120500Z", {}
+        )
         session.commit()
     rows = h.tick("12:05")
     assert [(r["schedule_id"], r["outcome"]) for r in rows] == [("t", "triggered")]
-    assert sorted(r.run_id for r in h.runs()) == ["schedule:s:20260105T120500Z",
-                                                  "schedule:t:20260105T120500Z"]
+    assert sorted(r.run_id for r in h.runs()) == [
+        "schedule:s:20260105T120500Z",
+        "schedule:t:20260105T120500Z",
+    ]
     # The refused firing left nothing behind: no ledger row, no audit event, same cursor.
     assert h.ledger("s") == [] and h.event_types("s") == ["ScheduleCreated"]
     assert h.read("s")["next_fire_at"] == "2026-01-05T12:05:00Z"

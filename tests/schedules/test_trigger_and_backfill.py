@@ -16,8 +16,11 @@ def test_trigger_starts_a_run_now_and_is_idempotent_within_the_millisecond(h):
     response = h.post("s", "trigger", {"reason": "by hand"})
     assert response.status_code == 200
     body = response.get_json()
-    assert body == {"outcome": "triggered", "reason": None,
-                    "run_id": "schedule:s:manual:1767614462345"}
+    assert body == {
+        "outcome": "triggered",
+        "reason": None,
+        "run_id": "schedule:s:manual:1767614462345",
+    }
     events = h.run_events(body["run_id"])
     assert events[0].event_type == "ScheduleTriggered" and set(events[0].payload) == RUN_ORIGIN_KEYS
     again = h.post("s", "trigger").get_json()
@@ -70,7 +73,10 @@ def test_backfill_covers_from_inclusive_to_exclusive_with_canonical_times(h):
     assert response.status_code == 200
     body = response.get_json()
     assert [(r["occurrence_time"][11:16], r["outcome"]) for r in body["results"]] == [
-        ("12:05", "backfilled"), ("12:10", "backfilled"), ("12:15", "backfilled")]
+        ("12:05", "backfilled"),
+        ("12:10", "backfilled"),
+        ("12:15", "backfilled"),
+    ]
     assert body["started"] == 3 and body["skipped"] == 0
     assert body["results"][0]["run_id"] == "schedule:s:backfill:20260105T120500Z"
     events = h.run_events("schedule:s:backfill:20260105T120500Z")
@@ -86,8 +92,11 @@ def test_backfill_is_idempotent_and_never_starts_an_occurrence_twice(h):
     h.post("s", "pause")
     first = backfill(h, "12:00", "12:20").get_json()
     assert [(r["occurrence_time"][11:16], r["outcome"]) for r in first["results"]] == [
-        ("12:00", "backfilled"), ("12:05", "already_started"), ("12:10", "backfilled"),
-        ("12:15", "backfilled")]
+        ("12:00", "backfilled"),
+        ("12:05", "already_started"),
+        ("12:10", "backfilled"),
+        ("12:15", "backfilled"),
+    ]
     assert first["results"][1]["run_id"] == "schedule:s:20260105T120500Z"
     second = backfill(h, "12:00", "12:20").get_json()
     assert {r["outcome"] for r in second["results"]} == {"already_started"}
@@ -101,8 +110,11 @@ def test_backfill_treats_buffer_policies_as_allow_all(h):
     h.post("s", "pause")
     body = backfill(h, "12:05", "12:20").get_json()
     assert body["started"] == 3 and h.read()["buffered_count"] == 0
-    assert all(e["payload"]["effective_overlap_policy"] == "allow_all"
-               for e in h.history() if e["event_type"] == "ScheduleTriggered")
+    assert all(
+        e["payload"]["effective_overlap_policy"] == "allow_all"
+        for e in h.history()
+        if e["event_type"] == "ScheduleTriggered"
+    )
 
 
 def test_backfill_honours_max_runs(h):
@@ -110,7 +122,11 @@ def test_backfill_honours_max_runs(h):
     h.set_clock("12:30")
     body = backfill(h, "11:00", "11:20").get_json()
     assert [r["outcome"] for r in body["results"]] == [
-        "backfilled", "backfilled", "skipped", "skipped"]
+        "backfilled",
+        "backfilled",
+        "skipped",
+        "skipped",
+    ]
     assert body["results"][2]["reason"] == "max_runs_exhausted"
     assert h.read()["status"] == "deleted"
     assert h.history()[-1]["payload"]["reason"] == "max_runs_exhausted"
@@ -121,8 +137,11 @@ def test_backfill_leaves_occurrences_the_scheduler_has_not_reached_to_it(h):
     h.set_clock("12:12")
     body = backfill(h, "11:55", "12:12").get_json()
     assert [(r["occurrence_time"][11:16], r["outcome"], r["reason"]) for r in body["results"]] == [
-        ("11:55", "backfilled", None), ("12:00", "backfilled", None),
-        ("12:05", "skipped", "scheduled"), ("12:10", "skipped", "scheduled")]
+        ("11:55", "backfilled", None),
+        ("12:00", "backfilled", None),
+        ("12:05", "skipped", "scheduled"),
+        ("12:10", "skipped", "scheduled"),
+    ]
 
 
 def test_backfill_refuses_bad_ranges_and_too_many_occurrences(h):
@@ -142,8 +161,13 @@ def test_backfill_refuses_bad_ranges_and_too_many_occurrences(h):
         assert response.status_code == 422, (body, response.get_json())
         assert response.get_json()["error"]["code"] == code
     # Exactly 1000 occurrences is allowed.
-    ok = h.api.post("/schedules/s/backfill", json={
-        "from": "2026-01-05T00:00:00Z", "to": "2026-01-05T16:40:00Z",
-        "overlap_policy": "allow_all"})
+    ok = h.api.post(
+        "/schedules/s/backfill",
+        json={
+            "from": "2026-01-05T00:00:00Z",
+            "to": "2026-01-05T16:40:00Z",
+            "overlap_policy": "allow_all",
+        },
+    )
     assert ok.status_code == 200 and ok.get_json()["started"] == 1000
     assert h.counts()["runs"] == before["runs"] + 1000

@@ -27,8 +27,15 @@ def main() -> None:
     url = sys.argv[1]
     if len(sys.argv) > 2:
         ticking.PAGE_SIZE = int(sys.argv[2])
-    app = create_app({"TESTING": True, "DATABASE_URL": url, "CLOCK": "manual",
-                      "SCHEDULER": "off", "SECRET_KEY": "replica"})
+    app = create_app(
+        {
+            "TESTING": True,
+            "DATABASE_URL": url,
+            "CLOCK": "manual",
+            "SCHEDULER": "off",
+            "SECRET_KEY": "replica",
+        }
+    )
     db = database(app)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))

@@ -32,9 +32,13 @@ def start_worker(url: str, index: int) -> subprocess.Popen[str]:
     # Named connections let the test see, in pg_stat_activity, when a replica is mid-tick.
     named = make_url(url).update_query_dict({"application_name": f"replica{index}"})
     command = [sys.executable, str(WORKER), named.render_as_string(hide_password=False), "40"]
-    process = subprocess.Popen(command, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(
+        command,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "ready", process.stderr.read()
     return process
@@ -46,8 +50,11 @@ def clone_schedules(h, count: int) -> None:
     with h.db.engine.begin() as conn:
         template = dict(conn.execute(select(Schedule.__table__)).mappings().one())
         template.pop("id")
-        rows = [template | {"uid": f"00000000-0000-4000-8000-{index:012d}",
-                            "schedule_id": f"r{index:04d}"} for index in range(1, count)]
+        rows = [
+            template
+            | {"uid": f"00000000-0000-4000-8000-{index:012d}", "schedule_id": f"r{index:04d}"}
+            for index in range(1, count)
+        ]
         conn.execute(insert(Schedule.__table__), rows)
 
 
@@ -71,8 +78,13 @@ def test_four_replicas_one_killed_mid_tick_start_every_occurrence_once(h, db_url
             return conn.execute(text(sql), params).scalar()
 
     def caught_up() -> bool:
-        return scalar("SELECT count(*) FROM schedules WHERE status = 'active' "
-                      "AND next_fire_at <= (SELECT now FROM clock_state)") == 0
+        return (
+            scalar(
+                "SELECT count(*) FROM schedules WHERE status = 'active' "
+                "AND next_fire_at <= (SELECT now FROM clock_state)"
+            )
+            == 0
+        )
 
     killed = False
     try:
@@ -81,9 +93,15 @@ def test_four_replicas_one_killed_mid_tick_start_every_occurrence_once(h, db_url
             if minute == 3:
                 # Kill a replica while the replicas are busy with this minute's firings.
                 wait_until(lambda: scalar("SELECT count(*) FROM runs") > SCHEDULES * 2 + 50)
-                wait_until(lambda: scalar(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'replica0' "
-                    "AND xact_start IS NOT NULL") > 0)
+                wait_until(
+                    lambda: (
+                        scalar(
+                            "SELECT count(*) FROM pg_stat_activity "
+                            "WHERE application_name = 'replica0' AND xact_start IS NOT NULL"
+                        )
+                        > 0
+                    )
+                )
                 workers[0].send_signal(signal.SIGKILL)
                 workers[0].wait()
                 killed = scalar("SELECT count(*) FROM runs") < SCHEDULES * 3
@@ -101,16 +119,37 @@ def test_four_replicas_one_killed_mid_tick_start_every_occurrence_once(h, db_url
     # Every schedule started exactly its six occurrences: one ledger row each, nothing skipped.
     assert scalar("SELECT count(*) FROM schedule_occurrences WHERE kind = 'started'") == expected
     assert scalar("SELECT count(*) FROM schedule_occurrences WHERE kind <> 'started'") == 0
-    assert scalar("SELECT count(*) FROM (SELECT schedule_pk, instant FROM schedule_occurrences "
-                  "GROUP BY schedule_pk, instant HAVING count(*) > 1) AS doubled") == 0
+    assert (
+        scalar(
+            "SELECT count(*) FROM (SELECT schedule_pk, instant FROM schedule_occurrences "
+            "GROUP BY schedule_pk, instant HAVING count(*) > 1) AS doubled"
+        )
+        == 0
+    )
     assert scalar("SELECT min(fires_count) FROM schedules") == MINUTES
     assert scalar("SELECT max(fires_count) FROM schedules") == MINUTES
     # Every run begins with exactly one ScheduleTriggered; the audit stream has one per run.
-    assert scalar("SELECT count(*) FROM runs r WHERE (SELECT count(*) FROM run_history_events e "
-                  "WHERE e.run_pk = r.id AND e.event_type = 'ScheduleTriggered') <> 1") == 0
-    assert scalar("SELECT count(*) FROM run_history_events WHERE sequence = 1 "
-                  "AND event_type = 'ScheduleTriggered'") == expected
-    assert scalar("SELECT count(*) FROM schedule_history_events "
-                  "WHERE event_type = 'ScheduleTriggered'") == expected
-    assert scalar("SELECT count(*) FROM runs r JOIN schedule_occurrences o "
-                  "ON o.run_id = r.run_id") == expected
+    assert (
+        scalar(
+            "SELECT count(*) FROM runs r WHERE (SELECT count(*) FROM run_history_events e "
+            "WHERE e.run_pk = r.id AND e.event_type = 'ScheduleTriggered') <> 1"
+        )
+        == 0
+    )
+    assert (
+        scalar(
+            "SELECT count(*) FROM run_history_events WHERE sequence = 1 "
+            "AND event_type = 'ScheduleTriggered'"
+        )
+        == expected
+    )
+    assert (
+        scalar(
+            "SELECT count(*) FROM schedule_history_events WHERE event_type = 'ScheduleTriggered'"
+        )
+        == expected
+    )
+    assert (
+        scalar("SELECT count(*) FROM runs r JOIN schedule_occurrences o ON o.run_id = r.run_id")
+        == expected
+    )
