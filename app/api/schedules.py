@@ -24,7 +24,7 @@ from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor
-from app.schedules import manual, queries, service, status, store
+from app.schedules import manual, queries, service, store
 from app.schedules.audit import CommandContext
 from app.schedules.errors import invalid
 
@@ -160,7 +160,7 @@ def patch_schedule(namespace: Namespace, schedule_id: str) -> Any:
 
 def _pause(namespace: Namespace, schedule_id: str) -> Response:
     reason = parse_body(ReasonIn).reason
-    schedule = status.pause(
+    schedule = service.pause(
         context.session(),
         context.now(),
         namespace,
@@ -175,7 +175,7 @@ def _pause(namespace: Namespace, schedule_id: str) -> Response:
 
 def _resume(namespace: Namespace, schedule_id: str) -> Response:
     reason = parse_body(ReasonIn).reason
-    schedule = status.resume(
+    schedule = service.resume(
         context.session(),
         context.now(),
         namespace,
@@ -189,7 +189,7 @@ def _resume(namespace: Namespace, schedule_id: str) -> Response:
 
 def _delete(namespace: Namespace, schedule_id: str) -> Response:
     reason = parse_body(ReasonIn).reason
-    schedule = status.delete(
+    schedule = service.delete(
         context.session(),
         context.now(),
         namespace,
@@ -295,7 +295,6 @@ def trigger_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.session(),
         context.now(),
         namespace,
-        current_user(),
         _command(body.reason),
         schedule_id,
         body.overlap_policy,
@@ -321,7 +320,6 @@ def backfill_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.session(),
         context.now(),
         namespace,
-        current_user(),
         _command(body.reason),
         schedule_id,
         start,

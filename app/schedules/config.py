@@ -1,4 +1,4 @@
-"""A schedule's configuration (§5.1): request parsing with the shorthands, and merge patches.
+"""A schedule's configuration: request parsing with the shorthands, and merge patches.
 
 `parse_request` is the one place a request (API body, console form, patched config) becomes a
 normalized `ScheduleConfig`; it raises ValidationFailed (422 VALIDATION) or CalendarError
