@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -174,22 +175,17 @@ def _pause(namespace: Namespace, schedule_id: str) -> Response:
 
 
 def _resume(namespace: Namespace, schedule_id: str) -> Response:
-    reason = parse_body(ReasonIn).reason
-    schedule = service.resume(
-        context.session(),
-        context.now(),
-        namespace,
-        current_user(),
-        _command(reason),
-        schedule_id,
-        _if_match(),
-    )
-    return _one(namespace, schedule)
+    return _change(namespace, schedule_id, service.resume)
 
 
 def _delete(namespace: Namespace, schedule_id: str) -> Response:
+    return _change(namespace, schedule_id, service.delete)
+
+
+def _change(namespace: Namespace, schedule_id: str, change: Callable[..., Schedule]) -> Response:
+    """Resume or delete: the same arguments, the schedule as it is afterwards."""
     reason = parse_body(ReasonIn).reason
-    schedule = service.delete(
+    schedule = change(
         context.session(),
         context.now(),
         namespace,

@@ -33,7 +33,7 @@ from app.schedules.ledger import Writes, record_skip
 from app.schedules.tick.act import Act, act
 from app.schedules.tick.context import FiringContext
 from app.schedules.tick.policy import BUFFER_LIMITS, Skip, run_id_for
-from app.schedules.tick.starts import orm_starter
+from app.schedules.tick.starts import Firing, orm_starter
 
 MAX_BACKFILL = 1000
 _TICK = timedelta(microseconds=1)
@@ -63,20 +63,9 @@ def trigger(
     if earlier is not None:
         return Act(KIND_OUTCOMES[earlier.kind], earlier.run_id, earlier.reason)
     w = Writes()
-    result = act(
-        ctx,
-        w,
-        orm_starter(session, now, namespace),
-        schedule,
-        now,
-        target,
-        instant=instant,
-        occurrence_time=instant,
-        origin="manual",
-        policy=policy or schedule.overlap_policy,
-        outcome="triggered",
-        context=context,
-    )
+    firing = Firing(instant, instant, "manual", policy or schedule.overlap_policy, "triggered")
+    starter = orm_starter(session, now, namespace)
+    result = act(ctx, w, starter, schedule, now, target, firing, context)
     if result.outcome == "refused":
         limit = namespace.max_active_runs
         raise CapacityExceeded(
@@ -154,20 +143,8 @@ def _backfill_one(
         return row | {"outcome": "skipped", "reason": "max_runs_exhausted"}
     if _scheduler_owns(schedule, instant):
         return row | {"outcome": "skipped", "reason": "scheduled"}
-    result = act(
-        ctx,
-        w,
-        starter,
-        schedule,
-        now,
-        target,
-        instant=instant,
-        occurrence_time=instant,
-        origin="backfill",
-        policy=policy,
-        outcome="backfilled",
-        context=context,
-    )
+    firing = Firing(instant, instant, "backfill", policy, "backfilled")
+    result = act(ctx, w, starter, schedule, now, target, firing, context)
     if result.outcome == "refused":
         record_skip(w, schedule, now, Skip(instant, instant, 1, "capacity"), context, "backfill")
         return row | {"outcome": "skipped", "reason": "capacity"}

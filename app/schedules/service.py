@@ -138,18 +138,7 @@ def _create(
     reschedule(schedule, config.spec)
     store.add_revision(session, schedule, now)
     w = Writes()
-    w.event(
-        schedule,
-        now,
-        "ScheduleCreated",
-        {
-            "spec": schedule.spec,
-            "action": schedule.action,
-            "overlap_policy": schedule.overlap_policy,
-            "next_fire_at": format_utc_or_none(schedule.next_fire_at),
-            "command_context": context.to_json(),
-        },
-    )
+    w.event(schedule, now, "ScheduleCreated", _saved(schedule, context))
     w.flush(session)
     return schedule
 
@@ -199,20 +188,20 @@ def _replace(
     if schedule.status == "active":
         reschedule(schedule, store.spec_of(schedule))
     store.next_revision(session, schedule, now)
-    w.event(
-        schedule,
-        now,
-        "ScheduleUpdated",
-        {
-            "changed_fields": changed,
-            "spec": schedule.spec,
-            "action": schedule.action,
-            "overlap_policy": schedule.overlap_policy,
-            "next_fire_at": format_utc_or_none(schedule.next_fire_at),
-            "command_context": context.to_json(),
-        },
-    )
+    payload = {"changed_fields": changed, **_saved(schedule, context)}
+    w.event(schedule, now, "ScheduleUpdated", payload)
     w.flush(session)
+
+
+def _saved(schedule: Schedule, context: CommandContext) -> dict[str, Any]:
+    """What `ScheduleCreated` and `ScheduleUpdated` both record about the saved schedule."""
+    return {
+        "spec": schedule.spec,
+        "action": schedule.action,
+        "overlap_policy": schedule.overlap_policy,
+        "next_fire_at": format_utc_or_none(schedule.next_fire_at),
+        "command_context": context.to_json(),
+    }
 
 
 def pause(

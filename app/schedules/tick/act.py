@@ -16,7 +16,7 @@ from app.schedules.audit import CommandContext
 from app.schedules.ledger import Writes, record_buffer, record_skip
 from app.schedules.tick.context import ActiveRun, FiringContext
 from app.schedules.tick.policy import ENDS_OTHERS, Skip, exhausted, overlap_outcome, runs_freed
-from app.schedules.tick.starts import Starter, start_occurrence
+from app.schedules.tick.starts import Firing, Starter, start_occurrence
 from app.schedules.transitions import mark_deleted
 
 
@@ -36,15 +36,11 @@ def act(
     schedule: Schedule,
     now: datetime,
     target: RunTarget,
-    *,
-    instant: datetime,
-    occurrence_time: datetime,
-    origin: str,
-    policy: str,
-    outcome: str,
+    firing: Firing,
     context: CommandContext,
 ) -> Act:
-    """Apply `policy` to the occurrence at canonical `instant` and record the result."""
+    """Apply the firing's overlap policy to its occurrence and record the result."""
+    instant, origin, policy = firing.instant, firing.origin, firing.policy
     active = ctx.active[schedule.uid]
     decision, reason = overlap_outcome(policy, len(active), schedule.buffered_count)
     if decision == "skip":
@@ -58,19 +54,7 @@ def act(
     if not ctx.has_room(freed):
         return Act("refused", None, "capacity")
     _end_others(ctx, schedule, now, policy)
-    run_id = start_occurrence(
-        w,
-        schedule,
-        now,
-        target,
-        starter,
-        instant=instant,
-        occurrence_time=occurrence_time,
-        origin=origin,
-        outcome=outcome,
-        policy=policy,
-        context=context,
-    )
+    run_id = start_occurrence(w, schedule, now, target, starter, firing, context)
     w.occurrence(schedule, now, origin=origin, kind="started", instant=instant, run_id=run_id)
     ctx.active[schedule.uid].append(ActiveRun(0, run_id, False))
     ctx.add_active(1 - freed)

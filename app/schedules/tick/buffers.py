@@ -22,7 +22,7 @@ from app.schedules.ledger import Writes
 from app.schedules.tick.act import finish_if_exhausted
 from app.schedules.tick.context import ActiveRun, FiringContext
 from app.schedules.tick.policy import run_id_for
-from app.schedules.tick.starts import orm_starter, start_occurrence
+from app.schedules.tick.starts import Firing, orm_starter, start_occurrence
 from app.schedules.transitions import block
 
 PAGE_SIZE = 100
@@ -87,19 +87,11 @@ def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict
         occurrence_time = due_time(
             store.spec_of(schedule), schedule.uid, schedule.jitter_seconds, buffered.instant
         )
-    run_id = start_occurrence(
-        w,
-        schedule,
-        now,
-        target,
-        orm_starter(session, now, namespace),
-        instant=buffered.instant,
-        occurrence_time=occurrence_time,
-        origin=buffered.origin,
-        outcome="drained",
-        policy=schedule.overlap_policy,
-        context=context,
+    firing = Firing(
+        buffered.instant, occurrence_time, buffered.origin, schedule.overlap_policy, "drained"
     )
+    starter = orm_starter(session, now, namespace)
+    run_id = start_occurrence(w, schedule, now, target, starter, firing, context)
     assert run_id == run_id_for(schedule.schedule_id, buffered.instant, buffered.origin)
     buffered.kind, buffered.run_id, buffered.observed_at = "started", run_id, now
     schedule.buffered_count -= 1

@@ -29,7 +29,7 @@ from app.schedules.tick.act import act
 from app.schedules.tick.context import FiringContext
 from app.schedules.tick.policy import DueScan, Occurrence, choose, retry_until, scan_due
 from app.schedules.tick.rows import ScheduleRow
-from app.schedules.tick.starts import BulkStarter
+from app.schedules.tick.starts import BulkStarter, Firing
 from app.schedules.transitions import block, reschedule
 
 log = logging.getLogger(__name__)
@@ -181,20 +181,10 @@ def fire_one(
         schedule.cursor_at = choice.cursor
     candidate = choice.candidate
     if candidate is not None:
-        result = act(
-            ctx,
-            w,
-            starter,
-            schedule,
-            now,
-            target,
-            instant=candidate.instant,
-            occurrence_time=candidate.due,
-            origin="scheduled",
-            policy=schedule.overlap_policy,
-            outcome="triggered",
-            context=context,
+        firing = Firing(
+            candidate.instant, candidate.due, "scheduled", schedule.overlap_policy, "triggered"
         )
+        result = act(ctx, w, starter, schedule, now, target, firing, context)
         if result.outcome == "refused" and not choice.retry:
             schedule.pending_occurrence = candidate.instant
             schedule.pending_until = retry_until(schedule.missed_policy, candidate, now, grace)

@@ -46,22 +46,31 @@ class RunStart:
 Starter = Callable[[RunStart], str]
 
 
+@dataclass(frozen=True)
+class Firing:
+    """One occurrence being acted on: its canonical `instant`, the time its run records as the
+    occurrence time, where it comes from, the overlap policy applied, and the `outcome` its
+    `ScheduleTriggered` event records if it starts (`triggered`, `drained`, `backfilled`)."""
+
+    instant: datetime
+    occurrence_time: datetime
+    origin: str
+    policy: str
+    outcome: str
+
+
 def start_occurrence(
     w: Writes,
     schedule: Schedule,
     now: datetime,
     target: RunTarget,
     starter: Starter,
-    *,
-    instant: datetime,
-    occurrence_time: datetime,
-    origin: str,
-    outcome: str,
-    policy: str,
+    firing: Firing,
     context: CommandContext,
 ) -> str:
     """Start the run of one occurrence and record it; returns the run id."""
-    run_id = run_id_for(schedule.schedule_id, instant, origin)
+    run_id = run_id_for(schedule.schedule_id, firing.instant, firing.origin)
+    policy, occurrence_time = firing.policy, firing.occurrence_time
     trigger_number = schedule.fires_count + 1
     spec = schedule.spec
     payload = {
@@ -100,7 +109,7 @@ def start_occurrence(
         {
             "workflow_instance_id": run_id,
             "workflow_run_id": run_uid,
-            "outcome": outcome,
+            "outcome": firing.outcome,
             "effective_overlap_policy": policy,
             "trigger_number": trigger_number,
             "occurrence_time": format_utc(occurrence_time),
