@@ -48,7 +48,7 @@ from app.db import (  # noqa: E402
     make_engine,
     normalize_url,
 )
-from app.schedules.ticking import fire_due  # noqa: E402
+from app.schedules.tick.due import fire_due  # noqa: E402
 
 DUE = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"

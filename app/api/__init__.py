@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.api import errors
+from app.api import calendar, errors, runs, schedules, system, workflows
 
 PREFIX = "/api/v1"
 
 
 def init_app(app: Flask) -> None:
     """Register every API blueprint under the prefix, exempt from CSRF, and the error handlers."""
-    from app.api import calendar, runs, schedules, system, workflows
-
     csrf = app.extensions["csrf"]
     for bp in (system.bp, calendar.bp, workflows.bp, runs.bp, schedules.bp):
         csrf.exempt(bp)

@@ -12,7 +12,7 @@ from app.api.cursors import encode_cursor, page_args
 from app.api.routing import current_user, operation, parse_body
 from app.api.run_models import ReasonIn, RunIn, SignalIn, TaskCompleteIn
 from app.auth.grants import RUN_MANAGE, RUN_READ, RUN_START
-from app.calendar import format_utc
+from app.calendar import format_utc, format_utc_or_none
 from app.db import Namespace, Run, RunHistoryEvent, Task, Workflow, WorkflowVersion
 from app.db.runs import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES
 from app.errors import ValidationFailed
@@ -22,10 +22,6 @@ bp = Blueprint("api_runs", __name__)
 
 PAGE = [("limit", "1-100, default 50"), ("cursor", "next_cursor of the last page")]
 RUN_STATUSES = (*ACTIVE_RUN_STATUSES, *FINAL_RUN_STATUSES)
-
-
-def _iso(value: Any) -> str | None:
-    return format_utc(value) if value is not None else None
 
 
 def run_json(session: Session, run: Run, namespace: Namespace) -> dict[str, Any]:
@@ -46,9 +42,9 @@ def run_json(session: Session, run: Run, namespace: Namespace) -> dict[str, Any]
         "error": run.error,
         "current_step": run.current_step,
         "queue": run.queue,
-        "created_at": _iso(run.created_at),
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
+        "created_at": format_utc_or_none(run.created_at),
+        "started_at": format_utc_or_none(run.started_at),
+        "finished_at": format_utc_or_none(run.finished_at),
     }
 
 
@@ -59,7 +55,7 @@ def event_json(event: RunHistoryEvent) -> dict[str, Any]:
         "event_type": event.event_type,
         "node_id": event.node_id,
         "payload": event.payload,
-        "recorded_at": _iso(event.recorded_at),
+        "recorded_at": format_utc_or_none(event.recorded_at),
     }
 
 
@@ -72,9 +68,9 @@ def task_json(task: Task, run_id: str) -> dict[str, Any]:
         "role": task.role,
         "status": task.status,
         "output": task.output,
-        "created_at": _iso(task.created_at),
-        "due_at": _iso(task.due_at),
-        "completed_at": _iso(task.completed_at),
+        "created_at": format_utc_or_none(task.created_at),
+        "due_at": format_utc_or_none(task.due_at),
+        "completed_at": format_utc_or_none(task.completed_at),
         "completed_by": task.completed_by,
     }
 

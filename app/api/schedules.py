@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor
-from app.schedules import manual, queries, service, status, store
+from app.schedules import manual, queries, service, store
 from app.schedules.audit import CommandContext
 from app.schedules.errors import invalid
 
@@ -160,7 +161,7 @@ def patch_schedule(namespace: Namespace, schedule_id: str) -> Any:
 
 def _pause(namespace: Namespace, schedule_id: str) -> Response:
     reason = parse_body(ReasonIn).reason
-    schedule = status.pause(
+    schedule = service.pause(
         context.session(),
         context.now(),
         namespace,
@@ -174,22 +175,17 @@ def _pause(namespace: Namespace, schedule_id: str) -> Response:
 
 
 def _resume(namespace: Namespace, schedule_id: str) -> Response:
-    reason = parse_body(ReasonIn).reason
-    schedule = status.resume(
-        context.session(),
-        context.now(),
-        namespace,
-        current_user(),
-        _command(reason),
-        schedule_id,
-        _if_match(),
-    )
-    return _one(namespace, schedule)
+    return _change(namespace, schedule_id, service.resume)
 
 
 def _delete(namespace: Namespace, schedule_id: str) -> Response:
+    return _change(namespace, schedule_id, service.delete)
+
+
+def _change(namespace: Namespace, schedule_id: str, change: Callable[..., Schedule]) -> Response:
+    """Resume or delete: the same arguments, the schedule as it is afterwards."""
     reason = parse_body(ReasonIn).reason
-    schedule = status.delete(
+    schedule = change(
         context.session(),
         context.now(),
         namespace,
@@ -295,7 +291,6 @@ def trigger_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.session(),
         context.now(),
         namespace,
-        current_user(),
         _command(body.reason),
         schedule_id,
         body.overlap_policy,
@@ -321,7 +316,6 @@ def backfill_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.session(),
         context.now(),
         namespace,
-        current_user(),
         _command(body.reason),
         schedule_id,
         start,

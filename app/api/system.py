@@ -15,7 +15,8 @@ from app.calendar import format_utc, parse_instant
 from app.db import Namespace
 from app.db.session import begin_write
 from app.errors import Conflict
-from app.ticker import tick as ticker
+from app.ticker import health as ticker_health
+from app.ticker.tick import run_tick
 
 bp = Blueprint("api_system", __name__)
 
@@ -31,7 +32,7 @@ def namespace_json(namespace: Namespace) -> dict[str, Any]:
 @operation(bp, "GET", "/health", summary="Database reachability and ticker liveness", auth=False)
 def health() -> Any:
     """Report whether the database answers and when the ticker last ticked."""
-    report = ticker.health(context.database(), context.clock(), current_app.config)
+    report = ticker_health.health(context.database(), context.clock(), current_app.config)
     return jsonify(report), (200 if report["database"] == "ok" else 503)
 
 
@@ -85,7 +86,7 @@ def set_clock() -> Any:
     session.commit()
     result: dict[str, Any] = {"now": format_utc(instant)}
     if body.tick:
-        result = ticker.run_tick(current_app, work=body.work).to_json()
+        result = run_tick(current_app, work=body.work).to_json()
     return jsonify(result)
 
 
@@ -93,4 +94,4 @@ def set_clock() -> Any:
 def tick_now() -> Any:
     """Run one tick synchronously and return its rows."""
     body = parse_body(TickIn)
-    return jsonify(ticker.run_tick(current_app, work=body.work).to_json())
+    return jsonify(run_tick(current_app, work=body.work).to_json())

@@ -12,7 +12,7 @@ from app.api.cursors import encode_cursor, page_args
 from app.api.routing import operation, parse_body
 from app.api.run_models import ActivationIn, DefinitionIn
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
-from app.calendar import format_utc
+from app.calendar import format_utc, format_utc_or_none
 from app.db import Activation, Namespace, Workflow, WorkflowVersion
 from app.errors import BadRequest, ValidationFailed
 from app.runs import actions, workflows
@@ -55,7 +55,7 @@ def activation_json(
         "version": version.version,
         "status": activation.status,
         "created_at": format_utc(activation.created_at),
-        "retired_at": format_utc(activation.retired_at) if activation.retired_at else None,
+        "retired_at": format_utc_or_none(activation.retired_at),
     }
 
 

@@ -63,6 +63,11 @@ def format_utc(dt: datetime) -> str:
     return dt.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
 
 
+def format_utc_or_none(dt: datetime | None) -> str | None:
+    """`format_utc`, with None (an instant not set) passed through."""
+    return None if dt is None else format_utc(dt)
+
+
 def format_offset(offset: timedelta | None) -> str:
     """`-04:00`, `+05:30`, `+00:00`; seconds only for historical offsets that have them."""
     total = int((offset or timedelta(0)).total_seconds())

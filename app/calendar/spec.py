@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 from app.calendar.durations import format_duration, parse_duration
 from app.calendar.errors import CalendarError, Loc
 from app.calendar.grammar import CronFields, parse_calendar
-from app.calendar.instants import format_utc, parse_instant, validate_timezone
+from app.calendar.instants import format_utc_or_none, parse_instant, validate_timezone
 
 SPEC_KEYS = frozenset({"cron_expressions", "cron", "intervals", "timezone", "start_at", "end_at"})
 INTERVAL_KEYS = frozenset({"every", "offset"})
@@ -116,8 +116,8 @@ class Spec:
             "cron_expressions": list(self.cron_expressions),
             "intervals": [interval.to_dict() for interval in self.intervals],
             "timezone": self.timezone,
-            "start_at": None if self.start_at is None else format_utc(self.start_at),
-            "end_at": None if self.end_at is None else format_utc(self.end_at),
+            "start_at": format_utc_or_none(self.start_at),
+            "end_at": format_utc_or_none(self.end_at),
         }
 
 

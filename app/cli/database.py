@@ -8,8 +8,8 @@ from alembic.config import Config
 from flask import current_app
 from flask.cli import AppGroup
 
-from app import ROOT
 from app.db import normalize_url
+from app.settings import ROOT
 
 
 def alembic_config(url: str) -> Config:

@@ -23,14 +23,6 @@ TEXT_FIELDS = (
 )
 INT_FIELDS = ("execution_timeout_seconds", "run_timeout_seconds", "jitter_seconds", "max_runs")
 JSON_FIELDS = ("input", "memo", "search_attributes")
-ACTION_FIELDS = (
-    "workflow",
-    "activation_id",
-    "input",
-    "execution_timeout_seconds",
-    "run_timeout_seconds",
-    "queue",
-)
 FIELDS = (*TEXT_FIELDS, *INT_FIELDS, *JSON_FIELDS, "cron_expressions", "intervals", "labels")
 
 

@@ -16,7 +16,7 @@ from app.console.common import actor, command
 from app.console.htmx import is_partial
 from app.console.session import namespace_view
 from app.errors import AlmanacError
-from app.schedules import forecast, manual, status, store
+from app.schedules import manual, service, store
 from app.schedules.errors import RevisionConflict
 
 bp = Blueprint("console_schedule_actions", __name__)
@@ -77,7 +77,7 @@ def pause(ns: str, schedule_id: str) -> Response:
         ns,
         schedule_id,
         (TRIGGER_MANAGE,),
-        lambda s, now, n, a, sid: status.pause(
+        lambda s, now, n, a, sid: service.pause(
             s, now, n, a, command(reason), sid, _revision(), reason
         ),
         f"Paused {schedule_id}.",
@@ -92,7 +92,7 @@ def resume(ns: str, schedule_id: str) -> Response:
         ns,
         schedule_id,
         (TRIGGER_MANAGE, RUN_START),
-        lambda s, now, n, a, sid: status.resume(s, now, n, a, command(), sid, _revision()),
+        lambda s, now, n, a, sid: service.resume(s, now, n, a, command(), sid, _revision()),
         f"Resumed {schedule_id}.",
     )
 
@@ -105,7 +105,7 @@ def delete(ns: str, schedule_id: str) -> Response:
         ns,
         schedule_id,
         (TRIGGER_MANAGE,),
-        lambda s, now, n, a, sid: status.delete(s, now, n, a, command(), sid, _revision()),
+        lambda s, now, n, a, sid: service.delete(s, now, n, a, command(), sid, _revision()),
         f"Deleted {schedule_id}; its history stays readable.",
         then=url_for("console_schedules.index", ns=ns),
     )
@@ -129,9 +129,7 @@ def trigger(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
     session = context.session()
     try:
-        result = manual.trigger(
-            session, context.now(), view.current, actor(), command(), schedule_id
-        )
+        result = manual.trigger(session, context.now(), view.current, command(), schedule_id)
     except AlmanacError as exc:
         session.rollback()
         return _result(ns, schedule_id, exc.message, False)
@@ -159,9 +157,9 @@ def backfill_count(ns: str, schedule_id: str) -> str:
         return f"{exc.loc[0] if exc.loc else 'range'}: {exc.msg}"
     if end <= start:
         return "'to' must be after 'from'."
-    size = forecast.backfill_size(schedule, start, end)
+    size = manual.backfill_size(schedule, start, end)
     if size is None:
-        return f"More than {forecast.MAX_BACKFILL} occurrences: split the range."
+        return f"More than {manual.MAX_BACKFILL} occurrences: split the range."
     return (
         f"This range holds {size} occurrence{'s' if size != 1 else ''}; "
         "ones already started are not started again."
@@ -177,7 +175,7 @@ def backfill(ns: str, schedule_id: str) -> Response:
     try:
         start, end = _range()
         result = manual.backfill(
-            session, context.now(), view.current, actor(), command(), schedule_id, start, end
+            session, context.now(), view.current, command(), schedule_id, start, end
         )
     except CalendarError as exc:
         return _result(ns, schedule_id, f"{exc.loc[0] if exc.loc else 'range'}: {exc.msg}", False)

@@ -10,7 +10,7 @@ from werkzeug.wrappers import Response
 
 from app import context
 from app.auth.grants import RUN_READ
-from app.calendar import Spec, describe_spec, preview
+from app.calendar import Spec, describe_spec
 from app.console.charts import timeline
 from app.console.common import next_cursor, page_key
 from app.console.htmx import render
@@ -71,7 +71,7 @@ def detail(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session, now = context.session(), context.now()
     schedule = store.get(session, view.current, schedule_id)
-    upcoming = _upcoming(schedule, 20)
+    upcoming = queries.upcoming_items(schedule, 20)
     line = (
         timeline(
             [(item.at, item.note) for item in upcoming], now, upcoming[-1].at if upcoming else now
@@ -97,19 +97,6 @@ def detail(ns: str, schedule_id: str) -> Response:
         now=now,
         calendar=calendar_text(schedule),
     )
-
-
-def _upcoming(schedule: Schedule, count: int) -> list:  # type: ignore[type-arg]
-    if schedule.status != "active" or schedule.cursor_at is None:
-        return []
-    items = preview(
-        Spec.from_dict(schedule.spec),
-        schedule.cursor_at,
-        count,
-        uid=schedule.uid,
-        jitter_seconds=schedule.jitter_seconds,
-    )
-    return [item for item in items if item.canonical > schedule.cursor_at]
 
 
 @bp.get("/ns/<ns>/schedules/<schedule_id>/history")

@@ -15,12 +15,13 @@ from typing import Any
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
+from app.calendar import format_utc_or_none
 from app.db import Database
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
 from app.runs.definitions import step_at
 from app.runs.lifecycle import append_event, finish_run
 from app.runs.locking import begin_write
-from app.runs.steps import complete_step, definition_of, fail_run, iso
+from app.runs.steps import complete_step, definition_of, fail_run
 
 PAGE_SIZE = 200
 ORDER = case({"run_timeout": 0, "signal": 1, "task": 1}, value=Deadline.kind, else_=2)
@@ -81,7 +82,10 @@ def apply(session: Session, deadline: Deadline, run: Run, now: datetime) -> bool
             now,
             "timed_out",
             "run_timed_out",
-            {"deadline": iso(deadline.due_at), "observed_at": iso(now)},
+            {
+                "deadline": format_utc_or_none(deadline.due_at),
+                "observed_at": format_utc_or_none(now),
+            },
         )
         return True
     if run.status != "waiting" or run.current_step != deadline.node_id:
@@ -98,8 +102,8 @@ def apply(session: Session, deadline: Deadline, run: Run, now: datetime) -> bool
             "signal_timed_out",
             {
                 "signal": step["signal"],
-                "deadline": iso(deadline.due_at),
-                "observed_at": iso(now),
+                "deadline": format_utc_or_none(deadline.due_at),
+                "observed_at": format_utc_or_none(now),
                 "on_timeout": step.get("on_timeout", "fail"),
             },
             now,
@@ -119,8 +123,8 @@ def apply(session: Session, deadline: Deadline, run: Run, now: datetime) -> bool
             "task_timed_out",
             {
                 "task_id": task.id if task else None,
-                "deadline": iso(deadline.due_at),
-                "observed_at": iso(now),
+                "deadline": format_utc_or_none(deadline.due_at),
+                "observed_at": format_utc_or_none(now),
                 "on_timeout": step.get("on_timeout", "fail"),
             },
             now,
@@ -138,9 +142,9 @@ def _elapse(session: Session, run: Run, deadline: Deadline, now: datetime) -> No
         "wait_elapsed",
         {
             "node_id": deadline.node_id,
-            "deadline": iso(deadline.due_at),
+            "deadline": format_utc_or_none(deadline.due_at),
             "wait_id": deadline.wait_id,
-            "observed_at": iso(now),
+            "observed_at": format_utc_or_none(now),
             "event_id": event_id,
             "sequence": run.last_sequence + 1,
         },

@@ -23,6 +23,7 @@ from weakref import WeakKeyDictionary
 from sqlalchemy import Engine, bindparam, or_, select
 from sqlalchemy.orm import Session
 
+from app.calendar import format_utc_or_none
 from app.db import Database, Namespace, UTCDateTime
 from app.db.clock import ManualClock, SystemClock
 from app.db.runs import Run
@@ -30,7 +31,7 @@ from app.runs.actions import ActionContext, ActionError, get_action
 from app.runs.definitions import step_at
 from app.runs.lifecycle import append_event, finish_run
 from app.runs.locking import begin_write, for_update
-from app.runs.steps import complete_step, definition_of, enter_step, fail_run, iso
+from app.runs.steps import complete_step, definition_of, enter_step, fail_run
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ def release_expired_lease(session: Session, run: Run, now: datetime) -> None:
             "error": {
                 "type": "lease_expired",
                 "message": f"worker {run.lease_owner} did not finish before "
-                f"{iso(run.lease_expires_at)}",
+                f"{format_utc_or_none(run.lease_expires_at)}",
             },
         },
         run.current_step,
@@ -304,7 +305,7 @@ def _fail_attempt(
     payload: dict[str, Any] = {"attempt": run.attempt, "error": error, "will_retry": will_retry}
     if will_retry:
         retry_at = now + timedelta(seconds=claim.backoff_seconds)
-        payload["retry_at"] = iso(retry_at)
+        payload["retry_at"] = format_utc_or_none(retry_at)
         run.claimable_at = retry_at
     append_event(session, run, now, "step_failed", payload, run.current_step)
     if will_retry:

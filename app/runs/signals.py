@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.calendar import format_utc_or_none
 from app.db import Namespace, new_uid
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Signal
 from app.errors import ValidationFailed
@@ -22,7 +23,7 @@ from app.runs.errors import RunFinished
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write
 from app.runs.service import check_size, get_run
-from app.runs.steps import definition_of, deliver_signal, iso
+from app.runs.steps import definition_of, deliver_signal
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,8 @@ def _ignore(
         {
             "signal_id": signal.id,
             "signal": signal.name,
-            "accepted_at": iso(signal.accepted_at),
-            "deadline": iso(deadline),
+            "accepted_at": format_utc_or_none(signal.accepted_at),
+            "deadline": format_utc_or_none(deadline),
             "reason": reason,
         },
         node_id,

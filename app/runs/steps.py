@@ -14,7 +14,7 @@ from weakref import WeakKeyDictionary
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from app.calendar import format_utc
+from app.calendar import format_utc_or_none
 from app.db.base import new_uid
 from app.db.runs import Deadline, Run, Signal, Task, WorkflowVersion
 from app.runs.definitions import step_at, wait_duration
@@ -36,10 +36,6 @@ def definition_of(session: Session, run: Run) -> dict[str, Any]:
         assert version is not None
         definition = cache.setdefault(run.workflow_version_id, version.definition)
     return definition
-
-
-def iso(instant: datetime | None) -> str | None:
-    return format_utc(instant) if instant is not None else None
 
 
 def enter_step(session: Session, run: Run, definition: dict[str, Any], now: datetime) -> None:
@@ -80,7 +76,11 @@ def _enter_wait(session: Session, run: Run, step: dict[str, Any], now: datetime)
         run,
         now,
         "wait_started",
-        {"wait_id": deadline.wait_id, "duration": step["duration"], "deadline": iso(due)},
+        {
+            "wait_id": deadline.wait_id,
+            "duration": step["duration"],
+            "deadline": format_utc_or_none(due),
+        },
         step["id"],
     )
 
@@ -97,7 +97,7 @@ def _enter_signal(session: Session, run: Run, step: dict[str, Any], now: datetim
         run,
         now,
         "step_started",
-        {"type": "signal", "signal": step["signal"], "deadline": iso(due)},
+        {"type": "signal", "signal": step["signal"], "deadline": format_utc_or_none(due)},
         step["id"],
     )
     buffered = session.scalar(
@@ -140,7 +140,12 @@ def _enter_task(session: Session, run: Run, step: dict[str, Any], now: datetime)
         run,
         now,
         "task_created",
-        {"task_id": task.id, "title": task.title, "role": task.role, "deadline": iso(due)},
+        {
+            "task_id": task.id,
+            "title": task.title,
+            "role": task.role,
+            "deadline": format_utc_or_none(due),
+        },
         step["id"],
     )
 
@@ -168,8 +173,8 @@ def deliver_signal(
             "signal_id": signal.id,
             "signal": signal.name,
             "payload": signal.payload,
-            "accepted_at": iso(signal.accepted_at),
-            "deadline": iso(deadline),
+            "accepted_at": format_utc_or_none(signal.accepted_at),
+            "deadline": format_utc_or_none(deadline),
         },
         step["id"],
     )
@@ -201,7 +206,10 @@ def complete_step(session: Session, run: Run, now: datetime, output: Any) -> Non
             now,
             "cancelled",
             "run_cancelled",
-            {"reason": "cancel requested", "requested_at": iso(run.cancel_requested_at)},
+            {
+                "reason": "cancel requested",
+                "requested_at": format_utc_or_none(run.cancel_requested_at),
+            },
         )
         return
     enter_step(session, run, definition, now)

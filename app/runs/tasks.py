@@ -9,6 +9,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.auth.grants import ROLE_GRANTS, grants_of
+from app.calendar import format_utc_or_none
 from app.db import Namespace, User
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
 from app.errors import Forbidden
@@ -17,7 +18,7 @@ from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write, for_update
 from app.runs.paging import after_key, split_page
 from app.runs.service import check_size
-from app.runs.steps import complete_step, iso
+from app.runs.steps import complete_step
 
 TASK_STATUSES = ("open", "completed", "timed_out", "cancelled")
 
@@ -82,7 +83,7 @@ def complete(
         raise TaskClosed(
             task.id,
             "too_late",
-            f"task {task.id!r} was due at {iso(task.due_at)}; "
+            f"task {task.id!r} was due at {format_utc_or_none(task.due_at)}; "
             "a completion must come strictly before it",
         )
     task.status = "completed"
@@ -108,8 +109,8 @@ def complete(
             "task_id": task.id,
             "output": output,
             "completed_by": user.username,
-            "accepted_at": iso(now),
-            "deadline": iso(task.due_at),
+            "accepted_at": format_utc_or_none(now),
+            "deadline": format_utc_or_none(task.due_at),
         },
         task.node_id,
     )

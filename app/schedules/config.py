@@ -1,4 +1,4 @@
-"""A schedule's configuration (§5.1): request parsing with the shorthands, and merge patches.
+"""A schedule's configuration: request parsing with the shorthands, and merge patches.
 
 `parse_request` is the one place a request (API body, console form, patched config) becomes a
 normalized `ScheduleConfig`; it raises ValidationFailed (422 VALIDATION) or CalendarError
@@ -48,16 +48,16 @@ REQUEST_KEYS = frozenset(
         "notes",
     }
 )
-ACTION_KEYS = frozenset(
-    {
-        "workflow",
-        "activation_id",
-        "input",
-        "execution_timeout_seconds",
-        "run_timeout_seconds",
-        "queue",
-    }
+# An action's fields, in the order forms show them.
+ACTION_FIELDS = (
+    "workflow",
+    "activation_id",
+    "input",
+    "execution_timeout_seconds",
+    "run_timeout_seconds",
+    "queue",
 )
+ACTION_KEYS = frozenset(ACTION_FIELDS)
 # Top-level shorthand -> (field it fills, key inside that field).
 SHORTHANDS = {
     "cron": ("spec", "cron_expressions"),

@@ -1,7 +1,9 @@
-"""Manual triggers and backfill (§5.5): idempotent, under the schedule's rules.
+"""Manual triggers and backfill: idempotent, under the schedule's rules.
 
-Both start runs under the acting user's authority (who holds `run.start`), apply the overlap
-policy (backfill treats buffer policies as `allow_all`) and count against `max_runs`.
+Both start runs under the acting user's authority (the caller checks `run.start`; the command
+context names the user), apply the overlap policy (backfill treats buffer policies as
+`allow_all`) and count against `max_runs`. `backfill_size` answers how many runs a backfill
+would start, with the same enumeration and limit, for the console's confirmation.
 """
 
 from __future__ import annotations
@@ -11,15 +13,13 @@ from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.calendar import format_utc, occurrences_between
-from app.db import Namespace, Run, Schedule, ScheduleOccurrence, User
+from app.calendar import Spec, format_utc, occurrences_between
+from app.db import Namespace, Schedule
 from app.errors import CapacityExceeded
 from app.runs.lifecycle import RunTarget
 from app.schedules import store
-from app.schedules.acting import Act, act
 from app.schedules.audit import CommandContext
 from app.schedules.config import OVERLAP_POLICIES
 from app.schedules.errors import (
@@ -29,12 +29,14 @@ from app.schedules.errors import (
     ScheduleStateConflict,
     invalid,
 )
-from app.schedules.firing import BUFFER_LIMITS, Skip, run_id_for
-from app.schedules.ledger import Writes, record_skip, spec_of
-from app.schedules.page import PageContext
-from app.schedules.starts import orm_starter
+from app.schedules.ledger import Writes, record_skip
+from app.schedules.tick.act import Act, act
+from app.schedules.tick.context import FiringContext
+from app.schedules.tick.policy import BUFFER_LIMITS, Skip, run_id_for
+from app.schedules.tick.starts import Firing, orm_starter
 
 MAX_BACKFILL = 1000
+_TICK = timedelta(microseconds=1)
 KIND_OUTCOMES = {"started": "triggered", "buffered": "buffered", "skipped": "skipped"}
 
 
@@ -49,7 +51,6 @@ def trigger(
     session: Session,
     now: datetime,
     namespace: Namespace,
-    actor: User,
     context: CommandContext,
     schedule_id: str,
     overlap_policy: str | None = None,
@@ -58,30 +59,13 @@ def trigger(
     policy = _policy(overlap_policy)
     schedule, ctx, target = _prepare(session, namespace, schedule_id)
     instant = now.replace(microsecond=now.microsecond // 1000 * 1000)
-    earlier = session.scalar(
-        select(ScheduleOccurrence).where(
-            ScheduleOccurrence.schedule_pk == schedule.id,
-            ScheduleOccurrence.origin == "manual",
-            ScheduleOccurrence.instant == instant,
-        )
-    )
+    earlier = store.find_occurrence(session, schedule, "manual", instant)
     if earlier is not None:
         return Act(KIND_OUTCOMES[earlier.kind], earlier.run_id, earlier.reason)
     w = Writes()
-    result = act(
-        ctx,
-        w,
-        orm_starter(session, now, namespace),
-        schedule,
-        now,
-        target,
-        instant=instant,
-        occurrence_time=instant,
-        origin="manual",
-        policy=policy or schedule.overlap_policy,
-        outcome="triggered",
-        context=context,
-    )
+    firing = Firing(instant, instant, "manual", policy or schedule.overlap_policy, "triggered")
+    starter = orm_starter(session, now, namespace)
+    result = act(ctx, w, starter, schedule, now, target, firing, context)
     if result.outcome == "refused":
         limit = namespace.max_active_runs
         raise CapacityExceeded(
@@ -97,7 +81,6 @@ def backfill(
     session: Session,
     now: datetime,
     namespace: Namespace,
-    actor: User,
     context: CommandContext,
     schedule_id: str,
     start: datetime,
@@ -113,10 +96,7 @@ def backfill(
     schedule, ctx, target = _prepare(session, namespace, schedule_id)
     policy = policy or schedule.overlap_policy
     policy = "allow_all" if policy in BUFFER_LIMITS else policy
-    tick = timedelta(microseconds=1)
-    instants = list(
-        islice(occurrences_between(spec_of(schedule), start - tick, end - tick), MAX_BACKFILL + 1)
-    )
+    instants = backfill_instants(store.spec_of(schedule), start, end)
     if len(instants) > MAX_BACKFILL:
         raise BackfillTooLarge(len(instants), MAX_BACKFILL)
     taken = _taken(session, schedule, instants)
@@ -132,8 +112,20 @@ def backfill(
     return BackfillResult(results, started, sum(1 for r in results if r["outcome"] == "skipped"))
 
 
+def backfill_instants(spec: Spec, start: datetime, end: datetime) -> list[datetime]:
+    """Canonical occurrences in [start, end): at most one more than `MAX_BACKFILL`."""
+    occurrences = occurrences_between(spec, start - _TICK, end - _TICK)
+    return list(islice(occurrences, MAX_BACKFILL + 1))
+
+
+def backfill_size(schedule: Schedule, start: datetime, end: datetime) -> int | None:
+    """How many occurrences a backfill of [start, end) covers, or None over the limit."""
+    count = len(backfill_instants(store.spec_of(schedule), start, end))
+    return None if count > MAX_BACKFILL else count
+
+
 def _backfill_one(
-    ctx: PageContext,
+    ctx: FiringContext,
     w: Writes,
     starter: Any,
     schedule: Schedule,
@@ -151,20 +143,8 @@ def _backfill_one(
         return row | {"outcome": "skipped", "reason": "max_runs_exhausted"}
     if _scheduler_owns(schedule, instant):
         return row | {"outcome": "skipped", "reason": "scheduled"}
-    result = act(
-        ctx,
-        w,
-        starter,
-        schedule,
-        now,
-        target,
-        instant=instant,
-        occurrence_time=instant,
-        origin="backfill",
-        policy=policy,
-        outcome="backfilled",
-        context=context,
-    )
+    firing = Firing(instant, instant, "backfill", policy, "backfilled")
+    result = act(ctx, w, starter, schedule, now, target, firing, context)
     if result.outcome == "refused":
         record_skip(w, schedule, now, Skip(instant, instant, 1, "capacity"), context, "backfill")
         return row | {"outcome": "skipped", "reason": "capacity"}
@@ -189,33 +169,22 @@ def _taken(session: Session, schedule: Schedule, instants: list[datetime]) -> di
     for instant in instants:
         for origin in ("scheduled", "backfill"):
             ids[run_id_for(schedule.schedule_id, instant, origin)] = instant
-    found = session.scalars(
-        select(Run.run_id).where(
-            Run.namespace_id == schedule.namespace_id, Run.run_id.in_(list(ids))
-        )
-    )
+    found = store.existing_run_ids(session, schedule, ids)
     taken = {ids[run_id]: run_id for run_id in found}
-    buffered = session.scalars(
-        select(ScheduleOccurrence.instant).where(
-            ScheduleOccurrence.schedule_pk == schedule.id,
-            ScheduleOccurrence.kind == "buffered",
-            ScheduleOccurrence.instant.in_(instants),
-        )
-    )
-    for instant in buffered:
+    for instant in store.buffered_instants(session, schedule, instants):
         taken.setdefault(instant, run_id_for(schedule.schedule_id, instant))
     return taken
 
 
 def _prepare(
     session: Session, namespace: Namespace, schedule_id: str
-) -> tuple[Schedule, PageContext, RunTarget]:
+) -> tuple[Schedule, FiringContext, RunTarget]:
     schedule = store.lock(session, namespace, schedule_id)
     if schedule is None:
         raise ScheduleNotFound(schedule_id)
     if schedule.status == "deleted":
         raise ScheduleDeleted(schedule_id)
-    ctx = PageContext.load(session, namespace, [schedule])
+    ctx = FiringContext.load(session, namespace, [schedule])
     target = ctx.target(schedule)
     if target is None:
         raise ScheduleStateConflict(

@@ -1,17 +1,27 @@
-"""Reading schedules: the resource of §5.1, lists, the ledger and the audit stream pages."""
+"""Reading schedules: the resource, lists, upcoming fires, the ledger and audit stream pages, and
+the namespace's run starts over the next day."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import Select, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
-from app.calendar import Spec, format_utc, preview
+from app.calendar import (
+    PreviewItem,
+    Spec,
+    due_time,
+    format_utc,
+    format_utc_or_none,
+    occurrences_between,
+    preview,
+)
 from app.db import (
     ACTIVE_RUN_STATUSES,
     SCHEDULE_STATUSES,
@@ -27,20 +37,18 @@ from app.schedules.errors import invalid
 
 MAX_HISTORY_LIMIT = 500
 MAX_UPCOMING = 100
+# A schedule firing every second would add 86,400 points a day; the load chart needs no more.
+MAX_STARTS_PER_SCHEDULE = 2000
 
 
 @dataclass(frozen=True)
 class ScheduleFilter:
-    """The list filters of §7: status, `label=k:v` (all must match), text, deleted ones."""
+    """The list filters: status, `label=k:v` (all must match), text, deleted ones."""
 
     status: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
     text: str | None = None
     include_deleted: bool = False
-
-
-def _time(value: datetime | None) -> str | None:
-    return None if value is None else format_utc(value)
 
 
 def resources(
@@ -49,7 +57,7 @@ def resources(
     schedules: Sequence[Schedule],
     upcoming: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The §5.1 resource of each schedule, with its principal and running runs."""
+    """The resource of each schedule, with its principal and running runs."""
     running: defaultdict[str, list[str]] = defaultdict(list)
     uids = [s.uid for s in schedules]
     if uids:
@@ -97,19 +105,19 @@ def _resource(
         "memo": schedule.memo,
         "search_attributes": schedule.search_attributes,
         "notes": schedule.notes,
-        "next_fire_at": _time(schedule.next_fire_at),
-        "last_fired_at": _time(schedule.last_fired_at),
+        "next_fire_at": format_utc_or_none(schedule.next_fire_at),
+        "last_fired_at": format_utc_or_none(schedule.last_fired_at),
         "fires_count": schedule.fires_count,
         "remaining_runs": schedule.remaining_runs,
         "skipped_trigger_count": schedule.skipped_trigger_count,
         "last_skip_reason": schedule.last_skip_reason,
-        "last_skipped_at": _time(schedule.last_skipped_at),
+        "last_skipped_at": format_utc_or_none(schedule.last_skipped_at),
         "buffered_count": schedule.buffered_count,
         "latest_run_id": schedule.latest_run_id,
         "running_run_ids": running,
-        "created_at": _time(schedule.created_at),
-        "updated_at": _time(schedule.updated_at),
-        "deleted_at": _time(schedule.deleted_at),
+        "created_at": format_utc_or_none(schedule.created_at),
+        "updated_at": format_utc_or_none(schedule.updated_at),
+        "deleted_at": format_utc_or_none(schedule.deleted_at),
     }
     if upcoming is not None:
         data["upcoming"] = upcoming_of(schedule, upcoming)
@@ -117,7 +125,12 @@ def _resource(
 
 
 def upcoming_of(schedule: Schedule, count: int) -> list[dict[str, Any]]:
-    """The next `count` due times of an active schedule (none while it cannot fire)."""
+    """The next `count` due times of an active schedule, as the API shows them."""
+    return [item.to_dict() for item in upcoming_items(schedule, count)]
+
+
+def upcoming_items(schedule: Schedule, count: int) -> list[PreviewItem]:
+    """The next `count` occurrences of an active schedule (none while it cannot fire)."""
     if schedule.status != "active" or schedule.cursor_at is None or count == 0:
         return []
     spec = Spec.from_dict(schedule.spec)
@@ -130,7 +143,26 @@ def upcoming_of(schedule: Schedule, count: int) -> list[dict[str, Any]]:
         uid=schedule.uid,
         jitter_seconds=schedule.jitter_seconds,
     )
-    return [item.to_dict() for item in items if item.canonical > cursor][:count]
+    return [item for item in items if item.canonical > cursor][:count]
+
+
+def upcoming_starts(
+    session: Session, namespace: Namespace, now: datetime, hours: int = 24
+) -> list[datetime]:
+    """Jittered due times of every active schedule of the namespace in the next `hours`."""
+    until = now + timedelta(hours=hours)
+    rows = session.execute(
+        select(Schedule.uid, Schedule.spec, Schedule.jitter_seconds, Schedule.cursor_at).where(
+            Schedule.namespace_id == namespace.id, Schedule.status == "active"
+        )
+    )
+    starts: list[datetime] = []
+    for uid, raw_spec, jitter, cursor in rows:
+        spec = Spec.from_dict(raw_spec)
+        after = max(now, cursor) if cursor else now
+        for instant in islice(occurrences_between(spec, after, until), MAX_STARTS_PER_SCHEDULE):
+            starts.append(due_time(spec, uid, jitter, instant))
+    return starts
 
 
 def list_schedules(
@@ -196,7 +228,7 @@ def occurrences(
         {
             "kind": row.kind,
             "instant": format_utc(row.instant),
-            "through": _time(row.through),
+            "through": format_utc_or_none(row.through),
             "count": row.count,
             "reason": row.reason,
             "run_id": row.run_id,
@@ -213,7 +245,7 @@ def occurrences(
 def history(
     session: Session, namespace: Namespace, schedule: Schedule, limit: int, after_sequence: int
 ) -> dict[str, Any]:
-    """One page of the audit stream in the exact §5.7 shape."""
+    """One page of the audit stream, in its documented shape."""
     rows = list(
         session.scalars(
             select(ScheduleHistoryEvent)

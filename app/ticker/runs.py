@@ -1,4 +1,4 @@
-"""Tick phases for runs: due deadlines (SPEC §6.4), expired leases, and `work` on demand."""
+"""Tick phases for runs: due deadlines, expired leases, and `work` on demand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from app.db.clock import make_clock
 from app.db.runs import Run
 from app.runs import deadlines, engine
 from app.runs.locking import begin_write, for_update
-from app.ticker.tick import TickContext
+from app.ticker.types import TickContext
 
 LEASE_PAGE = 100
 # `work` drains everything synchronously: claim in batches for throughput.
@@ -22,7 +22,7 @@ def _budget_left(ctx: TickContext) -> bool:
 
 
 def process_deadlines(ctx: TickContext) -> None:
-    """Apply every deadline due at `ctx.now` in §6.4 order, page by page within the budget."""
+    """Apply every deadline due at `ctx.now` in order, page by page within the budget."""
     result = deadlines.scan(ctx.db, ctx.now, budget_left=lambda: _budget_left(ctx))
     ctx.result.deadlines += result.applied
 

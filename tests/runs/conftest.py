@@ -12,7 +12,8 @@ from flask import Flask
 from app.context import clock, database
 from app.runs.locking import begin_write
 from app.runs.replay import disagreements
-from app.ticker.tick import TickResult, run_tick
+from app.ticker.tick import run_tick
+from app.ticker.types import TickResult
 from tests.conftest import FIXED_NOW, Api
 
 

@@ -16,8 +16,7 @@ from app.schedules.audit import (
     check_payload,
     event_row,
 )
-from app.schedules.ledger import RunStart
-from app.schedules.starts import BulkStarter, orm_starter
+from app.schedules.tick.starts import BulkStarter, RunStart, orm_starter
 from tests.conftest import FIXED_NOW
 
 

@@ -10,6 +10,7 @@ from app.calendar import Spec, format_utc, jitter_offset, next_occurrence
 from app.db import Deadline, Namespace
 from app.runs import lifecycle
 from app.schedules.audit import RUN_ORIGIN_KEYS
+from app.schedules.tick import due
 from tests.conftest import Api
 from tests.schedules.conftest import at
 
@@ -221,9 +222,7 @@ def test_tick_and_clock_work_end_to_end_through_the_api(h, admin_api):
 
 
 def test_namespaces_take_turns_page_by_page(h, accounts, monkeypatch):
-    from app.schedules import ticking
-
-    monkeypatch.setattr(ticking, "PAGE_SIZE", 2)
+    monkeypatch.setattr(due, "PAGE_SIZE", 2)
     activations = {ns: h.workflow(namespace=ns) for ns in ("alpha", "beta")}
     for ns in ("alpha", "beta"):
         token = accounts.create(f"writer-{ns}", "operator", ns).token

@@ -18,15 +18,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app import create_app  # noqa: E402
 from app.context import clock, database  # noqa: E402
-from app.schedules import ticking  # noqa: E402
+from app.schedules.tick import due  # noqa: E402
 from app.ticker import schedules as phases  # noqa: E402
-from app.ticker.tick import TickContext, TickResult  # noqa: E402
+from app.ticker.types import TickContext, TickResult  # noqa: E402
 
 
 def main() -> None:
     url = sys.argv[1]
     if len(sys.argv) > 2:
-        ticking.PAGE_SIZE = int(sys.argv[2])
+        due.PAGE_SIZE = int(sys.argv[2])
     app = create_app(
         {
             "TESTING": True,

@@ -1,4 +1,4 @@
-"""Draining buffers (§5.4): the oldest buffered occurrence starts once no run is active.
+"""Draining buffers: a schedule's oldest buffered occurrence starts once no run of it is active.
 
 One occurrence per schedule per tick, in FIFO order of their instants. A buffered occurrence
 waits while the namespace is at capacity; it is dropped (as skipped) only by pause or delete.
@@ -11,47 +11,32 @@ import time
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.calendar import format_utc
-from app.db import ACTIVE_RUN_STATUSES, Database, Namespace, Run, Schedule, ScheduleOccurrence
+from app.calendar import due_time, format_utc, format_utc_or_none
+from app.db import Database, Namespace, Schedule
 from app.db.session import begin_write
-from app.schedules.acting import finish_if_exhausted
-from app.schedules.firing import due_of, run_id_for
-from app.schedules.ledger import Writes, block, spec_of, start_occurrence
-from app.schedules.page import ActiveRun, PageContext
-from app.schedules.starts import orm_starter
+from app.schedules import store
+from app.schedules.ledger import Writes
+from app.schedules.tick.act import finish_if_exhausted
+from app.schedules.tick.context import ActiveRun, FiringContext
+from app.schedules.tick.policy import run_id_for
+from app.schedules.tick.starts import Firing, orm_starter, start_occurrence
+from app.schedules.transitions import block
 
 PAGE_SIZE = 100
 log = logging.getLogger(__name__)
 
 
-def drain_buffers(db: Database, now: datetime, *, budget_deadline: float) -> list[dict[str, Any]]:
+def drain(db: Database, now: datetime, *, budget_deadline: float) -> list[dict[str, Any]]:
     """Start one buffered occurrence of every active schedule that has no active run."""
     rows: list[dict[str, Any]] = []
     after = 0
     while time.monotonic() < budget_deadline:
         with db.session() as session:
             begin_write(session)
-            running = exists().where(
-                Run.schedule_uid == Schedule.uid, Run.status.in_(ACTIVE_RUN_STATUSES)
-            )
-            schedules = list(
-                session.scalars(
-                    select(Schedule)
-                    .where(
-                        Schedule.status == "active",
-                        Schedule.buffered_count > 0,
-                        Schedule.id > after,
-                        ~running,
-                    )
-                    .order_by(Schedule.id)
-                    .limit(PAGE_SIZE)
-                    .with_for_update(skip_locked=True)
-                )
-            )
+            schedules = store.lock_drainable(session, after, PAGE_SIZE)
             if not schedules:
                 break
             after = schedules[-1].id
@@ -72,7 +57,7 @@ def drain_buffers(db: Database, now: datetime, *, budget_deadline: float) -> lis
 def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict[str, Any]]:
     namespace = session.get(Namespace, schedule.namespace_id)
     assert namespace is not None
-    ctx = PageContext.load(session, namespace, [schedule])
+    ctx = FiringContext.load(session, namespace, [schedule])
     context = ctx.context(schedule)
     w = Writes()
     row = {
@@ -81,46 +66,32 @@ def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict
         "occurrence_time": None,
         "run_id": None,
     }
-    target = ctx.target(schedule)
-    if not ctx.authorized(schedule) or target is None:
-        reason = (
-            "principal_unauthorized" if not ctx.authorized(schedule) else "activation_not_ready"
-        )
+    reason = ctx.blocked_reason(schedule)
+    if reason is not None:
         block(w, schedule, now, reason, context)
         w.flush(session)
         return [row | {"outcome": "blocked", "next_fire_at": None}]
+    target = ctx.target(schedule)
+    assert target is not None
     if not ctx.has_room():
-        return [row | {"outcome": "refused", "next_fire_at": _text(schedule.next_fire_at)}]
-    buffered = session.scalar(
-        select(ScheduleOccurrence)
-        .where(
-            ScheduleOccurrence.schedule_pk == schedule.id,
-            ScheduleOccurrence.kind == "buffered",
-        )
-        .order_by(ScheduleOccurrence.instant, ScheduleOccurrence.id)
-        .limit(1)
-    )
-    if buffered is None:
+        return [
+            row | {"outcome": "refused", "next_fire_at": format_utc_or_none(schedule.next_fire_at)}
+        ]
+    oldest = store.buffered(session, schedule, limit=1)
+    if not oldest:
         schedule.buffered_count = 0
         return []
+    buffered = oldest[0]
     occurrence_time = buffered.instant
     if buffered.origin == "scheduled":
-        occurrence_time = due_of(
-            spec_of(schedule), schedule.uid, schedule.jitter_seconds, buffered.instant
+        occurrence_time = due_time(
+            store.spec_of(schedule), schedule.uid, schedule.jitter_seconds, buffered.instant
         )
-    run_id = start_occurrence(
-        w,
-        schedule,
-        now,
-        target,
-        orm_starter(session, now, namespace),
-        instant=buffered.instant,
-        occurrence_time=occurrence_time,
-        origin=buffered.origin,
-        outcome="drained",
-        policy=schedule.overlap_policy,
-        context=context,
+    firing = Firing(
+        buffered.instant, occurrence_time, buffered.origin, schedule.overlap_policy, "drained"
     )
+    starter = orm_starter(session, now, namespace)
+    run_id = start_occurrence(w, schedule, now, target, starter, firing, context)
     assert run_id == run_id_for(schedule.schedule_id, buffered.instant, buffered.origin)
     buffered.kind, buffered.run_id, buffered.observed_at = "started", run_id, now
     schedule.buffered_count -= 1
@@ -133,10 +104,6 @@ def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict
             "outcome": "drained",
             "occurrence_time": format_utc(occurrence_time),
             "run_id": run_id,
-            "next_fire_at": _text(schedule.next_fire_at),
+            "next_fire_at": format_utc_or_none(schedule.next_fire_at),
         }
     ]
-
-
-def _text(value: datetime | None) -> str | None:
-    return None if value is None else format_utc(value)

@@ -1,7 +1,8 @@
-"""What a tick needs to know about a page of claimed schedules, loaded in a few queries.
+"""`FiringContext`: what firing needs to know about a batch of schedules, loaded in a few queries.
 
-Principals and their grants, action targets, this schedule's active runs and the namespace's
-capacity are read inside the page's transaction, so every firing sees them as they are now.
+Principals and their grants, action targets, each schedule's active runs and the namespace's
+capacity are read inside the firing transaction, so every decision sees them as they are now.
+The tick loads one per page of claimed schedules; buffers, triggers and backfill one per schedule.
 """
 
 from __future__ import annotations
@@ -16,19 +17,24 @@ from sqlalchemy.orm import Session
 from app.auth.grants import ROLE_GRANTS, RUN_START
 from app.db import ACTIVE_RUN_STATUSES, Membership, Namespace, Run, Schedule, User
 from app.runs import lifecycle
+from app.runs import service as runs_service
 from app.runs.errors import ActivationNotFound, ActivationNotReady
 from app.schedules.audit import CommandContext
 
 
 @dataclass(frozen=True)
 class ActiveRun:
+    """One active run of a schedule; a leased one is executing a step right now."""
+
     pk: int
     run_id: str
     leased: bool
 
 
 @dataclass
-class PageContext:
+class FiringContext:
+    """The state firing decisions read, loaded once per batch and kept current as it fires."""
+
     session: Session
     namespace: Namespace
     usernames: dict[int, str] = field(default_factory=dict)
@@ -42,7 +48,8 @@ class PageContext:
     @classmethod
     def load(
         cls, session: Session, namespace: Namespace, schedules: Sequence[Schedule]
-    ) -> PageContext:
+    ) -> FiringContext:
+        """Principals, grants and active runs of `schedules` (all of `namespace`)."""
         ctx = cls(session, namespace)
         ids = {s.principal_id for s in schedules}
         roles: dict[int, str] = {
@@ -81,6 +88,14 @@ class PageContext:
     def authorized(self, schedule: Schedule) -> bool:
         return schedule.principal_id in self.authorized_ids
 
+    def blocked_reason(self, schedule: Schedule) -> str | None:
+        """Why the schedule cannot fire at all now (it blocks), or None."""
+        if not self.authorized(schedule):
+            return "principal_unauthorized"
+        if self.target(schedule) is None:
+            return "activation_not_ready"
+        return None
+
     def target(self, schedule: Schedule) -> lifecycle.RunTarget | None:
         """The ready activation the schedule's action runs now, or None."""
         key = (schedule.action.get("workflow"), schedule.action.get("activation_id"))
@@ -92,6 +107,10 @@ class PageContext:
             except (ActivationNotFound, ActivationNotReady):
                 self.targets[key] = None
         return self.targets[key]
+
+    def run(self, entry: ActiveRun) -> Run | None:
+        """The run row of one of the schedule's active runs (None if it went away)."""
+        return runs_service.find_run(self.session, self.namespace, entry.run_id)
 
     def namespace_active(self) -> int:
         if self._namespace_active is None:

@@ -1,4 +1,4 @@
-"""Firing due schedules (§5.4): claim pages, decide per schedule, write each page at once.
+"""Firing due schedules: claim pages, decide per schedule, write each page at once.
 
 A page is claimed with `FOR UPDATE SKIP LOCKED` on PostgreSQL (replicas take different pages)
 and under `BEGIN IMMEDIATE` on SQLite. Everything one firing writes (the run and its first
@@ -16,20 +16,21 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import distinct, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.calendar import Spec, format_utc
+from app.calendar import Spec, due_time, format_utc_or_none
 from app.db import Database, Namespace, Schedule
 from app.db.session import begin_write
-from app.schedules import rows as rows_module
-from app.schedules.acting import act
-from app.schedules.firing import DueScan, Occurrence, choose, due_of, retry_until, scan_due
-from app.schedules.ledger import Writes, block, record_skip, reschedule, spec_of
-from app.schedules.page import PageContext
-from app.schedules.rows import ScheduleRow
-from app.schedules.starts import BulkStarter
+from app.schedules.ledger import Writes, record_skip
+from app.schedules.store import spec_of
+from app.schedules.tick import rows as schedule_rows
+from app.schedules.tick.act import act
+from app.schedules.tick.context import FiringContext
+from app.schedules.tick.policy import DueScan, Occurrence, choose, retry_until, scan_due
+from app.schedules.tick.rows import ScheduleRow
+from app.schedules.tick.starts import BulkStarter, Firing
+from app.schedules.transitions import block, reschedule
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +53,7 @@ def fire_due(
     """
     rows: list[dict[str, Any]] = []
     with db.session() as session:
-        namespaces = sorted(
-            session.scalars(
-                select(distinct(Schedule.namespace_id)).where(
-                    Schedule.status == "active", Schedule.next_fire_at <= now
-                )
-            )
-        )
+        namespaces = schedule_rows.due_namespaces(session, now)
     if not namespaces:
         return rows
     turn = next(_turns) % len(namespaces)
@@ -78,29 +73,6 @@ def fire_due(
     return rows
 
 
-def _claim(
-    session: Session,
-    now: datetime,
-    limit: int,
-    *,
-    namespace_id: int | None = None,
-    key: tuple[datetime, int] | None = None,
-    pk: int | None = None,
-) -> list[ScheduleRow]:
-    table = rows_module.TABLE
-    query = select(*rows_module.selectable()).where(
-        table.c.status == "active", table.c.next_fire_at <= now
-    )
-    if namespace_id is not None:
-        query = query.where(table.c.namespace_id == namespace_id)
-    if pk is not None:
-        query = query.where(table.c.id == pk)
-    if key is not None:
-        query = query.where(tuple_(table.c.next_fire_at, table.c.id) > key)
-    query = query.order_by(table.c.next_fire_at, table.c.id).limit(limit)
-    return rows_module.load(session.connection(), query.with_for_update(skip_locked=True))
-
-
 def _fire_page(
     db: Database,
     now: datetime,
@@ -111,7 +83,7 @@ def _fire_page(
 ) -> tuple[int, tuple[datetime, int] | None]:
     with db.session() as session:
         begin_write(session)
-        schedules = _claim(session, now, PAGE_SIZE, namespace_id=namespace_id, key=key)
+        schedules = schedule_rows.claim(session, now, PAGE_SIZE, namespace_id=namespace_id, key=key)
         if not schedules:
             return 0, key
         last = schedules[-1]
@@ -135,7 +107,7 @@ def _fire_each(
     for pk in ids:
         with db.session() as session:
             begin_write(session)
-            claimed = _claim(session, now, 1, pk=pk)
+            claimed = schedule_rows.claim(session, now, 1, pk=pk)
             if not claimed:
                 continue
             try:
@@ -154,7 +126,7 @@ def _fire_schedules(
     namespace = session.get(Namespace, schedules[0].namespace_id)
     assert namespace is not None
     plain = cast(list[Schedule], schedules)
-    ctx = PageContext.load(session, namespace, plain)
+    ctx = FiringContext.load(session, namespace, plain)
     w, starter = Writes(), BulkStarter(now)
     rows: list[dict[str, Any]] = []
     scans: dict[tuple[Any, ...], tuple[Spec, DueScan]] = {}
@@ -162,12 +134,12 @@ def _fire_schedules(
         rows.extend(fire_one(ctx, w, starter, schedule, now, grace, scans))
     starter.flush(session)
     w.flush(session)
-    rows_module.save(session.connection(), schedules)
+    schedule_rows.save(session.connection(), schedules)
     return rows
 
 
 def fire_one(
-    ctx: PageContext,
+    ctx: FiringContext,
     w: Writes,
     starter: BulkStarter,
     schedule: Schedule,
@@ -177,7 +149,7 @@ def fire_one(
 ) -> list[dict[str, Any]]:
     """Decide and record one due schedule's firing; returns its tick rows."""
     context = ctx.context(schedule)
-    reason = _blocked_reason(ctx, schedule)
+    reason = ctx.blocked_reason(schedule)
     if reason is not None:
         block(w, schedule, now, reason, context)
         return [_row(ctx, schedule, "blocked", None, None)]
@@ -188,7 +160,7 @@ def fire_one(
     if schedule.pending_occurrence is not None:
         pending = Occurrence(
             schedule.pending_occurrence,
-            due_of(spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence),
+            due_time(spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence),
         )
     choice = choose(
         scan,
@@ -209,20 +181,10 @@ def fire_one(
         schedule.cursor_at = choice.cursor
     candidate = choice.candidate
     if candidate is not None:
-        result = act(
-            ctx,
-            w,
-            starter,
-            schedule,
-            now,
-            target,
-            instant=candidate.instant,
-            occurrence_time=candidate.due,
-            origin="scheduled",
-            policy=schedule.overlap_policy,
-            outcome="triggered",
-            context=context,
+        firing = Firing(
+            candidate.instant, candidate.due, "scheduled", schedule.overlap_policy, "triggered"
         )
+        result = act(ctx, w, starter, schedule, now, target, firing, context)
         if result.outcome == "refused" and not choice.retry:
             schedule.pending_occurrence = candidate.instant
             schedule.pending_until = retry_until(schedule.missed_policy, candidate, now, grace)
@@ -255,16 +217,8 @@ def _scan(
     return scans[key]
 
 
-def _blocked_reason(ctx: PageContext, schedule: Schedule) -> str | None:
-    if not ctx.authorized(schedule):
-        return "principal_unauthorized"
-    if ctx.target(schedule) is None:
-        return "activation_not_ready"
-    return None
-
-
 def _row(
-    ctx: PageContext,
+    ctx: FiringContext,
     schedule: Schedule,
     outcome: str,
     occurrence: datetime | None,
@@ -280,7 +234,5 @@ def _row(
     }
 
 
-@lru_cache(maxsize=4096)
-def _text(value: datetime | None) -> str | None:
-    # Cached: a tick's rows repeat the same few instants, and share one string for each.
-    return None if value is None else format_utc(value)
+# Cached: a tick's rows repeat the same few instants, and share one string for each.
+_text = lru_cache(maxsize=4096)(format_utc_or_none)

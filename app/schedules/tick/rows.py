@@ -1,7 +1,8 @@
-"""Schedules as plain rows for the tick's hot path: loaded with Core, written back in bulk.
+"""The tick's store: due schedules claimed as plain rows with Core, written back in bulk.
 
 A `ScheduleRow` has the attributes of `app.db.Schedule`, so the ledger and policy functions
 take either; the tick avoids the ORM's per-object bookkeeping for thousands of firings a second.
+A page is claimed with `FOR UPDATE SKIP LOCKED` on PostgreSQL (replicas take different pages).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import JSON, Connection, Select, Table, Text, type_coerce
+from sqlalchemy import JSON, Connection, Select, Table, Text, distinct, select, tuple_, type_coerce
 from sqlalchemy import cast as sql_cast
+from sqlalchemy.orm import Session
 
 from app.db import Schedule, UTCDateTime
-from app.schedules.bulk import update_rows
+from app.db.bulk import update_rows
 
 TABLE = cast(Table, Schedule.__table__)
 # The columns a firing may change; configuration columns never change in a tick.
@@ -67,6 +69,35 @@ class ScheduleRow:
             for name in MUTABLE
             if getattr(self, name) != self._loaded[name]
         }
+
+
+def due_namespaces(session: Session, now: datetime) -> list[int]:
+    """The ids of namespaces with an active schedule due at `now`, in id order."""
+    query = select(distinct(TABLE.c.namespace_id)).where(
+        TABLE.c.status == "active", TABLE.c.next_fire_at <= now
+    )
+    return sorted(session.scalars(query))
+
+
+def claim(
+    session: Session,
+    now: datetime,
+    limit: int,
+    *,
+    namespace_id: int | None = None,
+    key: tuple[datetime, int] | None = None,
+    pk: int | None = None,
+) -> list[ScheduleRow]:
+    """Lock and load due schedules in `(next_fire_at, id)` order after `key`, skipping locked."""
+    query = select(*selectable()).where(TABLE.c.status == "active", TABLE.c.next_fire_at <= now)
+    if namespace_id is not None:
+        query = query.where(TABLE.c.namespace_id == namespace_id)
+    if pk is not None:
+        query = query.where(TABLE.c.id == pk)
+    if key is not None:
+        query = query.where(tuple_(TABLE.c.next_fire_at, TABLE.c.id) > key)
+    query = query.order_by(TABLE.c.next_fire_at, TABLE.c.id).limit(limit)
+    return load(session.connection(), query.with_for_update(skip_locked=True))
 
 
 def selectable() -> list[Any]:

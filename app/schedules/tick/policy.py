@@ -1,4 +1,8 @@
-"""The per-schedule firing decision (§5.4), as pure functions of the schedule's state and `now`.
+"""The firing decisions, as pure functions of a schedule's state and `now` (no session, no I/O).
+
+The missed policy (`scan_due`, `choose`, `retry_until`), the overlap policy (`overlap_outcome`,
+`runs_freed`), `max_runs` (`exhausted`), jitter (`due_time` from the calendar) and run ids. The
+tick, manual triggers and backfill decide with these; so can anything that only simulates.
 
 The cursor is the last canonical occurrence accounted for: every canonical occurrence at or
 before it is in the ledger, except `pending` (an occurrence refused for capacity that is retried
@@ -7,10 +11,11 @@ with the same run id until its grace ends).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from app.calendar import Spec, jitter_offset, next_occurrence, occurrences_between
+from app.calendar import Spec, due_time, next_occurrence, occurrences_between
 from app.calendar.occurrences import HORIZON
 
 BUFFER_LIMITS = {"buffer_one": 1, "buffer_all": 1000}
@@ -60,7 +65,7 @@ class Choice:
 
 
 def run_id_for(schedule_id: str, instant: datetime, origin: str = "scheduled") -> str:
-    """Deterministic run ids (§5.4): canonical time, backfill time, or manual epoch ms."""
+    """Deterministic run ids: canonical time, backfill time, or manual epoch milliseconds."""
     if origin == "manual":
         millis = (instant - EPOCH) // timedelta(milliseconds=1)
         return f"schedule:{schedule_id}:manual:{millis}"
@@ -70,23 +75,12 @@ def run_id_for(schedule_id: str, instant: datetime, origin: str = "scheduled") -
     return f"schedule:{schedule_id}:{stamp}"
 
 
-def due_of(
-    spec: Spec, uid: str, jitter_seconds: int, instant: datetime, following: datetime | None = None
-) -> datetime:
-    """The due time of canonical `instant`; `following` saves a lookup when known."""
-    if not jitter_seconds:
-        return instant
-    if following is None:
-        following = next_occurrence(spec, instant)
-    return instant + jitter_offset(uid, instant, jitter_seconds, following)
-
-
 def next_after(spec: Spec, uid: str, jitter_seconds: int, after: datetime) -> Occurrence | None:
     """The first canonical occurrence strictly after `after`, with its due time."""
     instant = next_occurrence(spec, after)
     if instant is None:
         return None
-    return Occurrence(instant, due_of(spec, uid, jitter_seconds, instant))
+    return Occurrence(instant, due_time(spec, uid, jitter_seconds, instant))
 
 
 def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime, now: datetime) -> DueScan:
@@ -97,7 +91,7 @@ def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime, now: d
     current = next(stream, None)
     while current is not None:
         following = next(stream, None)
-        due = due_of(spec, uid, jitter_seconds, current, following)
+        due = due_time(spec, uid, jitter_seconds, current, following)
         # Due times increase with canonical times, so the first one not due ends the scan.
         if due > now:
             scan.upcoming = Occurrence(current, due)
@@ -170,3 +164,20 @@ def overlap_outcome(policy: str, active_runs: int, buffered: int) -> tuple[str, 
             return "buffer", None
         return "skip", "buffer_full"
     return "start", None
+
+
+def runs_freed(policy: str, leased: Sequence[bool]) -> int:
+    """How many of the schedule's active runs (`leased` flags) a start under `policy` frees now.
+
+    Runs ended now free their place in the namespace; a leased run cancels at its next step.
+    """
+    if policy == "terminate_other":
+        return len(leased)
+    if policy == "cancel_other":
+        return sum(1 for held in leased if not held)
+    return 0
+
+
+def exhausted(remaining_runs: int | None) -> bool:
+    """`max_runs` reached: the schedule deletes itself once `remaining_runs` is 0."""
+    return remaining_runs is not None and remaining_runs <= 0

@@ -1,4 +1,4 @@
-"""Acting on one occurrence under an overlap policy (§5.4): start, buffer, skip, or refuse.
+"""Acting on one occurrence under an overlap policy: start, buffer, skip, or refuse (capacity).
 
 Shared by the tick, buffer draining, manual triggers and backfill, so every path applies the
 same overlap, capacity and `max_runs` rules.
@@ -9,22 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
-
-from app.db import ACTIVE_RUN_STATUSES, Run, Schedule
+from app.db import ACTIVE_RUN_STATUSES, Schedule
 from app.runs import lifecycle
 from app.runs.lifecycle import RunTarget
 from app.schedules.audit import CommandContext
-from app.schedules.firing import Skip, overlap_outcome
-from app.schedules.ledger import (
-    Starter,
-    Writes,
-    mark_deleted,
-    record_buffer,
-    record_skip,
-    start_occurrence,
-)
-from app.schedules.page import ActiveRun, PageContext
+from app.schedules.ledger import Writes, record_buffer, record_skip
+from app.schedules.tick.context import ActiveRun, FiringContext
+from app.schedules.tick.policy import ENDS_OTHERS, Skip, exhausted, overlap_outcome, runs_freed
+from app.schedules.tick.starts import Firing, Starter, start_occurrence
+from app.schedules.transitions import mark_deleted
 
 
 @dataclass(frozen=True)
@@ -37,21 +30,17 @@ class Act:
 
 
 def act(
-    ctx: PageContext,
+    ctx: FiringContext,
     w: Writes,
     starter: Starter,
     schedule: Schedule,
     now: datetime,
     target: RunTarget,
-    *,
-    instant: datetime,
-    occurrence_time: datetime,
-    origin: str,
-    policy: str,
-    outcome: str,
+    firing: Firing,
     context: CommandContext,
 ) -> Act:
-    """Apply `policy` to the occurrence at canonical `instant` and record the result."""
+    """Apply the firing's overlap policy to its occurrence and record the result."""
+    instant, origin, policy = firing.instant, firing.origin, firing.policy
     active = ctx.active[schedule.uid]
     decision, reason = overlap_outcome(policy, len(active), schedule.buffered_count)
     if decision == "skip":
@@ -61,23 +50,11 @@ def act(
     if decision == "buffer":
         record_buffer(w, schedule, now, instant, origin)
         return Act("buffered")
-    freed = _freed(policy, active)
+    freed = runs_freed(policy, [run.leased for run in active])
     if not ctx.has_room(freed):
         return Act("refused", None, "capacity")
     _end_others(ctx, schedule, now, policy)
-    run_id = start_occurrence(
-        w,
-        schedule,
-        now,
-        target,
-        starter,
-        instant=instant,
-        occurrence_time=occurrence_time,
-        origin=origin,
-        outcome=outcome,
-        policy=policy,
-        context=context,
-    )
+    run_id = start_occurrence(w, schedule, now, target, starter, firing, context)
     w.occurrence(schedule, now, origin=origin, kind="started", instant=instant, run_id=run_id)
     ctx.active[schedule.uid].append(ActiveRun(0, run_id, False))
     ctx.add_active(1 - freed)
@@ -86,34 +63,19 @@ def act(
 
 
 def finish_if_exhausted(
-    ctx: PageContext, w: Writes, schedule: Schedule, now: datetime, context: CommandContext
+    ctx: FiringContext, w: Writes, schedule: Schedule, now: datetime, context: CommandContext
 ) -> None:
-    """At `remaining_runs == 0` the schedule deletes itself (§5.4 `max_runs`)."""
-    if (
-        schedule.remaining_runs is not None
-        and schedule.remaining_runs <= 0
-        and schedule.status != "deleted"
-    ):
+    """At `remaining_runs == 0` the schedule deletes itself (`max_runs`)."""
+    if exhausted(schedule.remaining_runs) and schedule.status != "deleted":
         mark_deleted(ctx.session, w, schedule, now, "max_runs_exhausted", context)
 
 
-def _freed(policy: str, active: list[ActiveRun]) -> int:
-    # Runs ended now free their place in the namespace; a leased run cancels at its next step.
-    if policy == "terminate_other":
-        return len(active)
-    if policy == "cancel_other":
-        return sum(1 for run in active if not run.leased)
-    return 0
-
-
-def _end_others(ctx: PageContext, schedule: Schedule, now: datetime, policy: str) -> None:
-    if policy not in ("cancel_other", "terminate_other"):
+def _end_others(ctx: FiringContext, schedule: Schedule, now: datetime, policy: str) -> None:
+    if policy not in ENDS_OTHERS:
         return
     still_active = []
     for entry in ctx.active[schedule.uid]:
-        run = ctx.session.scalar(
-            select(Run).where(Run.namespace_id == schedule.namespace_id, Run.run_id == entry.run_id)
-        )
+        run = ctx.run(entry)
         if run is None or run.status not in ACTIVE_RUN_STATUSES:
             continue
         reason = f"schedule {schedule.schedule_id!r} started a newer run ({policy})"

@@ -1,0 +1,64 @@
+"""The activation a schedule's action starts: resolved with its input validated when saving
+(422 naming the field), checked to be ready when resuming (409)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db import Namespace, Schedule
+from app.runs import lifecycle
+from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError
+from app.schedules.config import ScheduleConfig
+from app.schedules.errors import ScheduleStateConflict, invalid
+
+
+def resolve(
+    session: Session, namespace: Namespace, config: ScheduleConfig, data: Mapping[str, Any]
+) -> lifecycle.RunTarget:
+    """The action's target, with its input validated (422 naming the field)."""
+    action = config.action
+    shorthand = "activation_id" in data
+    field = "activation_id" if action["activation_id"] else "workflow"
+    loc = [field] if shorthand and field == "activation_id" else ["action", field]
+    try:
+        target = lifecycle.resolve_target(
+            session, namespace, workflow=action["workflow"], activation_id=action["activation_id"]
+        )
+    except ActivationNotFound:
+        raise invalid(
+            loc,
+            f"activation {action['activation_id']!r} does not exist in "
+            f"namespace {namespace.name!r}",
+        ) from None
+    except ActivationNotReady as exc:
+        raise invalid(loc, exc.message) from None
+    try:
+        lifecycle.validate_input(target.version.definition, action["input"])
+    except InputSchemaError as exc:
+        prefix = ["input"] if "input" in data else ["action", "input"]
+        errors = [
+            {"loc": [*prefix, *err["loc"][1:]], "msg": err["msg"]}
+            for err in exc.details.get("errors", [])
+        ]
+        raise InputSchemaError(exc.message, errors=errors) from None
+    return target
+
+
+def check_for_resume(session: Session, namespace: Namespace, schedule: Schedule) -> None:
+    """Resume needs a ready target: 409 `activation_not_ready` otherwise."""
+    action = schedule.action
+    try:
+        lifecycle.resolve_target(
+            session,
+            namespace,
+            workflow=action.get("workflow"),
+            activation_id=action.get("activation_id"),
+        )
+    except (ActivationNotFound, ActivationNotReady) as exc:
+        raise ScheduleStateConflict(
+            f"cannot resume: {exc.message}; save the schedule with a ready target",
+            reason="activation_not_ready",
+        ) from None
