@@ -11,8 +11,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from app import context
-from app.api.cursors import encode_cursor, page_args
-from app.api.routing import current_user, operation, parse_body, query_int
+from app.api.routing import current_user, operation, page_args, parse_body, query_int
 from app.api.schedule_models import (
     BackfillIn,
     ReasonIn,
@@ -24,6 +23,7 @@ from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor
+from app.paging import encode_cursor
 from app.schedules import manual, queries, service, status, store
 from app.schedules.audit import CommandContext
 from app.schedules.errors import invalid
