@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.api import errors
+from app.api import calendar, errors, runs, schedules, system, workflows
 
 PREFIX = "/api/v1"
 
 
 def init_app(app: Flask) -> None:
-    """Register every API blueprint under the prefix, exempt from CSRF, and the error handlers."""
-    from app.api import calendar, runs, schedules, system, workflows
-
+    """Register every API blueprint under the prefix, exempt from CSRF; JSON for unmatched paths."""
     csrf = app.extensions["csrf"]
     for bp in (system.bp, calendar.bp, workflows.bp, runs.bp, schedules.bp):
         csrf.exempt(bp)
         app.register_blueprint(bp, url_prefix=PREFIX)
-    errors.register(app)
+    errors.init_app(app)

@@ -8,6 +8,7 @@ from flask import Blueprint, jsonify, request
 from sqlalchemy.orm import Session
 
 from app import context
+from app.api import errors
 from app.api.routing import current_user, operation, page_args, page_json, parse_body
 from app.api.run_models import ReasonIn, RunIn, SignalIn, TaskCompleteIn
 from app.auth.grants import RUN_MANAGE, RUN_READ, RUN_START
@@ -18,6 +19,7 @@ from app.errors import ValidationFailed
 from app.runs import replay, service, signals, tasks
 
 bp = Blueprint("api_runs", __name__)
+errors.register(bp)
 
 PAGE = [("limit", "1-100, default 50"), ("cursor", "next_cursor of the last page")]
 RUN_STATUSES = (*ACTIVE_RUN_STATUSES, *FINAL_RUN_STATUSES)

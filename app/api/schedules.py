@@ -11,6 +11,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from app import context
+from app.api import errors
 from app.api.routing import current_user, operation, page_args, parse_body, query_int
 from app.api.schedule_models import (
     BackfillIn,
@@ -29,6 +30,7 @@ from app.schedules.audit import CommandContext
 from app.schedules.errors import invalid
 
 bp = Blueprint("api_schedules", __name__)
+errors.register(bp)
 
 ONE = "/schedules/<schedule_id>"
 CHANGE = (TRIGGER_MANAGE,)

@@ -8,6 +8,7 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 
 from app import context
+from app.api import errors
 from app.api.routing import operation, page_args, page_json, parse_body
 from app.api.run_models import ActivationIn, DefinitionIn
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
@@ -17,6 +18,7 @@ from app.errors import BadRequest, ValidationFailed
 from app.runs import actions, workflows
 
 bp = Blueprint("api_workflows", __name__)
+errors.register(bp)
 
 
 @bp.record_once

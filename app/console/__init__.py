@@ -7,6 +7,15 @@ from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
 
 from app import context
+from app.console import (
+    auth,
+    filters,
+    load,
+    runs,
+    schedule_actions,
+    schedule_forms,
+    schedules,
+)
 from app.console.session import ConsoleUser
 
 login_manager = LoginManager()
@@ -23,8 +32,6 @@ def _load_user(user_id: str) -> ConsoleUser | None:
 
 def init_app(app: Flask) -> None:
     """Register console blueprints, sessions and CSRF protection."""
-    from app.console import auth, filters, load, runs, schedule_actions, schedule_forms, schedules
-
     filters.register(app)
     login_manager.init_app(app)
     csrf.init_app(app)
