@@ -1,0 +1,1 @@
+"""Accounts, namespaces, memberships, API tokens and the grants each role holds."""
