@@ -5,15 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from flask import (
-    Response,
-    current_app,
-    flash,
-    make_response,
-    redirect,
-    render_template,
-    request,
-)
+from flask import Response, current_app, flash, make_response, redirect, render_template, request
+from werkzeug.wrappers import Response as AnyResponse
 
 V = TypeVar("V", bound=Callable[..., Any])
 
@@ -32,7 +25,7 @@ def render(page: str, partial: str, /, http_status: int = 200, **ctx: Any) -> Re
     return response
 
 
-def navigate(target: str) -> Response:
+def navigate(target: str) -> AnyResponse:
     """Redirect; an htmx request is told to navigate instead of swapping the page in."""
     if is_partial():
         response = make_response("", 204)
@@ -51,7 +44,7 @@ def in_place(partial: str) -> Callable[[V], V]:
     return mark
 
 
-def reply(message: str, ok: bool, target: str) -> Response:
+def reply(message: str, ok: bool, target: str) -> AnyResponse:
     """Tell how an action went: in place for an htmx swap of an `in_place` view, else flash the
     message and navigate to `target`."""
     view = current_app.view_functions.get(request.endpoint or "")

@@ -34,6 +34,7 @@ from app.db import (
 from app.runs import lifecycle
 from app.schedules import draining, service, status, ticking
 from app.schedules.audit import CommandContext
+from tests.support.schedules_harness import Harness
 
 SPECS = [
     {"cron_expressions": ["*/5 * * * *"], "timezone": "UTC"},
@@ -288,8 +289,6 @@ def check(driver: Driver, item: Tracked) -> None:
 
 @pytest.fixture
 def setup(app, accounts):
-    from tests.schedules.conftest import Harness
-
     accounts.create("olga", "operator")
     return Harness(app, None).workflow()  # type: ignore[arg-type]
 
