@@ -10,9 +10,9 @@ PREFIX = "/api/v1"
 
 
 def init_app(app: Flask) -> None:
-    """Register every API blueprint under the prefix, exempt from CSRF, and the error handlers."""
+    """Register every API blueprint under the prefix, exempt from CSRF; JSON for unmatched paths."""
     csrf = app.extensions["csrf"]
     for bp in (system.bp, calendar.bp, workflows.bp, runs.bp, schedules.bp):
         csrf.exempt(bp)
         app.register_blueprint(bp, url_prefix=PREFIX)
-    errors.register(app)
+    errors.init_app(app)

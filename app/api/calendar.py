@@ -7,13 +7,14 @@ from typing import Any
 from flask import Blueprint, jsonify
 
 from app import calendar, context
-from app.api.errors import located
+from app.api import errors
 from app.api.models import PreviewIn
 from app.api.routing import operation, parse_body
 from app.auth.grants import RUN_READ
 from app.db import Namespace
 
 bp = Blueprint("api_calendar", __name__)
+errors.register(bp)
 
 
 @operation(
@@ -28,7 +29,7 @@ bp = Blueprint("api_calendar", __name__)
 def preview(namespace: Namespace) -> Any:
     """Return the next due times of a spec, with DST notes."""
     body = parse_body(PreviewIn)
-    with located("spec"):
+    with errors.located("spec"):
         spec = calendar.Spec.from_dict(body.spec)
     after = calendar.parse_instant(body.after, ("after",)) if body.after else context.now()
     items = calendar.preview(spec, after, body.count, jitter_seconds=body.jitter_seconds)

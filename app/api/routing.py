@@ -17,6 +17,7 @@ from app.auth import service as auth_service
 from app.auth.grants import require_grant
 from app.db import User
 from app.errors import BadRequest, Forbidden, Unauthenticated, ValidationFailed
+from app.paging import decode_cursor, encode_cursor
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -139,3 +140,18 @@ def query_int(name: str, default: int, low: int, high: int) -> int:
         msg = f"must be an integer from {low} to {high}"
         raise ValidationFailed([{"loc": ["query", name], "msg": msg}])
     return int(raw)
+
+
+def page_args(namespace: str, collection: str) -> tuple[int, list[Any] | None]:
+    """`limit` (1-100, default 50) and the decoded `cursor` of this request, if any."""
+    limit = query_int("limit", 50, 1, 100)
+    token = request.args.get("cursor")
+    return limit, decode_cursor(token, namespace, collection) if token else None
+
+
+def page_json(
+    namespace: str, collection: str, items: list[dict[str, Any]], key: list[Any] | None
+) -> dict[str, Any]:
+    """A list's body: its items and the signed cursor of the next page (or null)."""
+    cursor = encode_cursor(namespace, collection, key) if key is not None else None
+    return {"items": items, "next_cursor": cursor}

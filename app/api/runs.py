@@ -8,8 +8,8 @@ from flask import Blueprint, jsonify, request
 from sqlalchemy.orm import Session
 
 from app import context
-from app.api.cursors import encode_cursor, page_args
-from app.api.routing import current_user, operation, parse_body
+from app.api import errors
+from app.api.routing import current_user, operation, page_args, page_json, parse_body
 from app.api.run_models import ReasonIn, RunIn, SignalIn, TaskCompleteIn
 from app.auth.grants import RUN_MANAGE, RUN_READ, RUN_START
 from app.calendar import format_utc, format_utc_or_none
@@ -19,6 +19,7 @@ from app.errors import ValidationFailed
 from app.runs import replay, service, signals, tasks
 
 bp = Blueprint("api_runs", __name__)
+errors.register(bp)
 
 PAGE = [("limit", "1-100, default 50"), ("cursor", "next_cursor of the last page")]
 RUN_STATUSES = (*ACTIVE_RUN_STATUSES, *FINAL_RUN_STATUSES)
@@ -73,13 +74,6 @@ def task_json(task: Task, run_id: str) -> dict[str, Any]:
         "completed_at": format_utc_or_none(task.completed_at),
         "completed_by": task.completed_by,
     }
-
-
-def _page(
-    namespace: Namespace, collection: str, items: list[dict[str, Any]], key: list[Any] | None
-) -> dict[str, Any]:
-    cursor = encode_cursor(namespace.name, collection, key) if key is not None else None
-    return {"items": items, "next_cursor": cursor}
 
 
 def _pairs(name: str) -> dict[str, str]:
@@ -153,7 +147,7 @@ def list_runs(namespace: Namespace) -> Any:
     session = context.session()
     rows, key = service.list_runs(session, namespace, limit, after, where)
     items = [run_json(session, run, namespace) for run, _name in rows]
-    return jsonify(_page(namespace, "runs", items, key))
+    return jsonify(page_json(namespace.name, "runs", items, key))
 
 
 @operation(bp, "GET", "/runs/<run_id>", summary="A run", grant=RUN_READ, namespaced=True)
@@ -178,7 +172,9 @@ def run_history(namespace: Namespace, run_id: str) -> Any:
     run = service.get_run(session, namespace, run_id)
     limit, after = page_args(namespace.name, f"run-history:{run.uid}")
     events, key = service.history(session, run, limit, after)
-    return jsonify(_page(namespace, f"run-history:{run.uid}", [event_json(e) for e in events], key))
+    return jsonify(
+        page_json(namespace.name, f"run-history:{run.uid}", [event_json(e) for e in events], key)
+    )
 
 
 @operation(
@@ -291,7 +287,7 @@ def list_tasks(namespace: Namespace) -> Any:
         status=status,
         run_id=request.args.get("run_id") or None,
     )
-    return jsonify(_page(namespace, "tasks", [task_json(t, r) for t, r in rows], key))
+    return jsonify(page_json(namespace.name, "tasks", [task_json(t, r) for t, r in rows], key))
 
 
 @operation(

@@ -12,8 +12,15 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from app import context
-from app.api.cursors import encode_cursor, page_args
-from app.api.routing import current_user, operation, parse_body, query_int
+from app.api import errors
+from app.api.routing import (
+    current_user,
+    operation,
+    page_args,
+    page_json,
+    parse_body,
+    query_int,
+)
 from app.api.schedule_models import (
     BackfillIn,
     ReasonIn,
@@ -30,6 +37,7 @@ from app.schedules.audit import CommandContext
 from app.schedules.errors import invalid
 
 bp = Blueprint("api_schedules", __name__)
+errors.register(bp)
 
 ONE = "/schedules/<schedule_id>"
 CHANGE = (TRIGGER_MANAGE,)
@@ -95,8 +103,8 @@ def list_schedules(namespace: Namespace) -> Any:
     )
     session = context.session()
     rows, next_key = queries.list_schedules(session, namespace, filters, limit, after)
-    cursor = encode_cursor(namespace.name, "schedules", [next_key]) if next_key else None
-    return jsonify({"items": queries.resources(session, namespace, rows), "next_cursor": cursor})
+    items = queries.resources(session, namespace, rows)
+    return jsonify(page_json(namespace.name, "schedules", items, [next_key] if next_key else None))
 
 
 @operation(
@@ -348,10 +356,8 @@ def list_occurrences(namespace: Namespace, schedule_id: str) -> Any:
             raise InvalidCursor("the cursor belongs to another schedule's ledger")
         after = (parse_instant(key[1]), key[2])
     items, next_key = queries.occurrences(session, schedule, limit, after)
-    cursor = None
-    if next_key is not None:
-        cursor = encode_cursor(namespace.name, "schedule-occurrences", [schedule.uid, *next_key])
-    return jsonify({"items": items, "next_cursor": cursor})
+    key = [schedule.uid, *next_key] if next_key is not None else None
+    return jsonify(page_json(namespace.name, "schedule-occurrences", items, key))
 
 
 @operation(

@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify
 
 from app import context
+from app.api import errors
 from app.api.models import ClockIn, NamespaceIn, TickIn
 from app.api.openapi import build_document
 from app.api.routing import current_user, operation, parse_body
@@ -19,6 +20,7 @@ from app.ticker import health as ticker_health
 from app.ticker.tick import run_tick
 
 bp = Blueprint("api_system", __name__)
+errors.register(bp)
 
 
 def namespace_json(namespace: Namespace) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 
 from app import context
-from app.api.cursors import encode_cursor, page_args
-from app.api.routing import operation, parse_body
+from app.api import errors
+from app.api.routing import operation, page_args, page_json, parse_body
 from app.api.run_models import ActivationIn, DefinitionIn
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
 from app.calendar import format_utc, format_utc_or_none
@@ -18,6 +18,7 @@ from app.errors import BadRequest, ValidationFailed
 from app.runs import actions, workflows
 
 bp = Blueprint("api_workflows", __name__)
+errors.register(bp)
 
 
 @bp.record_once
@@ -57,13 +58,6 @@ def activation_json(
         "created_at": format_utc(activation.created_at),
         "retired_at": format_utc_or_none(activation.retired_at),
     }
-
-
-def _page(
-    namespace: Namespace, collection: str, items: list[dict[str, Any]], key: list[Any] | None
-) -> dict[str, Any]:
-    cursor = encode_cursor(namespace.name, collection, key) if key is not None else None
-    return {"items": items, "next_cursor": cursor}
 
 
 @operation(
@@ -107,7 +101,7 @@ def list_workflows(namespace: Namespace) -> Any:
         }
         for flow, version in rows
     ]
-    return jsonify(_page(namespace, "workflows", items, key))
+    return jsonify(page_json(namespace.name, "workflows", items, key))
 
 
 @operation(
@@ -183,7 +177,9 @@ def list_activations(namespace: Namespace) -> Any:
         workflow=request.args.get("workflow") or None,
         status=status,
     )
-    return jsonify(_page(namespace, "activations", [activation_json(*row) for row in rows], key))
+    return jsonify(
+        page_json(namespace.name, "activations", [activation_json(*row) for row in rows], key)
+    )
 
 
 @operation(

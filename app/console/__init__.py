@@ -7,7 +7,15 @@ from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
 
 from app import context
-from app.console import auth, filters, load, runs, schedule_actions, schedule_forms, schedules
+from app.console import (
+    auth,
+    filters,
+    load,
+    runs,
+    schedule_actions,
+    schedule_forms,
+    schedules,
+)
 from app.console.session import ConsoleUser
 
 login_manager = LoginManager()

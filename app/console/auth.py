@@ -8,9 +8,11 @@ from werkzeug.wrappers import Response
 
 from app import context
 from app.auth import service as auth_service
+from app.console import errors
 from app.console.session import ConsoleUser
 
 bp = Blueprint("console_auth", __name__)
+errors.register(bp)
 
 
 @bp.get("/login")

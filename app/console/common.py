@@ -8,8 +8,8 @@ from typing import Any
 from flask import request
 from flask_login import current_user
 
-from app.api.cursors import decode_cursor, encode_cursor
 from app.db import User
+from app.paging import decode_cursor, encode_cursor
 from app.schedules.audit import CommandContext
 
 

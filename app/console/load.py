@@ -8,12 +8,14 @@ from werkzeug.wrappers import Response
 
 from app import context
 from app.auth.grants import RUN_READ
+from app.console import errors
 from app.console.charts import load_chart
 from app.console.htmx import render
 from app.console.session import namespace_view
 from app.schedules import queries
 
 bp = Blueprint("console_load", __name__)
+errors.register(bp)
 
 
 @bp.get("/ns/<ns>/load")

@@ -1,22 +1,27 @@
-"""Runs list and detail (timeline, pending deadlines, signal, cancel, terminate); task inbox."""
+"""Runs list and detail (timeline, pending deadlines, signal, cancel, terminate); task inbox.
+
+Refusals are answered by the blueprint's error handler (app/console/errors.py).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, flash, redirect, request, url_for
+from flask import Blueprint, request, url_for
 from flask_login import login_required
 from sqlalchemy import select
 from werkzeug.wrappers import Response
 
 from app import context
 from app.auth.grants import RUN_MANAGE, RUN_READ
+from app.console import errors
 from app.console.common import actor, next_cursor, page_key
-from app.console.htmx import render
+from app.console.htmx import render, reply
 from app.console.session import namespace_view
 from app.db import Deadline
-from app.errors import AlmanacError
+from app.errors import BadRequest
 from app.runs import service as runs_service
 from app.runs import signals, tasks
 
@@ -90,57 +95,50 @@ def detail(ns: str, run_id: str) -> Response:
     )
 
 
+def back_to(args: dict[str, Any]) -> str:
+    """Where a refused action returns: the run's page, or the inbox for a task."""
+    if "run_id" in args:
+        return _detail(args["ns"], args["run_id"])
+    return url_for("console_runs.inbox", ns=args["ns"])
+
+
+errors.register(bp, back_to=back_to)
+
+
+def _detail(ns: str, run_id: str) -> str:
+    return url_for("console_runs.detail", ns=ns, run_id=run_id)
+
+
 def _json_field(name: str) -> object:
     raw = request.form.get(name, "").strip()
-    return json.loads(raw) if raw else None
-
-
-def _act(ns: str, back: str, apply: Any, done: str) -> Response:
-    """Apply one run.manage operation; refusals and bad JSON become a message, then go `back`."""
-    view = namespace_view(ns, RUN_MANAGE)
-    session = context.session()
     try:
-        message = apply(session, view.current) or done
+        return json.loads(raw) if raw else None
     except ValueError as exc:
-        session.rollback()
-        flash(f"That is not valid JSON: {exc}", "error")
-    except AlmanacError as exc:
-        session.rollback()
-        flash(exc.message, "error")
-    else:
-        session.commit()
-        flash(message, "ok")
-    return redirect(back)
-
-
-def _run_action(ns: str, run_id: str, apply: Any, done: str) -> Response:
-    return _act(ns, url_for(".detail", ns=ns, run_id=run_id), apply, done)
+        raise BadRequest(f"That is not valid JSON: {exc}") from exc
 
 
 @bp.post("/ns/<ns>/runs/<path:run_id>/signal")
 @login_required
 def signal(ns: str, run_id: str) -> Response:
     """Send a named signal with an optional JSON payload."""
+    view = namespace_view(ns, RUN_MANAGE)
     name = request.form.get("name", "").strip()
-
-    def apply(session, namespace):  # type: ignore[no-untyped-def]
-        outcome = signals.send(
-            session, context.now(), namespace, run_id, name, _json_field("payload")
-        )
-        return f"Signal {name!r}: {outcome.status}" + (
-            f" ({outcome.reason})" if outcome.reason else ""
-        )
-
-    return _run_action(ns, run_id, apply, "")
+    session = context.session()
+    outcome = signals.send(
+        session, context.now(), view.current, run_id, name, _json_field("payload")
+    )
+    session.commit()
+    because = f" ({outcome.reason})" if outcome.reason else ""
+    return reply(f"Signal {name!r}: {outcome.status}{because}", True, _detail(ns, run_id))
 
 
-def _end(ns: str, run_id: str, operation: Any, done: str) -> Response:
+def _end(ns: str, run_id: str, operation: Callable[..., Any], done: str) -> Response:
     """Cancel or terminate the run, recording who asked."""
-
-    def apply(session: Any, namespace: Any) -> None:
-        operation(session, context.now(), namespace, run_id, f"console: {actor().username}")
-
-    return _run_action(ns, run_id, apply, done)
+    view = namespace_view(ns, RUN_MANAGE)
+    session = context.session()
+    operation(session, context.now(), view.current, run_id, f"console: {actor().username}")
+    session.commit()
+    return reply(done, True, _detail(ns, run_id))
 
 
 @bp.post("/ns/<ns>/runs/<path:run_id>/cancel")
@@ -185,14 +183,8 @@ def inbox(ns: str) -> Response:
 @login_required
 def complete_task(ns: str, task_id: str) -> Response:
     """Complete a task with a JSON output."""
-    return _act(
-        ns,
-        url_for(".inbox", ns=ns),
-        lambda session, namespace: (
-            tasks.complete(
-                session, context.now(), namespace, actor(), task_id, _json_field("output")
-            )
-            and None
-        ),
-        "Task completed.",
-    )
+    view = namespace_view(ns, RUN_MANAGE)
+    session = context.session()
+    tasks.complete(session, context.now(), view.current, actor(), task_id, _json_field("output"))
+    session.commit()
+    return reply("Task completed.", True, url_for(".inbox", ns=ns))

@@ -12,6 +12,7 @@ from werkzeug.wrappers import Response
 from app import context
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, Spec, SpecRangeError, preview
+from app.console import errors
 from app.console.common import actor, command
 from app.console.forms import errors_by_field, form_from_config, request_from_form, spec_from_form
 from app.console.htmx import render
@@ -21,6 +22,7 @@ from app.schedules import service, store
 from app.schedules.errors import RevisionConflict
 
 bp = Blueprint("console_schedule_forms", __name__)
+errors.register(bp)
 ZONES = sorted(available_timezones() - {"localtime", "Factory"})
 DEFAULTS = {
     "timezone": "UTC",

@@ -11,6 +11,7 @@ from werkzeug.wrappers import Response
 from app import context
 from app.auth.grants import RUN_READ
 from app.calendar import Spec, describe_spec
+from app.console import errors
 from app.console.charts import timeline
 from app.console.common import next_cursor, page_key
 from app.console.htmx import render
@@ -20,6 +21,7 @@ from app.runs import service as runs_service
 from app.schedules import queries, store
 
 bp = Blueprint("console_schedules", __name__)
+errors.register(bp)
 HISTORY_PAGE = 100
 
 

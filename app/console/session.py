@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flask import g
 from flask_login import UserMixin, current_user
 from sqlalchemy.orm import Session
 
@@ -45,13 +46,17 @@ class NamespaceView:
 
 
 def namespace_view(name: str, *needs: str) -> NamespaceView:
-    """Load namespace `name` for the signed-in user, requiring `needs` (403 otherwise)."""
+    """Load namespace `name` for the signed-in user, requiring `needs` (403 otherwise).
+
+    The view is also kept in `g`: from then on a refused action has a page to go back to.
+    """
     session = context.session()
     user: User = current_user.user
     namespace = auth_service.get_namespace(session, name)
     require_grant(session, user, namespace, *needs)
-    return NamespaceView(
+    g.namespace_view = NamespaceView(
         namespace,
         auth_service.visible_namespaces(session, user),
         grants_of(session, user, namespace),
     )
+    return g.namespace_view  # type: ignore[no-any-return]

@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 from app.db import Namespace, new_uid
 from app.db.runs import Run, RunHistoryEvent, Workflow
 from app.errors import CapacityExceeded, ValidationFailed
+from app.paging import created_key, keyset, newest_first, split_page
 from app.runs import lifecycle
 from app.runs.errors import PayloadTooLarge, RunNotFound, WorkflowNotFound
 from app.runs.locking import begin_write, for_update
-from app.runs.paging import after_key, split_page
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
 # Inputs and signal payloads are stored in runs and their history: 256 KiB each at most
@@ -161,17 +161,9 @@ def list_runs(
         query = query.where(Run.labels[key].as_string() == value)
     for key, value in where.search_attributes.items():
         query = query.where(Run.search_attributes[key].as_string() == value)
-    if after:
-        query = query.where(
-            after_key(
-                [Run.created_at, Run.id],
-                [datetime.fromisoformat(after[0]), after[1]],
-                descending=True,
-            )
-        )
-    query = query.order_by(Run.created_at.desc(), Run.id.desc()).limit(limit + 1)
+    query = newest_first(query, Run.created_at, Run.id, after, limit)
     rows = [(row[0], row[1]) for row in session.execute(query)]
-    return split_page(rows, limit, lambda row: [row[0].created_at.isoformat(), row[0].id])
+    return split_page(rows, limit, lambda row: created_key(row[0]))
 
 
 def history(
@@ -179,9 +171,9 @@ def history(
 ) -> tuple[list[RunHistoryEvent], list[Any] | None]:
     """The run's history in sequence order, one keyset page."""
     query = select(RunHistoryEvent).where(RunHistoryEvent.run_pk == run.id)
-    if after:
-        query = query.where(RunHistoryEvent.sequence > int(after[0]))
-    rows = list(session.scalars(query.order_by(RunHistoryEvent.sequence).limit(limit + 1)))
+    position = [int(after[0])] if after else None
+    query = keyset(query, [RunHistoryEvent.sequence], position, limit, descending=False)
+    rows = list(session.scalars(query))
     return split_page(rows, limit, lambda event: [event.sequence])
 
 

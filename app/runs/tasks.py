@@ -13,10 +13,10 @@ from app.calendar import format_utc_or_none
 from app.db import Namespace, User
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
 from app.errors import Forbidden
+from app.paging import created_key, newest_first, split_page
 from app.runs.errors import RunFinished, TaskClosed, TaskNotFound
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write, for_update
-from app.runs.paging import after_key, split_page
 from app.runs.service import check_size
 from app.runs.steps import complete_step
 
@@ -42,17 +42,9 @@ def list_tasks(
         query = query.where(Task.status == status)
     if run_id:
         query = query.where(Run.run_id == run_id)
-    if after:
-        query = query.where(
-            after_key(
-                [Task.created_at, Task.id],
-                [datetime.fromisoformat(after[0]), after[1]],
-                descending=True,
-            )
-        )
-    query = query.order_by(Task.created_at.desc(), Task.id.desc()).limit(limit + 1)
+    query = newest_first(query, Task.created_at, Task.id, after, limit)
     rows = [(row[0], row[1]) for row in session.execute(query)]
-    return split_page(rows, limit, lambda row: [row[0].created_at.isoformat(), row[0].id])
+    return split_page(rows, limit, lambda row: created_key(row[0]))
 
 
 def complete(

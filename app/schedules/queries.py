@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select, tuple_
+from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.calendar import (
@@ -33,6 +33,7 @@ from app.db import (
     User,
 )
 from app.errors import InvalidCursor
+from app.paging import keyset, split_page
 from app.schedules.errors import invalid
 
 MAX_HISTORY_LIMIT = 500
@@ -175,12 +176,10 @@ def list_schedules(
     """A page of schedules, newest first, and the key of the next page (or None)."""
     query = select(Schedule).where(Schedule.namespace_id == namespace.id)
     query = _filtered(query, filters)
-    if after_pk is not None:
-        query = query.where(Schedule.id < after_pk)
-    rows = list(session.scalars(query.order_by(Schedule.id.desc()).limit(limit + 1)))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, (rows[-1].id if more and rows else None)
+    position = [after_pk] if after_pk is not None else None
+    query = keyset(query, [Schedule.id], position, limit, descending=True)
+    rows, key = split_page(list(session.scalars(query)), limit, lambda row: [row.id])
+    return rows, (key[0] if key else None)
 
 
 def _filtered(query: Select[tuple[Schedule]], filters: ScheduleFilter) -> Select[tuple[Schedule]]:
@@ -213,17 +212,11 @@ def occurrences(
 ) -> tuple[list[dict[str, Any]], list[Any] | None]:
     """A page of the ledger, newest first, and the keyset of the next page (or None)."""
     query = select(ScheduleOccurrence).where(ScheduleOccurrence.schedule_pk == schedule.id)
-    if after is not None:
-        query = query.where(tuple_(ScheduleOccurrence.instant, ScheduleOccurrence.id) < after)
-    rows = list(
-        session.scalars(
-            query.order_by(ScheduleOccurrence.instant.desc(), ScheduleOccurrence.id.desc()).limit(
-                limit + 1
-            )
-        )
+    columns = [ScheduleOccurrence.instant, ScheduleOccurrence.id]
+    query = keyset(query, columns, after, limit, descending=True)
+    rows, key = split_page(
+        list(session.scalars(query)), limit, lambda row: [format_utc(row.instant), row.id]
     )
-    more = len(rows) > limit
-    rows = rows[:limit]
     items = [
         {
             "kind": row.kind,
@@ -238,7 +231,6 @@ def occurrences(
         }
         for row in rows
     ]
-    key = [format_utc(rows[-1].instant), rows[-1].id] if more and rows else None
     return items, key
 
 
@@ -246,19 +238,11 @@ def history(
     session: Session, namespace: Namespace, schedule: Schedule, limit: int, after_sequence: int
 ) -> dict[str, Any]:
     """One page of the audit stream, in its documented shape."""
-    rows = list(
-        session.scalars(
-            select(ScheduleHistoryEvent)
-            .where(
-                ScheduleHistoryEvent.schedule_pk == schedule.id,
-                ScheduleHistoryEvent.sequence > after_sequence,
-            )
-            .order_by(ScheduleHistoryEvent.sequence)
-            .limit(limit + 1)
-        )
+    query = select(ScheduleHistoryEvent).where(ScheduleHistoryEvent.schedule_pk == schedule.id)
+    query = keyset(
+        query, [ScheduleHistoryEvent.sequence], [after_sequence], limit, descending=False
     )
-    has_more = len(rows) > limit
-    rows = rows[:limit]
+    rows, key = split_page(list(session.scalars(query)), limit, lambda row: [row.sequence])
     return {
         "schedule_id": schedule.schedule_id,
         "namespace": namespace.name,
@@ -274,8 +258,8 @@ def history(
             }
             for row in rows
         ],
-        "next_cursor": rows[-1].sequence if has_more and rows else None,
-        "has_more": has_more,
+        "next_cursor": key[0] if key else None,
+        "has_more": key is not None,
     }
 
 

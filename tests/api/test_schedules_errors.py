@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.schedules.conftest import h, operator  # noqa: F401 - fixtures
-
 
 @pytest.fixture
 def ready(h):  # noqa: F811 - the imported fixture

@@ -35,6 +35,7 @@ from app.runs import lifecycle
 from app.schedules import service
 from app.schedules.audit import CommandContext
 from app.schedules.tick import buffers, due
+from tests.support.schedules_harness import Harness
 
 SPECS = [
     {"cron_expressions": ["*/5 * * * *"], "timezone": "UTC"},
@@ -289,8 +290,6 @@ def check(driver: Driver, item: Tracked) -> None:
 
 @pytest.fixture
 def setup(app, accounts):
-    from tests.schedules.conftest import Harness
-
     accounts.create("olga", "operator")
     return Harness(app, None).workflow()  # type: ignore[arg-type]
 

@@ -12,7 +12,7 @@ from app.runs import lifecycle
 from app.schedules.audit import RUN_ORIGIN_KEYS
 from app.schedules.tick import due
 from tests.conftest import Api
-from tests.schedules.conftest import at
+from tests.support.schedules_harness import at
 
 
 def test_a_ten_minute_outage_under_skip_is_one_skipped_range_and_the_current_minute_fires(h):

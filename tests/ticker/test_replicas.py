@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from app.db import Schedule
 from tests.conftest import FIXED_NOW
 
-WORKER = Path(__file__).with_name("replica_worker.py")
+WORKER = Path(__file__).parents[1] / "support" / "replica_worker.py"
 SCHEDULES = 2000
 MINUTES = 6
 REPLICAS = 4

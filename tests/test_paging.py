@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.cursors import decode_cursor, encode_cursor
 from app.errors import InvalidCursor
+from app.paging import decode_cursor, encode_cursor
 
 
 def test_cursor_round_trip_and_binding(app):

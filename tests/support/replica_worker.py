@@ -1,6 +1,6 @@
 """One replica for tests/ticker/test_replicas.py: ticks the schedule phases until SIGTERM.
 
-Run: python tests/ticker/replica_worker.py DATABASE_URL [PAGE_SIZE]
+Run: python tests/support/replica_worker.py DATABASE_URL [PAGE_SIZE]
 
 It builds the app with the manual clock shared through the database and runs the schedule
 phases of the tick (drain buffers, fire due schedules) back to back, as a scheduler process

@@ -1,4 +1,5 @@
-"""Schedule fixtures: workflows and activations as rows, a harness for the clock, ticks and runs.
+"""The schedules harness, a pytest plugin (see tests/conftest.py): workflows and activations as
+rows, and `h`, which drives the clock, ticks and runs.
 
 Workflows are inserted with the models (not through the workflows API) so these tests do not
 depend on the runs engineer's routes; runs are ended with app.runs.lifecycle directly.

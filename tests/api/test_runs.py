@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.runs.conftest import assert_replay_agrees
+from tests.support.runs_scenario import assert_replay_agrees
 
 RUN_KEYS = {
     "run_id",

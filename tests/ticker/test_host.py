@@ -11,6 +11,9 @@ from app.context import database
 from app.ticker import host
 from tests.conftest import Api, make_test_app
 
+# Run scenarios here end, as in tests/runs, by replaying their runs against the stored state.
+pytestmark = pytest.mark.usefixtures("replay_every_run")
+
 
 def _eventually(condition, seconds: float = 30.0) -> None:
     """Wait (real time) for the background threads to do something."""
@@ -92,7 +95,7 @@ def test_scheduler_tick_cli_works_and_worker_command_is_registered(runner, scena
 
 
 def test_action_modules_are_loaded_from_the_configuration(db_url, accounts):
-    app = make_test_app(db_url, ACTION_MODULES="tests.runs.extra_actions")
+    app = make_test_app(db_url, ACTION_MODULES="tests.support.extra_actions")
     api = Api(app.test_client(), accounts.create("dep", role="deployer").token)
     response = api.post(
         "/workflows",
