@@ -10,11 +10,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# The remote client (`almanac/`, the `almanac` command) is installed editable beside the server.
 install: $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -e .
 
 install-dev: $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
 
 # Debian's Chromium for the Playwright tests (never `playwright install`: it downloads browsers).
 browser:
@@ -33,8 +36,8 @@ test: install-dev browser
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 lint: install-dev
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench wsgi.py
+	$(BIN)/ruff check app almanac tests bench
+	$(BIN)/ruff format --check app almanac tests bench wsgi.py
 	$(BIN)/mypy app/calendar app/auth app/db app/runs app/schedules app/console
 
 # The benchmarks print their figures (docs/benchmarks.md); the tick and console ones take minutes.
@@ -43,6 +46,7 @@ bench: install-dev
 	$(BIN)/python bench/runs_bench.py
 	$(BIN)/python bench/tick_bench.py
 	$(BIN)/python bench/console_bench.py
+	$(BIN)/python bench/client_bench.py
 
 clean:
 	rm -rf $(VENV) instance tests/artifacts
