@@ -16,6 +16,39 @@ from almanac.transport import AsyncTransport, Call
 T = TypeVar("T")
 
 
+class AsyncPager(AsyncIterator[T]):
+    """Every item of a paged list as an async iterator; `await page()` gets the first page."""
+
+    def __init__(
+        self, transport: AsyncTransport, call: Call, parse: Callable[[Any], T], *, history: bool
+    ) -> None:
+        self.transport, self.call, self.parse, self.history = transport, call, parse, history
+        self._items: AsyncIterator[T] | None = None
+
+    async def page(self) -> dict[str, Any]:
+        return dict(await self.transport.send(self.call))
+
+    def __aiter__(self) -> AsyncPager[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        if self._items is None:
+            self._items = self._walk()
+        return await self._items.__anext__()
+
+    async def _walk(self) -> AsyncIterator[T]:
+        call, params = self.call, list(self.call.params)
+        key, cursor_param = ("events", "after_sequence") if self.history else ("items", "cursor")
+        while True:
+            body = await self.transport.send(Call(call.method, call.path, params, call.json))
+            for item in body.get(key, []):
+                yield self.parse(item)
+            cursor = body.get("next_cursor")
+            if cursor is None or cursor == "" or (self.history and not body.get("has_more")):
+                return
+            params = replace_param(params, cursor_param, cursor)
+
+
 class AsyncClient(RunOperations):
     """An asyncio client: `async with AsyncClient(url, token) as client: ...`.
 
@@ -52,26 +85,16 @@ class AsyncClient(RunOperations):
     async def _call(self, call: Call, parse: Callable[[Any], T]) -> T:
         return parse(await self._transport.send(call))
 
-    async def _walk(self, call: Call, parse: Callable[[Any], T]) -> AsyncIterator[T]:
-        params = list(call.params)
-        while True:
-            body = await self._transport.send(Call(call.method, call.path, params, call.json))
-            for item in body.get("items", []):
-                yield parse(item)
-            cursor = body.get("next_cursor")
-            if not cursor:
-                return
-            params = replace_param(params, "cursor", cursor)
+    def _walk(self, call: Call, parse: Callable[[Any], T]) -> AsyncPager[T]:
+        return AsyncPager(self._transport, call, parse, history=False)
 
-    async def _walk_history(self, call: Call, parse: Callable[[Any], T]) -> AsyncIterator[T]:
-        params = list(call.params)
-        while True:
-            body = await self._transport.send(Call(call.method, call.path, params))
-            for item in body.get("events", []):
-                yield parse(item)
-            if not body.get("has_more") or body.get("next_cursor") is None:
-                return
-            params = replace_param(params, "after_sequence", body["next_cursor"])
+    def _walk_history(self, call: Call, parse: Callable[[Any], T]) -> AsyncPager[T]:
+        return AsyncPager(self._transport, call, parse, history=True)
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Any API call under /api/v1 (retries and typed errors included): the raw JSON body."""
+        params = list((kwargs.get("params") or {}).items())
+        return await self._transport.send(Call(method, path, params, kwargs.get("json")))
 
     async def backfill_schedule(
         self,

@@ -20,6 +20,42 @@ def replace_param(params: list[tuple[str, str]], name: str, value: Any) -> list[
     return [(k, v) for k, v in params if k != name] + [(name, str(value))]
 
 
+class Pager(Iterator[T]):
+    """Every item of a paged list, fetched page by page as it is iterated.
+
+    `page()` fetches only the first page and answers the API's body unchanged.
+    """
+
+    def __init__(
+        self, transport: SyncTransport, call: Call, parse: Callable[[Any], T], *, history: bool
+    ) -> None:
+        self.transport, self.call, self.parse, self.history = transport, call, parse, history
+        self._items: Iterator[T] | None = None
+
+    def page(self) -> dict[str, Any]:
+        return dict(self.transport.send(self.call))
+
+    def __iter__(self) -> Pager[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._items is None:
+            self._items = self._walk()
+        return next(self._items)
+
+    def _walk(self) -> Iterator[T]:
+        call, params = self.call, list(self.call.params)
+        key, cursor_param = ("events", "after_sequence") if self.history else ("items", "cursor")
+        while True:
+            body = self.transport.send(Call(call.method, call.path, params, call.json))
+            for item in body.get(key, []):
+                yield self.parse(item)
+            cursor = body.get("next_cursor")
+            if cursor is None or cursor == "" or (self.history and not body.get("has_more")):
+                return
+            params = replace_param(params, cursor_param, cursor)
+
+
 class Client(RunOperations):
     """A blocking client of one Almanac server, bound to one namespace.
 
@@ -56,26 +92,16 @@ class Client(RunOperations):
     def _call(self, call: Call, parse: Callable[[Any], T]) -> T:
         return parse(self._transport.send(call))
 
-    def _walk(self, call: Call, parse: Callable[[Any], T]) -> Iterator[T]:
-        params = list(call.params)
-        while True:
-            body = self._transport.send(Call(call.method, call.path, params, call.json))
-            for item in body.get("items", []):
-                yield parse(item)
-            cursor = body.get("next_cursor")
-            if not cursor:
-                return
-            params = replace_param(params, "cursor", cursor)
+    def _walk(self, call: Call, parse: Callable[[Any], T]) -> Pager[T]:
+        return Pager(self._transport, call, parse, history=False)
 
-    def _walk_history(self, call: Call, parse: Callable[[Any], T]) -> Iterator[T]:
-        params = list(call.params)
-        while True:
-            body = self._transport.send(Call(call.method, call.path, params))
-            for item in body.get("events", []):
-                yield parse(item)
-            if not body.get("has_more") or body.get("next_cursor") is None:
-                return
-            params = replace_param(params, "after_sequence", body["next_cursor"])
+    def _walk_history(self, call: Call, parse: Callable[[Any], T]) -> Pager[T]:
+        return Pager(self._transport, call, parse, history=True)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Any API call under /api/v1 (retries and typed errors included): the raw JSON body."""
+        params = list((kwargs.get("params") or {}).items())
+        return self._transport.send(Call(method, path, params, kwargs.get("json")))
 
     def backfill_schedule(
         self,

@@ -149,9 +149,7 @@ class Operations:
         call = Call("PATCH", path, json=dict(patch), headers=if_match(revision))
         return self._call(call, m.Schedule.from_json)
 
-    def _change(
-        self, verb: str, schedule_id: str, revision: int, reason: str | None
-    ) -> m.Schedule:
+    def _change(self, verb: str, schedule_id: str, revision: int, reason: str | None) -> m.Schedule:
         path = self._ns("schedules", schedule_id, verb)
         call = Call("POST", path, json=_body(reason=reason), headers=if_match(revision))
         return self._call(call, m.Schedule.from_json)
