@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,7 @@ def describe(exc: AlmanacError) -> str:
 def read_document(path: str) -> Any:
     """A JSON document from a file or stdin (`-`); a YAML file when its name says .yaml/.yml."""
     try:
-        text = click.get_text_stream("stdin").read() if path == "-" else Path(path).read_text()
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as exc:
         raise click.BadParameter(f"cannot read {path}: {exc}") from exc
     return parse_document(text, path)
