@@ -8,6 +8,7 @@ requests unless a test asks for a tick.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -94,7 +95,7 @@ def serve(db_url: str, workdir: Path, backend: str, threads: int = 4) -> Iterato
     with open(workdir / "server.log", "wb") as log:
         proc = subprocess.Popen(
             [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{port}", "--workers", "1"]
-            + ["--threads", str(threads), "wsgi:app"],
+            + ["--threads", str(threads), "--graceful-timeout", "2", "wsgi:app"],
             cwd=ROOT,
             env=env,
             stdout=log,
@@ -105,5 +106,6 @@ def serve(db_url: str, workdir: Path, backend: str, threads: int = 4) -> Iterato
             wait_until_up(url, proc)
             yield Live(url, TOKEN, env, backend)
         finally:
-            proc.terminate()
+            # SIGINT is gunicorn's quick shutdown: nothing is in flight once the tests are done.
+            proc.send_signal(signal.SIGINT)
             proc.wait(timeout=20)
