@@ -2,18 +2,56 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
+
+import httpx
 
 from almanac import models as m
 from almanac.backfill import RangeSplitter
 from almanac.client import Progress, replace_param
 from almanac.errors import AlmanacError, NotFound
 from almanac.run_operations import RunOperations
-from almanac.transport import AsyncTransport, Call
+from almanac.transport import (
+    RETRY_STATUSES,
+    Call,
+    api_base,
+    connection_error,
+    decode,
+    default_headers,
+    retry_delay,
+)
 
 T = TypeVar("T")
+
+
+class AsyncTransport:
+    def __init__(self, url: str, token: str | None, timeout: float, retries: int, source: str):
+        self.url = url
+        self.retries = retries
+        self.http = httpx.AsyncClient(
+            base_url=api_base(url), headers=default_headers(token, source), timeout=timeout
+        )
+
+    async def send(self, call: Call) -> Any:
+        attempt = 0
+        while True:
+            try:
+                response = await self.http.request(
+                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                )
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise connection_error(exc, self.url) from exc
+            if response.status_code in RETRY_STATUSES and attempt < self.retries:
+                await asyncio.sleep(retry_delay(response, attempt))
+                attempt += 1
+                continue
+            return decode(response)
+
+    async def close(self) -> None:
+        await self.http.aclose()
 
 
 class AsyncPager(AsyncIterator[T]):

@@ -12,9 +12,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from almanac.client import Client
+if TYPE_CHECKING:
+    from almanac.client import Client
+
 
 CONFIG_FIELDS = (
     "spec",

@@ -6,7 +6,6 @@ clients' `repr` leaves the token out.
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import time
 from dataclasses import dataclass, field
@@ -16,8 +15,8 @@ from typing import Any
 import httpx
 
 from almanac.errors import AlmanacError, ConnectionFailed, from_body
+from almanac.version import VERSION
 
-VERSION = "0.1.0"
 RETRY_STATUSES = frozenset({429, 503})
 MAX_RETRY_AFTER = 60.0
 BASE_BACKOFF = 0.5
@@ -82,7 +81,7 @@ def decode(response: httpx.Response) -> Any:
         ) from exc
 
 
-def _connection_error(exc: Exception, url: str) -> ConnectionFailed:
+def connection_error(exc: Exception, url: str) -> ConnectionFailed:
     return ConnectionFailed("CONNECTION", f"cannot reach {url}: {exc}")
 
 
@@ -102,7 +101,7 @@ class SyncTransport:
                     call.method, call.path, params=call.params, json=call.json, headers=call.headers
                 )
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                raise _connection_error(exc, self.url) from exc
+                raise connection_error(exc, self.url) from exc
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
                 time.sleep(retry_delay(response, attempt))
                 attempt += 1
@@ -111,30 +110,3 @@ class SyncTransport:
 
     def close(self) -> None:
         self.http.close()
-
-
-class AsyncTransport:
-    def __init__(self, url: str, token: str | None, timeout: float, retries: int, source: str):
-        self.url = url
-        self.retries = retries
-        self.http = httpx.AsyncClient(
-            base_url=api_base(url), headers=default_headers(token, source), timeout=timeout
-        )
-
-    async def send(self, call: Call) -> Any:
-        attempt = 0
-        while True:
-            try:
-                response = await self.http.request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
-                )
-            except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                raise _connection_error(exc, self.url) from exc
-            if response.status_code in RETRY_STATUSES and attempt < self.retries:
-                await asyncio.sleep(retry_delay(response, attempt))
-                attempt += 1
-                continue
-            return decode(response)
-
-    async def close(self) -> None:
-        await self.http.aclose()

@@ -10,7 +10,7 @@ from almanac.cli.base import Root
 from almanac.cli.runs import incidents, runs, tasks
 from almanac.cli.schedules import schedules
 from almanac.cli.workflows import activations, calendar, workflows
-from almanac.transport import VERSION
+from almanac.version import VERSION
 
 
 @click.group(cls=Root, context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,13 +12,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from almanac.cli.config import resolve
-from almanac.client import Client
 from almanac.errors import AlmanacError, ConnectionFailed, RevisionConflict
+
+if TYPE_CHECKING:
+    from almanac.client import Client
 
 OUTPUTS = ("table", "json", "jsonl")
 USAGE, API_ERROR = 2, 1
@@ -60,6 +62,10 @@ def connected(command: Callable[..., Any]) -> Callable[..., Any]:
         **kwargs: Any,
     ) -> Any:
         conn = resolve(url, token, namespace, profile)
+        # Imported here, not at the top: the client brings in httpx, which is most of the
+        # command's start-up time, and `--help` or a usage error never needs it.
+        from almanac.client import Client
+
         with Client(conn.url, conn.token, conn.namespace, source="cli") as client:
             return command(Cli(client, output), **kwargs)
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from almanac.cli.base import Cli
 from almanac.cli.output import Column, dumps, hint, stream_items, table
-from almanac.client import Pager
+
+if TYPE_CHECKING:
+    from almanac.client import Pager
 
 
 def show_pages(

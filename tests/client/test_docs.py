@@ -46,6 +46,9 @@ def doc_env(live, namespace, tmp_path):
     }
 
 
+# The examples check the documentation, not the database (every command runs on both databases
+# in the other client tests), and each one starts a process: once, on SQLite, keeps the suite quick.
+@pytest.mark.parametrize("live", ["sqlite"], indirect=True)
 def test_every_cli_example_runs(doc_env, tmp_path):
     outputs = []
     for block in blocks("cli.md", "sh"):

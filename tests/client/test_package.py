@@ -150,7 +150,7 @@ def test_the_async_client_retries_the_same_way(stub, monkeypatch):
     async def record(delay: float) -> None:
         waits.append(delay)
 
-    monkeypatch.setattr("almanac.transport.asyncio.sleep", record)
+    monkeypatch.setattr("almanac.aio.asyncio.sleep", record)
 
     async def main() -> str:
         async with AsyncClient(stub, "t") as client:
