@@ -1,4 +1,4 @@
-"""`almanac workflows|activations|runs|tasks|calendar|auth` against a live server, both databases."""
+"""`almanac workflows|activations|runs|tasks|calendar|auth` against a live server."""
 
 from __future__ import annotations
 
