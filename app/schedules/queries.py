@@ -214,9 +214,20 @@ def history(
     session: Session, namespace: Namespace, schedule: Schedule, limit: int, after_sequence: int
 ) -> dict[str, Any]:
     """One page of the audit stream in the exact §5.7 shape."""
+    event = ScheduleHistoryEvent
+    # Plain rows, not ORM objects: clients walk long streams 500 events at a time, and building
+    # entities dominated the time of a page.
     rows = list(
-        session.scalars(
-            select(ScheduleHistoryEvent)
+        session.execute(
+            select(
+                event.id,
+                event.sequence,
+                event.event_type,
+                event.payload,
+                event.workflow_instance_id,
+                event.workflow_run_id,
+                event.recorded_at,
+            )
             .where(
                 ScheduleHistoryEvent.schedule_pk == schedule.id,
                 ScheduleHistoryEvent.sequence > after_sequence,
