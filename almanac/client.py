@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -44,16 +45,43 @@ class Pager(Iterator[T]):
         return next(self._items)
 
     def _walk(self) -> Iterator[T]:
-        call, params = self.call, list(self.call.params)
-        key, cursor_param = ("events", "after_sequence") if self.history else ("items", "cursor")
-        while True:
-            body = self.transport.send(Call(call.method, call.path, params, call.json))
+        key = "events" if self.history else "items"
+        for body in self.bodies():
             for item in body.get(key, []):
                 yield self.parse(item)
-            cursor = body.get("next_cursor")
-            if cursor is None or cursor == "" or (self.history and not body.get("has_more")):
-                return
-            params = replace_param(params, cursor_param, cursor)
+
+    def raw(self) -> Iterator[dict[str, Any]]:
+        """Every item as the API sent it (no typed result built): for streaming output."""
+        key = "events" if self.history else "items"
+        for body in self.bodies():
+            yield from body.get(key, [])
+
+    def bodies(self) -> Iterator[dict[str, Any]]:
+        """Every page's body in order.
+
+        The next page is requested as soon as this one arrives, while the caller works through
+        it: the server's time and the caller's overlap, which roughly doubles the pace of a long
+        walk. At most one page is fetched that the caller may not use.
+        """
+        call = self.call
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="almanac-page") as pool:
+            params: list[tuple[str, str]] | None = list(call.params)
+            pending = pool.submit(self.transport.send, Call(call.method, call.path, params))
+            while pending is not None:
+                body = pending.result()
+                params = self._next_params(body, params or [])
+                pending = None
+                if params is not None:
+                    pending = pool.submit(self.transport.send, Call(call.method, call.path, params))
+                yield body
+
+    def _next_params(
+        self, body: dict[str, Any], params: list[tuple[str, str]]
+    ) -> list[tuple[str, str]] | None:
+        cursor = body.get("next_cursor")
+        if cursor is None or cursor == "" or (self.history and not body.get("has_more")):
+            return None
+        return replace_param(params, "after_sequence" if self.history else "cursor", cursor)
 
 
 class Client(RunOperations):

@@ -20,7 +20,7 @@ def show_pages(
     """Print `pager`'s first page, or every page with `every` (--all)."""
     key = "events" if history else "items"
     if every:
-        items = (item.raw for item in pager)
+        items = pager.raw()
         if cli.output == "table":
             table(items, columns)
         else:
