@@ -10,14 +10,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# The remote client (`almanac/`, the `almanac` command) is installed editable beside the server.
-install: $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+# The remote client (`almanac/`, the `almanac` command) is installed editable beside the server;
+# it is reinstalled only when pyproject.toml changes.
+$(BIN)/almanac: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
 
-install-dev: $(BIN)/python
+install: $(BIN)/python $(BIN)/almanac
+	$(BIN)/pip install --quiet -r requirements.txt
+
+install-dev: $(BIN)/python $(BIN)/almanac
 	$(BIN)/pip install --quiet -r requirements-dev.txt
-	$(BIN)/pip install --quiet --no-deps -e .
 
 # Debian's Chromium for the Playwright tests (never `playwright install`: it downloads browsers).
 browser:
