@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
 
 from tests.client.conftest import schedule_body
+
+BIN = Path(sys.executable).parent
 
 
 def save(almanac, tmp_path, body, *args):
@@ -160,21 +167,48 @@ def test_trigger_starts_a_run_and_a_deleted_schedule_refuses(almanac, sdk):
     assert missing.exit_code == 1 and missing.stderr.startswith("error NOT_FOUND: ")
 
 
+def run_on_a_terminal(args, env):
+    """Run the installed command with stderr on a pseudo-terminal: (exit code, stdout, stderr)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(BIN / "almanac"), *args], env=env, stdout=subprocess.PIPE, stderr=slave
+    )
+    os.close(slave)
+    stdout, _ = proc.communicate(timeout=300)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO once the terminal's other side is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return proc.returncode, stdout.decode(), b"".join(chunks).decode(errors="replace")
+
+
 def test_a_1500_occurrence_backfill_is_split_and_starts_1500_runs(almanac, sdk):
     sdk.save_schedule(schedule_body("minutely", "* * * * *"))
-    result = almanac(
-        "schedules",
-        "backfill",
-        "minutely",
-        "--from",
-        "2026-10-01T00:00:00Z",
-        "--to",
-        "2026-10-02T01:00:00Z",
-        "--overlap-policy",
-        "allow_all",
+    env = {k: v for k, v in os.environ.items() if v is not None} | {
+        k: v for k, v in almanac.env.items() if v is not None
+    }
+    code, stdout, terminal = run_on_a_terminal(
+        [
+            "schedules",
+            "backfill",
+            "minutely",
+            "--from",
+            "2026-10-01T00:00:00Z",
+            "--to",
+            "2026-10-02T01:00:00Z",
+            "--overlap-policy",
+            "allow_all",
+        ],
+        env,
     )
-    assert result.exit_code == 0, result.stderr
-    summary = dict(line.split() for line in result.stdout.splitlines())
+    assert code == 0, terminal
+    summary = dict(line.split() for line in stdout.splitlines())
     assert summary == {
         "started": "1500",
         "skipped": "0",
@@ -182,7 +216,7 @@ def test_a_1500_occurrence_backfill_is_split_and_starts_1500_runs(almanac, sdk):
         "occurrences": "1500",
         "requests": "2",
     }
-    assert result.stderr == ""  # no progress bar: stderr is not a terminal here
+    assert "backfill" in terminal and "100%" in terminal  # the progress bar, on the terminal
     runs = list(sdk.list_runs(schedule_id="minutely", limit=100))
     assert len(runs) == 1500
     assert len({run.run_id for run in runs}) == 1500
@@ -197,6 +231,7 @@ def test_a_1500_occurrence_backfill_is_split_and_starts_1500_runs(almanac, sdk):
         "-o",
         "json",
     )
+    assert again.stderr == ""  # no progress bar when stderr is not a terminal
     outcomes = {r["outcome"] for r in json.loads(again.stdout)["results"]}
     assert outcomes == {"already_started"}
 

@@ -171,3 +171,29 @@ def test_the_token_never_shows_in_a_repr():
     assert "very-secret-token" not in repr(client)
     assert "very-secret-token" not in repr(client.schedule("x"))
     client.close()
+
+
+def test_the_backfill_splitter_halves_refused_parts_and_keeps_time_order():
+    from datetime import timedelta
+
+    from almanac.backfill import RangeSplitter, to_datetime
+    from almanac.errors import ValidationError
+
+    # A "server" that refuses any part longer than 6 hours, as the 1000-occurrence cap would.
+    splitter = RangeSplitter("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")
+    sent, fractions = [], []
+    while (part := splitter.next_part()) is not None:
+        start, end = part
+        if end - start > timedelta(hours=6):
+            splitter.refused(ValidationError("BACKFILL_TOO_LARGE", "split it", {}, 422))
+            continue
+        sent.append((start.hour, end.hour))
+        splitter.accepted({"results": [{"outcome": "backfilled"}], "started": 1, "skipped": 0})
+        fractions.append(splitter.fraction)
+    assert sent == [(0, 6), (6, 12), (12, 18), (18, 0)]
+    assert fractions == [0.25, 0.5, 0.75, 1.0]
+    summary = splitter.summary()
+    assert (summary.started, summary.requests, len(summary.results)) == (4, 4, 4)
+    other = RangeSplitter("2026-01-01T00:00:00Z", to_datetime("2026-01-02T00:00:00+00:00"))
+    with pytest.raises(ValidationError):
+        other.refused(ValidationError("VALIDATION", "to must be after from", {}, 422))
