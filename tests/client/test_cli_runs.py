@@ -150,3 +150,65 @@ def test_auth_status_shows_who_you_are_and_a_bad_token_exits_1(almanac, live, na
         assert client.me().username == "admin"
     bad = almanac("auth", "status", "--token", "wrong")
     assert bad.exit_code == 1 and bad.stderr.startswith("error UNAUTHENTICATED: ")
+
+
+EVERY_COMMAND = [
+    ["auth", "status"],
+    ["schedules", "read", "s"],
+    ["schedules", "list"],
+    ["schedules", "history", "s"],
+    ["schedules", "occurrences", "s"],
+    *[["schedules", verb, "s", "--revision", "1"] for verb in ("pause", "resume", "disable")],
+    *[["schedules", verb, "s", "--revision", "1"] for verb in ("enable", "delete")],
+    ["schedules", "trigger", "s"],
+    [
+        "schedules",
+        "backfill",
+        "s",
+        "--from",
+        "2026-01-01T00:00:00Z",
+        "--to",
+        "2026-01-02T00:00:00Z",
+    ],
+    ["calendar", "preview", "--cron", "0 * * * *"],
+    ["workflows", "list"],
+    ["workflows", "show", "noop-flow"],
+    ["activations", "create", "noop-flow"],
+    ["activations", "list"],
+    ["activations", "retire", "a"],
+    ["runs", "start", "noop-flow"],
+    ["runs", "list"],
+    ["runs", "show", "r"],
+    ["runs", "history", "r"],
+    ["runs", "signal", "r", "go"],
+    ["runs", "cancel", "r"],
+    ["runs", "terminate", "r"],
+    ["runs", "replay", "r"],
+    ["tasks", "list"],
+    ["tasks", "complete", "1", "--output-json", "1"],
+]
+
+
+def test_every_command_with_a_wrong_token_exits_1_unauthenticated(almanac):
+    for args in EVERY_COMMAND:
+        result = almanac(*args, "--token", "wrong-token")
+        assert result.exit_code == 1, args
+        assert result.stderr.startswith("error UNAUTHENTICATED: "), (args, result.stderr)
+        assert result.stdout == "" and "wrong-token" not in result.stderr
+
+
+def test_every_state_change_with_a_stale_revision_exits_1(almanac, sdk):
+    sdk.save_schedule(
+        {"schedule_id": "s", "cron": "0 * * * *", "action": {"workflow": "noop-flow"}}
+    )
+    sdk.schedule("s").pause()
+    for verb in ("pause", "resume", "disable", "enable", "delete"):
+        result = almanac("schedules", verb, "s", "--revision", "1")
+        assert result.exit_code == 1
+        assert "error SCHEDULE_REVISION: " in result.stderr
+        assert result.stderr.rstrip().endswith("(current revision: 2)")
+
+
+def test_auth_setup_without_a_token_is_a_usage_error(almanac):
+    result = almanac("auth", "setup", "--url", "http://127.0.0.1:9")
+    assert result.exit_code == 2 and "--token" in result.stderr
