@@ -197,3 +197,21 @@ def test_the_backfill_splitter_halves_refused_parts_and_keeps_time_order():
     other = RangeSplitter("2026-01-01T00:00:00Z", to_datetime("2026-01-02T00:00:00+00:00"))
     with pytest.raises(ValidationError):
         other.refused(ValidationError("VALIDATION", "to must be after from", {}, 422))
+
+
+def test_retry_delays_follow_retry_after_else_back_off_exponentially():
+    import email.utils
+    from datetime import UTC, datetime, timedelta
+
+    import httpx
+
+    from almanac.transport import retry_delay
+
+    def busy(**headers: str) -> httpx.Response:
+        return httpx.Response(503, headers=headers)
+
+    assert retry_delay(busy(**{"Retry-After": "2"}), 0) == 2.0
+    assert retry_delay(busy(**{"Retry-After": "3600"}), 0) == 60.0  # capped
+    soon = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 <= retry_delay(busy(**{"Retry-After": soon}), 0) <= 30
+    assert [retry_delay(busy(), attempt) for attempt in range(3)] == [0.5, 1.0, 2.0]
