@@ -68,10 +68,14 @@ def dumps(value: Any, indent: int | None = None) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
 
 
-def emit(output: str, body: Any, show: Callable[[Any], None]) -> None:
-    """A single response: the API's body as JSON (one line for jsonl), or `show` for a table."""
+def emit(output: str, body: Any, show: Callable[[Any], None], items: str | None = None) -> None:
+    """A single response: the API's body as JSON, or `show` for a table. For jsonl, the body on
+    one line; or, when the body carries a list under `items`, one of its elements per line."""
     if output == "json":
         click.echo(dumps(body, indent=2))
+    elif output == "jsonl" and items is not None:
+        for item in body.get(items, []):
+            click.echo(dumps(item))
     elif output == "jsonl":
         click.echo(dumps(body))
     else:

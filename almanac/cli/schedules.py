@@ -230,7 +230,7 @@ def backfill(cli: Cli, schedule_id: str, from_: str, to: str, overlap_policy: st
     finally:
         if sys.stderr.isatty():
             bar.render_finish()
-    emit(cli.output, result.raw, show_backfill)
+    emit(cli.output, result.raw, show_backfill, items="results")
 
 
 def show_backfill(body: dict[str, Any]) -> None:
@@ -255,7 +255,7 @@ def show_backfill(body: dict[str, Any]) -> None:
 def simulate(cli: Cli, schedule_id: str, from_: str, to: str, run_duration: str | None) -> None:
     """What the schedule would do over [from, to): computed, nothing is written."""
     result = cli.client.simulate_schedule(schedule_id, from_, to, run_duration)
-    emit(cli.output, result.raw, show_simulation)
+    emit(cli.output, result.raw, show_simulation, items="items")
 
 
 def show_simulation(body: dict[str, Any]) -> None:

@@ -130,4 +130,4 @@ def preview(
         ("Offset", lambda o: o.get("utc_offset")),
         ("Note", lambda o: o.get("note")),
     ]
-    emit(cli.output, body, lambda b: table(b["occurrences"], columns))
+    emit(cli.output, body, lambda b: table(b["occurrences"], columns), items="occurrences")

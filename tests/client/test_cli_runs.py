@@ -132,6 +132,10 @@ def test_calendar_preview_and_its_error(almanac):
         almanac("calendar", "preview", "--interval", "PT6H/PT5M", "--count", "2", "-o", "json")
     )
     assert all(o["at"][14:19] == "05:00" for o in intervals["occurrences"])
+    rows = lines(
+        almanac("calendar", "preview", "--cron", "0 2 * * *", "--count", "3", "-o", "jsonl")
+    )
+    assert [row["at"][11:] for row in rows] == ["02:00:00Z"] * 3
     bad = almanac("calendar", "preview", "--cron", "61 * * * *")
     assert bad.exit_code == 1 and bad.stderr.startswith("error CALENDAR_INVALID: ")
     none = almanac("calendar", "preview")

@@ -238,6 +238,15 @@ def test_a_1500_occurrence_backfill_is_split_and_starts_1500_runs(almanac, sdk):
 
 def test_a_backfill_with_to_before_from_exits_1(almanac, sdk):
     sdk.save_schedule(schedule_body("reversed"))
+    window = ["--from", "2026-10-01T00:00:00Z", "--to", "2026-10-01T03:00:00Z"]
+    done = almanac("schedules", "backfill", "reversed", *window, "-o", "jsonl")
+    assert done.exit_code == 0, done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["occurrence_time"] for r in results] == [
+        "2026-10-01T00:00:00Z",
+        "2026-10-01T01:00:00Z",
+        "2026-10-01T02:00:00Z",
+    ]
     result = almanac(
         "schedules",
         "backfill",
