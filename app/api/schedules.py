@@ -43,6 +43,8 @@ ONE = "/schedules/<schedule_id>"
 CHANGE = (TRIGGER_MANAGE,)
 START = (TRIGGER_MANAGE, RUN_START)
 IF_MATCH = re.compile(r'\s*(?:W/)?"?(\d{1,9})"?\s*')
+# Clients may declare themselves (informational); anything else is recorded as plain `api`.
+DECLARED_SOURCES = frozenset({"cli", "sdk"})
 
 
 def _if_match() -> int | None:
@@ -57,7 +59,8 @@ def _if_match() -> int | None:
 
 
 def _command(reason: str | None = None) -> CommandContext:
-    source = "cli" if request.headers.get("X-Almanac-Source") == "cli" else "api"
+    declared = request.headers.get("X-Almanac-Source", "")
+    source = declared if declared in DECLARED_SOURCES else "api"
     request_id = (request.headers.get("X-Request-Id") or "")[:128] or str(uuid.uuid4())
     return CommandContext(current_user().username, source, request_id, reason)
 

@@ -48,7 +48,7 @@ RUN_ORIGIN_KEYS = frozenset(
         "occurrence_time",
     }
 )
-SOURCES = ("api", "console", "cli", "scheduler")
+SOURCES = ("api", "console", "cli", "sdk", "scheduler")
 
 
 class AuditPayloadError(TypeError):
