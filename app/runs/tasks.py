@@ -13,11 +13,12 @@ from app.db import Namespace, User
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
 from app.errors import Forbidden
 from app.runs.errors import RunFinished, TaskClosed, TaskNotFound
+from app.runs.frames import branch_path_of, frame_of_node, settle
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write, for_update
 from app.runs.paging import after_key, split_page
 from app.runs.service import check_size
-from app.runs.steps import complete_step, iso
+from app.runs.steps import complete_step, iso, layout_for
 
 TASK_STATUSES = ("open", "completed", "timed_out", "cancelled")
 
@@ -99,6 +100,9 @@ def complete(
         )
         .values(consumed_at=now)
     )
+    layout = layout_for(session, run)
+    frame = frame_of_node(session, run, layout, task.node_id)
+    assert frame is not None
     append_event(
         session,
         run,
@@ -112,6 +116,8 @@ def complete(
             "deadline": iso(task.due_at),
         },
         task.node_id,
+        branch_path_of(frame),
     )
-    complete_step(session, run, now, output)
+    complete_step(session, run, frame, now, output)
+    settle(session, run, layout)
     return task, run

@@ -34,6 +34,8 @@ def test_replay_endpoint_returns_both_states_and_agreement(scenario):
             "step_outputs": {"a": {"n": 1}},
             "output": None,
             "error": None,
+            "branches": {},
+            "incidents": {},
         }
     )
     scenario.advance(minutes=1)
@@ -100,4 +102,6 @@ def test_replay_uses_only_recorded_facts():
         "step_outputs": {"a": 5},
         "output": None,
         "error": None,
+        "branches": {},
+        "incidents": {},
     }
