@@ -11,10 +11,10 @@ PREFIX = "/api/v1"
 
 def init_app(app: Flask) -> None:
     """Register every API blueprint under the prefix, exempt from CSRF, and the error handlers."""
-    from app.api import calendar, runs, schedules, system, workflows
+    from app.api import calendar, incidents, runs, schedules, system, workflows
 
     csrf = app.extensions["csrf"]
-    for bp in (system.bp, calendar.bp, workflows.bp, runs.bp, schedules.bp):
+    for bp in (system.bp, calendar.bp, workflows.bp, runs.bp, incidents.bp, schedules.bp):
         csrf.exempt(bp)
         app.register_blueprint(bp, url_prefix=PREFIX)
     errors.register(app)
