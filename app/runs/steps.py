@@ -86,6 +86,7 @@ def _finish_sequence(
         finish_run(session, run, now, "completed", "run_completed", {"output": output})
         return
     frame.completed_at = now
+    frame.claimable_at = frame.lease_owner = frame.lease_expires_at = None
     frame.output = run.step_outputs.get(frame.current_step or "")
     payload = {"branch": frame.branch_id, "output": frame.output}
     record(session, run, frame, now, "branch_completed", payload, frame.parallel_id)
