@@ -17,8 +17,8 @@ from app.console.htmx import render
 from app.console.session import namespace_view
 from app.db import Deadline
 from app.errors import AlmanacError, ValidationFailed
-from app.runs import service as runs_service
 from app.runs import incidents, signals, tasks
+from app.runs import service as runs_service
 
 bp = Blueprint("console_runs", __name__)
 RUN_STATUSES = (

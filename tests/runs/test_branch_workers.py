@@ -126,9 +126,9 @@ def test_an_action_running_three_lease_periods_keeps_its_lease_and_runs_once(
         run_id = scenario.start("long")["run_id"]
         _wait_for(lambda: log.exists() and "waiting" in log.read_text())
         for _ in range(5):  # 10 seconds of clock: more than three lease periods
-            now = scenario.advance(seconds=2)
+            expected = scenario.advance(seconds=2) + timedelta(seconds=lease)
             # The heartbeat (every second) pushes the lease to a full period past the new now.
-            _wait_for(lambda: _lease_of(app, "long-probe") == now + timedelta(seconds=lease))
+            _wait_for(lambda expected=expected: _lease_of(app, "long-probe") == expected)
             scenario.tick(work=False)  # recovers expired leases: there must be none
         gate.write_text("open")
         _wait_for(lambda: _status(app, run_id) == "completed")
