@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from app.db.runs import Run, RunBranch
@@ -28,17 +28,43 @@ def branch_path_of(frame: Frame) -> list[str]:
     return branch_path(path_of(frame))
 
 
+_CACHE = "almanac_run_branches"
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_branches(session: Session, transaction: Any) -> None:
+    if transaction.parent is None:
+        session.info.pop(_CACHE, None)
+
+
 def branches_of(session: Session, run: Run) -> list[RunBranch]:
-    """Every started branch of the run, in the order they started."""
-    query = select(RunBranch).where(RunBranch.run_pk == run.id).order_by(RunBranch.id)
-    return list(session.scalars(query))
+    """Every started branch of the run, in the order they started, as this transaction sees them.
+
+    Loaded once per transaction (the caller holds the run's lock, so no one else writes them),
+    without a flush: a transition reads branches many times, and flushing each time would write
+    its events one by one. Branches started since are added by `add_branch`.
+    """
+    cache: dict[int, list[RunBranch]] = session.info.setdefault(_CACHE, {})
+    if run.id not in cache:
+        with session.no_autoflush:
+            query = select(RunBranch).where(RunBranch.run_pk == run.id).order_by(RunBranch.id)
+            rows = list(session.scalars(query))
+        rows += [o for o in session.new if isinstance(o, RunBranch) and o.run_pk == run.id]
+        cache[run.id] = rows
+    return list(cache[run.id])
+
+
+def add_branch(session: Session, run: Run, branch: RunBranch) -> None:
+    """Start tracking a new branch row (added to the session by the caller)."""
+    rows = branches_of(session, run)
+    if branch not in rows:
+        session.info[_CACHE][run.id] = [*rows, branch]
 
 
 def frame_at(session: Session, run: Run, path: str) -> Frame | None:
     if path == ROOT:
         return run
-    query = select(RunBranch).where(RunBranch.run_pk == run.id, RunBranch.path == path)
-    return session.scalar(query)
+    return next((row for row in branches_of(session, run) if row.path == path), None)
 
 
 def frame_of_node(session: Session, run: Run, layout: Layout, node_id: str | None) -> Frame | None:

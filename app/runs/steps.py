@@ -16,11 +16,11 @@ from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, RunBranch, Signal, WorkflowVersion
-from app.runs.frames import Frame, frame_at, path_of
+from app.runs.frames import Frame, add_branch, branches_of, frame_at, path_of
 from app.runs.layout import Layout, capacity, join, layout_of, parent_of
 from app.runs.lifecycle import finish_run, leased
 from app.runs.waiting import ENTER, iso, record, timeout_due
@@ -96,10 +96,8 @@ def _finish_sequence(
 
 
 def _branch_rows(session: Session, run: Run, parallel_id: str) -> list[RunBranch]:
-    query = select(RunBranch).where(
-        RunBranch.run_pk == run.id, RunBranch.parallel_id == parallel_id
-    )
-    return list(session.scalars(query.order_by(RunBranch.position)))
+    rows = [row for row in branches_of(session, run) if row.parallel_id == parallel_id]
+    return sorted(rows, key=lambda row: row.position)
 
 
 def continue_parallel(
@@ -140,6 +138,7 @@ def _start_branch(
         started_at=now,
     )
     session.add(row)
+    add_branch(session, run, row)
     payload = {"branch": branch["id"], "position": position}
     record(session, run, row, now, "branch_started", payload, step["id"])
     enter_step(session, run, row, now)
