@@ -189,7 +189,8 @@ def complete_step(
         "output": output,
         "next_step": following["id"] if following else None,
     }
-    if run.status == "suspended":
+    # A cancelled run holds nothing: it ends once no step of it is executing.
+    if run.status == "suspended" and run.cancel_requested_at is None:
         payload["held"] = True
         record(session, run, frame, now, "step_completed", payload, node_id)
         hold(run, frame, "advance", cause)

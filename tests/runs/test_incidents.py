@@ -6,6 +6,8 @@ from datetime import timedelta
 
 import pytest
 
+from app.context import clock, database
+from app.runs import engine
 from tests.conftest import FIXED_NOW
 from tests.runs import flaky_actions  # noqa: F401 - registers `flaky`
 
@@ -295,3 +297,39 @@ def test_incident_lists_page_with_cursors_and_are_served_under_the_namespace_pat
     for item in first["items"] + rest["items"]:
         assert _resolve(scenario, item["run_id"], item["id"], "fail").status_code == 200
     assert scenario.api.get("/incidents?status=open").get_json()["items"] == []
+
+
+def test_cancel_during_an_incident_ends_the_run_once_in_flight_actions_record(app, scenario):
+    scenario.deploy(
+        "busy",
+        [
+            {
+                "id": "fan",
+                "type": "parallel",
+                "branches": [
+                    {
+                        "id": "x",
+                        "steps": [{"id": "x-1", "type": "action", "action": "echo", "args": "x"}],
+                    },
+                    BROKEN,
+                ],
+            }
+        ],
+        on_step_failure="incident",
+    )
+    run_id = scenario.start("busy")["run_id"]
+    settings = engine.WorkerSettings(name="w", queue=engine.ANY_QUEUE)
+    db, clk = database(app), clock(app)
+    assert engine.claim_next(db, clk, settings) is True
+    in_flight = engine.claim_next(db, clk, settings)
+    failing = engine.claim_next(db, clk, settings)
+    assert in_flight.context.step_id == "x-1" and failing.context.step_id == "charge"
+    assert engine.commit_outcome(db, clk, failing, engine.execute(failing)) is True
+    assert scenario.run(run_id)["status"] == "suspended"
+    assert scenario.api.post(f"/runs/{run_id}/cancel", json={}).get_json()["status"] == "suspended"
+    assert engine.commit_outcome(db, clk, in_flight, engine.execute(in_flight)) is True
+    run = scenario.run(run_id)
+    assert run["status"] == "cancelled"
+    assert _incident(scenario, run_id)["resolution"] == "run_cancelled"
+    completed = [e for e in scenario.events(run_id) if e["event_type"] == "step_completed"]
+    assert [e["node_id"] for e in completed] == ["x-1"]
