@@ -1,4 +1,4 @@
-"""The deadline scanner (SPEC §6.3, §6.4), called by every tick.
+"""The deadline scanner, called by every tick.
 
 Due deadlines (`due_at <= now`: nothing wakes early) are applied in this order: run timeouts
 first, then signal and task timeouts, then elapsed waits by due time and node id. A run that timed
@@ -34,7 +34,7 @@ class ScanResult:
 
 
 def due_page(session: Session, now: datetime, limit: int = PAGE_SIZE) -> list[tuple[Deadline, Run]]:
-    """The next due, unconsumed deadlines in §6.4 order, with their runs locked.
+    """The next due, unconsumed deadlines in deadline order, with their runs locked.
 
     On PostgreSQL the runs are locked `FOR UPDATE SKIP LOCKED` (a run a worker is committing is
     left for the next tick); SQLite holds the database write lock for the whole page.

@@ -1,4 +1,4 @@
-"""Workflow definitions (SPEC §6.1): validated once, on deploy, then stored as immutable."""
+"""Workflow definitions: validated once, on deploy, then stored as immutable."""
 
 from __future__ import annotations
 

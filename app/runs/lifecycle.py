@@ -1,7 +1,7 @@
 """Starting, ending and cancelling runs, and their history: the calls schedules depend on.
 
 Nothing here commits: callers own the transaction, so a schedule firing can cover the run, its
-first events, the occurrence and the audit record at once (SPEC §5.4).
+first events, the occurrence and the audit record at once.
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def active_runs_of_schedule(session: Session, schedule_uid: str) -> list[Run]:
 
 
 def count_active_runs(session: Session, namespace_id: int) -> int:
-    """How many runs of the namespace are active, for `max_active_runs` (SPEC §5.4)."""
+    """How many runs of the namespace are active, for `max_active_runs`."""
     return (
         session.scalar(
             select(func.count())

@@ -1,4 +1,4 @@
-"""Replay (SPEC §6.5): a run's state rebuilt from its history events alone.
+"""Replay: a run's state rebuilt from its history events alone.
 
 Replay reads only the recorded facts (event types, node ids, branch paths, payloads); never a
 clock, the runs table or the workflow definition. Parallel branches, held continuations and

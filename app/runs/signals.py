@@ -1,4 +1,4 @@
-"""Signals sent to runs (SPEC §6.3): delivered, buffered for a later step, or ignored.
+"""Signals sent to runs: delivered, buffered for a later step, or ignored.
 
 A signal is accepted at the clock's `now`. It wins only when accepted strictly before the deadline
 of the step it is for — even if the scanner has not yet applied that deadline. Signals that arrive

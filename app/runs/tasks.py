@@ -1,4 +1,4 @@
-"""Human tasks (SPEC §6.3): the inbox, and completing a task with a JSON output."""
+"""Human tasks: the inbox, and completing a task with a JSON output."""
 
 from __future__ import annotations
 

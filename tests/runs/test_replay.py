@@ -1,4 +1,4 @@
-"""Replay (SPEC §6.5): state rebuilt from history alone agrees with the stored run."""
+"""Replay: state rebuilt from history alone agrees with the stored run."""
 
 from __future__ import annotations
 
