@@ -291,3 +291,73 @@ def test_deadlines_across_branches_apply_in_due_then_node_order(scenario):
     ]
     assert applied == ["m-sig", "a-wait", "z-wait"]
     assert scenario.run(run_id)["output"] == {"b2": None, "b1": None, "b3": None}
+
+
+def test_two_workers_run_steps_of_two_branches_of_one_run_each_under_its_own_lease(app, scenario):
+    scenario.deploy(
+        "twin",
+        [
+            {
+                "id": "fan",
+                "type": "parallel",
+                "branches": [
+                    {
+                        "id": "l",
+                        "steps": [{"id": "left", "type": "action", "action": "echo", "args": "L"}],
+                    },
+                    {
+                        "id": "r",
+                        "steps": [{"id": "right", "type": "action", "action": "echo", "args": "R"}],
+                    },
+                ],
+            }
+        ],
+    )
+    run_id = scenario.start("twin")["run_id"]
+    db, clk = database(app), clock(app)
+    first = engine.WorkerSettings(name="one", queue=engine.ANY_QUEUE)
+    second = engine.WorkerSettings(name="two", queue=engine.ANY_QUEUE)
+    assert engine.claim_next(db, clk, first) is True
+    left = engine.claim_next(db, clk, first)
+    right = engine.claim_next(db, clk, second)
+    assert (left.context.step_id, right.context.step_id) == ("left", "right")
+    assert left.owner.startswith("one:") and right.owner.startswith("two:")
+    assert engine.claim_next(db, clk, second) is False  # both steps are leased
+    assert engine.commit_outcome(db, clk, right, engine.execute(right)) is True
+    assert scenario.run(run_id)["status"] == "running"
+    assert engine.commit_outcome(db, clk, left, engine.execute(left)) is True
+    run = scenario.run(run_id)
+    assert run["status"] == "completed" and run["output"] == {"l": "L", "r": "R"}
+
+
+def test_a_result_whose_lease_lapsed_is_discarded_and_the_step_runs_again(app, scenario):
+    scenario.deploy(
+        "lapse",
+        [
+            {
+                "id": "fan",
+                "type": "parallel",
+                "branches": [
+                    {
+                        "id": "b",
+                        "steps": [{"id": "s", "type": "action", "action": "echo", "args": 1}],
+                    }
+                ],
+            }
+        ],
+    )
+    run_id = scenario.start("lapse")["run_id"]
+    db, clk = database(app), clock(app)
+    settings = engine.WorkerSettings(name="slow", queue=engine.ANY_QUEUE)
+    engine.claim_next(db, clk, settings)
+    claim = engine.claim_next(db, clk, settings)
+    scenario.advance(seconds=engine.DEFAULT_LEASE_SECONDS)
+    assert engine.commit_outcome(db, clk, claim, engine.execute(claim)) is False
+    scenario.tick()
+    assert scenario.run(run_id)["status"] == "completed"
+    attempts = [
+        e["payload"].get("attempt")
+        for e in scenario.events(run_id)
+        if e["node_id"] == "s" and e["event_type"] in ("step_started", "step_failed")
+    ]
+    assert attempts == [1, 1, 1]  # started, lost its lease (same attempt again), started again
