@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from weakref import WeakKeyDictionary
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app.db.runs import Run, WorkflowVersion
 
 ROOT = ""
 
@@ -86,3 +92,22 @@ def layout_of(definition: dict[str, Any]) -> Layout:
 def capacity(step: dict[str, Any]) -> int:
     """How many branches of a parallel step may be active at once (default: all)."""
     return int(step.get("max_concurrency") or len(step["branches"]))
+
+
+# Versions are immutable, so their definitions are cached per engine (one database each).
+_DEFINITIONS: WeakKeyDictionary[Engine, dict[int, dict[str, Any]]] = WeakKeyDictionary()
+
+
+def definition_of(session: Session, run: Run) -> dict[str, Any]:
+    """The run's workflow definition (immutable once deployed)."""
+    cache = _DEFINITIONS.setdefault(session.get_bind().engine, {})
+    definition = cache.get(run.workflow_version_id)
+    if definition is None:
+        version = session.get(WorkflowVersion, run.workflow_version_id)
+        assert version is not None
+        definition = cache.setdefault(run.workflow_version_id, version.definition)
+    return definition
+
+
+def layout_for(session: Session, run: Run) -> Layout:
+    return layout_of(definition_of(session, run))

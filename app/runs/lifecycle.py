@@ -28,6 +28,7 @@ from app.db.runs import (
     WorkflowVersion,
 )
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError, RunFinished
+from app.runs.layout import layout_for
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,8 @@ def finish_run(
         .where(tasks.c.run_pk == run.id, tasks.c.status == "open")
         .values(status="cancelled")
     )
-    _stop_branches(session, run)
+    if layout_for(session, run).has_parallel:
+        _stop_branches(session, run)
     append_event(session, run, now, event_type, payload, node_id)
 
 

@@ -14,38 +14,19 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
-from weakref import WeakKeyDictionary
 
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, RunBranch, Signal, WorkflowVersion
+from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, RunBranch, Signal
 from app.runs.frames import Frame, add_branch, branches_of, frame_at, path_of
-from app.runs.layout import Layout, capacity, join, layout_of, parent_of
+from app.runs.layout import Layout, capacity, definition_of, join, layout_for, parent_of
 from app.runs.lifecycle import finish_run, leased
 from app.runs.waiting import ENTER, iso, record, timeout_due
 
 __all__ = ["complete_step", "definition_of", "enter_step", "fail_run", "iso", "layout_for"]
 
-# Versions are immutable, so their definitions are cached per engine (one database each).
-_DEFINITIONS: WeakKeyDictionary[Engine, dict[int, dict[str, Any]]] = WeakKeyDictionary()
 # Held continuations are released timeouts first, then elapsed waits, then other completions.
 HOLD_RANK = {"timeout": 0, "wait": 1, "completion": 2}
-
-
-def definition_of(session: Session, run: Run) -> dict[str, Any]:
-    """The run's workflow definition (immutable once deployed)."""
-    cache = _DEFINITIONS.setdefault(session.get_bind().engine, {})
-    definition = cache.get(run.workflow_version_id)
-    if definition is None:
-        version = session.get(WorkflowVersion, run.workflow_version_id)
-        assert version is not None
-        definition = cache.setdefault(run.workflow_version_id, version.definition)
-    return definition
-
-
-def layout_for(session: Session, run: Run) -> Layout:
-    return layout_of(definition_of(session, run))
 
 
 def enter_step(session: Session, run: Run, frame: Frame, now: datetime) -> None:
