@@ -192,7 +192,10 @@ def _claim_frame(
         stop_if_cancelled(session, run, now)
         return None
     claim = _lease(session, run, frame, now, settings)
-    settle(session, run, layout_for(session, run))
+    if claim is None:
+        settle(session, run, layout_for(session, run))
+    else:
+        run.status = "running"  # a step of it is executing
     return claim
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import event, select
+from sqlalchemy import bindparam, event, select
 from sqlalchemy.orm import Session
 
 from app.db.runs import Run, RunBranch
@@ -29,6 +29,10 @@ def branch_path_of(frame: Frame) -> list[str]:
 
 
 _CACHE = "almanac_run_branches"
+# Built once: this runs for every transition of a parallel run.
+_BRANCHES_OF_RUN = (
+    select(RunBranch).where(RunBranch.run_pk == bindparam("run_pk")).order_by(RunBranch.id)
+)
 
 
 @event.listens_for(Session, "after_transaction_end")
@@ -47,8 +51,7 @@ def branches_of(session: Session, run: Run) -> list[RunBranch]:
     cache: dict[int, list[RunBranch]] = session.info.setdefault(_CACHE, {})
     if run.id not in cache:
         with session.no_autoflush:
-            query = select(RunBranch).where(RunBranch.run_pk == run.id).order_by(RunBranch.id)
-            rows = list(session.scalars(query))
+            rows = list(session.scalars(_BRANCHES_OF_RUN, {"run_pk": run.id}))
         rows += [o for o in session.new if isinstance(o, RunBranch) and o.run_pk == run.id]
         cache[run.id] = rows
     return list(cache[run.id])
