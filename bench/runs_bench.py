@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app import create_app  # noqa: E402
 from app.auth.service import create_namespace  # noqa: E402
 from app.context import clock, database  # noqa: E402
-from app.db import Base, Run, normalize_url  # noqa: E402
+from app.db import Base, Run, RunHistoryEvent, normalize_url  # noqa: E402
 from app.runs import deadlines, engine, lifecycle, workflows  # noqa: E402
 
 START = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -183,6 +183,14 @@ def bench_parallel(url: str, n_runs: int, threads: int, batch: int) -> None:
     took = _timed("all steps", lambda: _work(app, threads, batch, latencies), n_runs)
     completed = _completed(db)
     assert completed == n_runs, f"only {completed} of {n_runs} runs completed"
+    with db.session() as session:
+        started = session.scalar(
+            select(func.count())
+            .select_from(RunHistoryEvent)
+            .where(RunHistoryEvent.event_type == "step_started")
+        )
+    # Each run enters its parallel step once and leases each of its 10 actions exactly once.
+    assert started == 11 * n_runs, f"{started} step_started events, expected {11 * n_runs}"
     actions = 10 * n_runs
     latencies.sort()
     p50 = latencies[len(latencies) // 2] * 1000

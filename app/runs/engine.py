@@ -168,8 +168,7 @@ def claim_batch(
     with db.session() as session:
         begin_write(session)
         now = clock.now(session)
-        query = locked_branches(session, _claimable_branches(settings.queue, settings.batch))
-        for branch, run in session.execute(query, {"now": now}).all():
+        for branch, run in _lock_claimable_branches(session, settings, now):
             batch.add(_claim_frame(session, run, branch, now, settings))
         left = settings.batch - len(batch.claims) - batch.advanced
         if left > 0:
@@ -178,6 +177,32 @@ def claim_batch(
                 batch.add(_claim_frame(session, run, run, now, settings))
         session.commit()
     return batch
+
+
+def _lock_claimable_branches(
+    session: Session, settings: WorkerSettings, now: datetime
+) -> list[tuple[RunBranch, Run]]:
+    """Claimable branch steps with their runs locked, re-read once the locks are held.
+
+    The query locks only the runs (`SKIP LOCKED`), and its branch columns come from the
+    statement's snapshot: a worker that committed on the run just before the lock was taken may
+    have leased or finished the branch since. Reading the branches again under the lock (a new
+    snapshot on PostgreSQL) sees that, so a step is never leased twice.
+    """
+    query = locked_branches(session, _claimable_branches(settings.queue, settings.batch))
+    rows = [(row[0], row[1]) for row in session.execute(query, {"now": now})]
+    if rows and session.get_bind().dialect.name != "sqlite":
+        again = select(RunBranch).where(RunBranch.id.in_([branch.id for branch, _ in rows]))
+        session.scalars(again.execution_options(populate_existing=True)).all()
+    return [(branch, run) for branch, run in rows if _claimable_now(branch, now)]
+
+
+def _claimable_now(frame: Frame, now: datetime) -> bool:
+    if frame.claimable_at is None or frame.claimable_at > now:
+        return False
+    return frame.lease_owner is None or (
+        frame.lease_expires_at is not None and frame.lease_expires_at <= now
+    )
 
 
 def _claim_frame(

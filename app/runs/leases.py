@@ -72,8 +72,15 @@ def recover_expired_leases(session: Session, now: datetime, limit: int) -> int:
         .limit(limit)
     )
     rows = session.execute(locked_branches(session, branches)).all()
+    if rows and session.get_bind().dialect.name != "sqlite":
+        # Only the runs are locked: re-read the branches under those locks (a heartbeat or a
+        # commit may have changed them just before), as claims do.
+        again = select(RunBranch).where(RunBranch.id.in_([row[0].id for row in rows]))
+        session.scalars(again.execution_options(populate_existing=True)).all()
     for branch, run in rows:
-        release_expired_lease(session, run, branch, now)
+        expires = branch.lease_expires_at
+        if branch.lease_owner is not None and expires is not None and expires <= now:
+            release_expired_lease(session, run, branch, now)
     return max(len(runs), len(rows))
 
 
