@@ -141,3 +141,39 @@ def test_an_action_running_three_lease_periods_keeps_its_lease_and_runs_once(
     assert "step_failed" not in types
     starts = [e["node_id"] for e in scenario.events(run_id) if e["event_type"] == "step_started"]
     assert starts.count("long-probe") == 1
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_two_worker_processes_share_the_branches_of_runs_and_run_each_step_once(
+    app, scenario, db_url, tmp_path
+):
+    log = tmp_path / "probe.log"
+    probe = {"type": "action", "action": "probe", "args": {"log": str(log), "seconds": 0.02}}
+    branches = [
+        {"id": name, "steps": [{"id": f"{name}-1", **probe}, {"id": f"{name}-2", **probe}]}
+        for name in ("eu", "us", "apac")
+    ]
+    scenario.deploy(
+        "shared", [{"id": "fan", "type": "parallel", "max_concurrency": 2, "branches": branches}]
+    )
+    workers = [_spawn(db_url, tmp_path / f"worker-{i}.err") for i in range(2)]
+    try:
+        run_ids = [scenario.start("shared")["run_id"] for _ in range(8)]
+        _wait_for(lambda: all(_status(app, run_id) == "completed" for run_id in run_ids))
+    finally:
+        for process in workers:
+            _stop(process)
+    for process in workers:
+        assert "Traceback" not in process.stderr_path.read_text()  # type: ignore[attr-defined]
+    per_step = Counter((e["run"], e["step"]) for e in _executions(log))
+    expected = {(r, f"{b}-{i}") for r in run_ids for b in ("eu", "us", "apac") for i in (1, 2)}
+    assert set(per_step) == expected and set(per_step.values()) == {1}
+    assert {e["pid"] for e in _executions(log)} == {w.pid for w in workers}
+    for run_id in run_ids:
+        assert scenario.run(run_id)["output"] == {
+            b: {"pid": _pid_of(log, run_id, f"{b}-2")} for b in ("eu", "us", "apac")
+        }
+
+
+def _pid_of(log, run_id: str, step: str) -> int:
+    return next(e["pid"] for e in _executions(log) if e["run"] == run_id and e["step"] == step)
