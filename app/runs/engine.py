@@ -17,12 +17,18 @@ from datetime import datetime, timedelta
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Engine, Select, bindparam, or_, select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from app.db import Database, Namespace, UTCDateTime
+from app.db import Database, Namespace
 from app.db.runs import Run, RunBranch
 from app.runs.actions import ActionContext, ActionError, get_action
+from app.runs.claimable import (
+    CLAIMABLE_STATUSES,
+    anything_claimable,
+    claimable_runs,
+    lock_claimable_branches,
+)
 from app.runs.claims import (
     ANY_QUEUE,
     DEFAULT_LEASE_SECONDS,
@@ -34,7 +40,7 @@ from app.runs.claims import (
 )
 from app.runs.frames import Frame, path_of, settle
 from app.runs.incidents import open_incident
-from app.runs.leases import Heartbeat, locked_branches, release_expired_lease
+from app.runs.leases import Heartbeat, release_expired_lease
 from app.runs.locking import begin_write, for_update
 from app.runs.steps import (
     complete_step,
@@ -71,51 +77,6 @@ __all__ = [
 MAX_OUTPUT_BYTES = 256 * 1024
 
 
-_CLAIMABLE: dict[tuple[str, str | None, int], Any] = {}
-# Only these statuses hand out work: a suspended run starts nothing (the incident barrier).
-CLAIMABLE_STATUSES = ("pending", "running")
-
-
-def _on_queue(query: Select[Any], queue: str | None) -> Select[Any]:
-    if queue is None:
-        return query.where(or_(Run.queue.is_(None), Run.queue == "default"))
-    if queue != ANY_QUEUE:
-        return query.where(Run.queue == queue)
-    return query
-
-
-def _claimable(queue: str | None, limit: int) -> Any:
-    """The claim query over runs' root steps for `queue`, built once (`now` is bound)."""
-    if ("runs", queue, limit) not in _CLAIMABLE:
-        now = bindparam("now", type_=UTCDateTime())
-        query = select(Run).where(
-            Run.claimable_at <= now,
-            Run.status.in_(CLAIMABLE_STATUSES),
-            or_(Run.lease_owner.is_(None), Run.lease_expires_at <= now),
-        )
-        query = _on_queue(query, queue)
-        _CLAIMABLE["runs", queue, limit] = query.order_by(Run.claimable_at, Run.id).limit(limit)
-    return _CLAIMABLE["runs", queue, limit]
-
-
-def _claimable_branches(queue: str | None, limit: int) -> Any:
-    """The claim query over branch steps: `(branch, run)` rows, oldest claimable first."""
-    if ("branches", queue, limit) not in _CLAIMABLE:
-        now = bindparam("now", type_=UTCDateTime())
-        query = (
-            select(RunBranch, Run)
-            .join(Run, Run.id == RunBranch.run_pk)
-            .where(
-                RunBranch.claimable_at <= now,
-                Run.status.in_(CLAIMABLE_STATUSES),
-                or_(RunBranch.lease_owner.is_(None), RunBranch.lease_expires_at <= now),
-            )
-        )
-        query = _on_queue(query, queue).order_by(RunBranch.claimable_at, RunBranch.id)
-        _CLAIMABLE["branches", queue, limit] = query.limit(limit)
-    return _CLAIMABLE["branches", queue, limit]
-
-
 # Namespace names never change: cached per engine for the action context.
 _NAMESPACES: WeakKeyDictionary[Engine, dict[int, str]] = WeakKeyDictionary()
 
@@ -126,16 +87,6 @@ def _namespace_name(session: Session, namespace_id: int) -> str:
         namespace = session.get(Namespace, namespace_id)
         cache[namespace_id] = namespace.name if namespace is not None else ""
     return cache[namespace_id]
-
-
-def _anything_claimable(db: Database, clock: Clock, settings: WorkerSettings) -> bool:
-    with db.session() as session:
-        now = clock.now(session)
-        query = _claimable(settings.queue, 1).with_only_columns(Run.id)
-        if session.scalar(query, {"now": now}) is not None:
-            return True
-        branches = _claimable_branches(settings.queue, 1).with_only_columns(RunBranch.id)
-        return session.scalar(branches, {"now": now}) is not None
 
 
 @dataclass
@@ -163,46 +114,20 @@ def claim_batch(
     with a plain read, so polling does not take its single write lock when there is nothing to do.
     """
     batch = Batch([])
-    if peek and db.is_sqlite and not _anything_claimable(db, clock, settings):
+    if peek and db.is_sqlite and not anything_claimable(db, clock, settings):
         return batch
     with db.session() as session:
         begin_write(session)
         now = clock.now(session)
-        for branch, run in _lock_claimable_branches(session, settings, now):
+        for branch, run in lock_claimable_branches(session, settings, now):
             batch.add(_claim_frame(session, run, branch, now, settings))
         left = settings.batch - len(batch.claims) - batch.advanced
         if left > 0:
-            query = for_update(session, _claimable(settings.queue, left), skip_locked=True)
+            query = for_update(session, claimable_runs(settings.queue, left), skip_locked=True)
             for run in session.scalars(query, {"now": now}).all():
                 batch.add(_claim_frame(session, run, run, now, settings))
         session.commit()
     return batch
-
-
-def _lock_claimable_branches(
-    session: Session, settings: WorkerSettings, now: datetime
-) -> list[tuple[RunBranch, Run]]:
-    """Claimable branch steps with their runs locked, re-read once the locks are held.
-
-    The query locks only the runs (`SKIP LOCKED`), and its branch columns come from the
-    statement's snapshot: a worker that committed on the run just before the lock was taken may
-    have leased or finished the branch since. Reading the branches again under the lock (a new
-    snapshot on PostgreSQL) sees that, so a step is never leased twice.
-    """
-    query = locked_branches(session, _claimable_branches(settings.queue, settings.batch))
-    rows = [(row[0], row[1]) for row in session.execute(query, {"now": now})]
-    if rows and session.get_bind().dialect.name != "sqlite":
-        again = select(RunBranch).where(RunBranch.id.in_([branch.id for branch, _ in rows]))
-        session.scalars(again.execution_options(populate_existing=True)).all()
-    return [(branch, run) for branch, run in rows if _claimable_now(branch, now)]
-
-
-def _claimable_now(frame: Frame, now: datetime) -> bool:
-    if frame.claimable_at is None or frame.claimable_at > now:
-        return False
-    return frame.lease_owner is None or (
-        frame.lease_expires_at is not None and frame.lease_expires_at <= now
-    )
 
 
 def _claim_frame(
