@@ -50,7 +50,7 @@ def run_json(session: Session, run: Run, namespace: Namespace) -> dict[str, Any]
 
 
 def event_json(event: RunHistoryEvent) -> dict[str, Any]:
-    return {
+    body = {
         "id": event.id,
         "sequence": event.sequence,
         "event_type": event.event_type,
@@ -58,6 +58,10 @@ def event_json(event: RunHistoryEvent) -> dict[str, Any]:
         "payload": event.payload,
         "recorded_at": format_utc_or_none(event.recorded_at),
     }
+    if event.branch_path:
+        # Only events inside parallel branches carry the branches they happened in.
+        body["branch_path"] = list(event.branch_path)
+    return body
 
 
 def task_json(task: Task, run_id: str) -> dict[str, Any]:

@@ -21,15 +21,16 @@ from app.console.common import actor, next_cursor, page_key
 from app.console.htmx import render, reply
 from app.console.session import namespace_view
 from app.db import Deadline
-from app.errors import BadRequest
+from app.errors import BadRequest, ValidationFailed
+from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
-from app.runs import signals, tasks
 
 bp = Blueprint("console_runs", __name__)
 RUN_STATUSES = (
     "pending",
     "running",
     "waiting",
+    "suspended",
     "completed",
     "failed",
     "cancelled",
@@ -83,6 +84,9 @@ def detail(ns: str, run_id: str) -> Response:
     open_tasks, _ = tasks.list_tasks(
         session, view.current, 20, None, status="open", run_id=run.run_id
     )
+    open_incidents, _ = incidents.list_incidents(
+        session, view.current, 20, None, status="open", run=run
+    )
     return render(
         "runs/detail.html",
         "runs/_detail_body.html",
@@ -91,6 +95,7 @@ def detail(ns: str, run_id: str) -> Response:
         events=events,
         deadlines=deadlines,
         tasks=open_tasks,
+        incidents=[incident for incident, _run_id in open_incidents],
         now=context.now(),
     )
 
@@ -153,6 +158,29 @@ def cancel(ns: str, run_id: str) -> Response:
 def terminate(ns: str, run_id: str) -> Response:
     """End the run now."""
     return _end(ns, run_id, runs_service.terminate, "Terminated.")
+
+
+@bp.post("/ns/<ns>/runs/<path:run_id>/incidents/<incident_id>/resolve")
+@login_required
+def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
+    """Resolve an open incident: retry the step, skip it (with an optional output), or fail."""
+    view = namespace_view(ns, RUN_MANAGE)
+    action = request.form.get("action", "")
+    if action not in incidents.ACTIONS:
+        raise ValidationFailed([{"loc": ["action"], "msg": "must be retry, skip or fail"}])
+    output = _json_field("output") if action == "skip" else None
+    session = context.session()
+    incident, _run = incidents.resolve(
+        session, context.now(), view.current, run_id, incident_id, action, output
+    )
+    session.commit()
+    report = incident.report or {}
+    done = (
+        f"Incident resolved ({action}): {report.get('held_continuations', 0)} held "
+        f"continuations released, {report.get('elapsed_waits', 0)} elapsed waits, "
+        f"{report.get('timeouts', 0)} timeouts."
+    )
+    return reply(done, True, _detail(ns, run_id))
 
 
 @bp.get("/ns/<ns>/tasks")

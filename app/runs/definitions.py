@@ -1,4 +1,4 @@
-"""Workflow definitions (SPEC §6.1): validated once, on deploy, then stored as immutable."""
+"""Workflow definitions: validated once, on deploy, then stored as immutable."""
 
 from __future__ import annotations
 
@@ -20,14 +20,26 @@ MAX_STEPS = 200
 MAX_TIMEOUT_SECONDS = 366 * 86400
 MAX_ATTEMPTS = 100
 ON_TIMEOUT = ("fail", "continue")
+ON_STEP_FAILURE = ("fail", "incident")
+# Parallel steps nest: a parallel step inside a branch of another is one level deeper.
+MAX_PARALLEL_DEPTH = 4
+MAX_BRANCHES = 50
 
-TOP_LEVEL_KEYS = {"name", "description", "input_schema", "timeout_seconds", "steps"}
+TOP_LEVEL_KEYS = {
+    "name",
+    "description",
+    "input_schema",
+    "timeout_seconds",
+    "on_step_failure",
+    "steps",
+}
 COMMON_KEYS = {"id", "type", "description"}
 STEP_KEYS = {
     "action": {"action", "args", "retry"},
     "wait": {"duration"},
     "signal": {"signal", "timeout_seconds", "on_timeout"},
     "task": {"title", "role", "timeout_seconds", "on_timeout"},
+    "parallel": {"branches", "max_concurrency"},
 }
 
 
@@ -46,13 +58,18 @@ def validate_definition(definition: Any) -> dict[str, Any]:
     _check_schema(definition.get("input_schema", {}))
     if "timeout_seconds" in definition:
         _check_seconds(definition["timeout_seconds"], ["timeout_seconds"], None)
-    steps = definition.get("steps")
-    if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
-        raise DefinitionInvalid(["steps"], f"must be a list of 1 to {MAX_STEPS} steps")
-    seen: set[str] = set()
-    for index, step in enumerate(steps):
-        _check_step(step, index, seen)
+    if definition.get("on_step_failure", "fail") not in ON_STEP_FAILURE:
+        raise DefinitionInvalid(["on_step_failure"], "must be 'fail' or 'incident'")
+    _check_steps(definition.get("steps"), ["steps"], set(), 0)
     return definition
+
+
+def _check_steps(steps: Any, loc: list[str | int], seen: set[str], depth: int) -> None:
+    """Check one sequence of steps; `seen` collects step ids across the whole definition."""
+    if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
+        raise DefinitionInvalid(loc, f"must be a list of 1 to {MAX_STEPS} steps")
+    for index, step in enumerate(steps):
+        _check_step(step, [*loc, index], seen, depth)
 
 
 def _check_schema(schema: Any) -> None:
@@ -72,8 +89,7 @@ def _check_seconds(value: Any, loc: list[str | int], step: str | None) -> None:
         raise DefinitionInvalid(loc, f"must be from 1 to {MAX_TIMEOUT_SECONDS}", step)
 
 
-def _check_step(step: Any, index: int, seen: set[str]) -> None:
-    loc: list[str | int] = ["steps", index]
+def _check_step(step: Any, loc: list[str | int], seen: set[str], depth: int) -> None:
     if not isinstance(step, dict):
         raise DefinitionInvalid(loc, "a step must be a JSON object")
     step_id = step.get("id")
@@ -95,7 +111,45 @@ def _check_step(step: Any, index: int, seen: set[str]) -> None:
     for key in step:
         if key not in COMMON_KEYS | STEP_KEYS[kind]:
             raise DefinitionInvalid([*loc, key], f"unknown field for a {kind} step", step_id)
-    CHECKS[kind](step, loc, step_id)
+    if kind == "parallel":
+        _check_parallel(step, loc, step_id, seen, depth + 1)
+    else:
+        CHECKS[kind](step, loc, step_id)
+
+
+def _check_parallel(
+    step: dict[str, Any], loc: list[str | int], step_id: str, seen: set[str], depth: int
+) -> None:
+    if depth > MAX_PARALLEL_DEPTH:
+        raise DefinitionInvalid(
+            loc, f"parallel steps nest at most {MAX_PARALLEL_DEPTH} deep; this is {depth}", step_id
+        )
+    branches = step.get("branches")
+    if not isinstance(branches, list) or not 1 <= len(branches) <= MAX_BRANCHES:
+        raise DefinitionInvalid(
+            [*loc, "branches"], f"must be a list of 1 to {MAX_BRANCHES} branches", step_id
+        )
+    capacity = step.get("max_concurrency", len(branches))
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+        raise DefinitionInvalid(
+            [*loc, "max_concurrency"], "must be a whole number of at least 1", step_id
+        )
+    branch_ids: set[str] = set()
+    for index, branch in enumerate(branches):
+        where: list[str | int] = [*loc, "branches", index]
+        if not isinstance(branch, dict) or set(branch) - {"id", "steps"}:
+            raise DefinitionInvalid(where, "a branch is an object with 'id' and 'steps'", step_id)
+        branch_id = branch.get("id")
+        if not isinstance(branch_id, str) or not STEP_ID_RE.match(branch_id):
+            raise DefinitionInvalid(
+                [*where, "id"],
+                "must be 1-128 letters, digits, '.', '_', ':' or '-', starting alphanumeric",
+                step_id,
+            )
+        if branch_id in branch_ids:
+            raise DefinitionInvalid([*where, "id"], f"duplicate branch id {branch_id!r}", step_id)
+        branch_ids.add(branch_id)
+        _check_steps(branch.get("steps"), [*where, "steps"], seen, depth)
 
 
 def _check_action(step: dict[str, Any], loc: list[str | int], step_id: str) -> None:
