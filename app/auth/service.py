@@ -18,13 +18,13 @@ from app.db.session import begin_write
 from app.errors import ValidationFailed
 
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Compared against when the user does not exist, so failures take the same time either way.
 _DUMMY_HASH = generate_password_hash("not-a-real-password")
 
 
 def _check_name(value: str, field: str) -> str:
-    if not NAME_RE.match(value):
+    if not NAME_RE.fullmatch(value):
         msg = "must be 1-64 characters of letters, digits, '.', '_' or '-', starting alphanumeric"
         raise ValidationFailed([{"loc": [field], "msg": msg}])
     return value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Blueprint, flash, redirect, request, url_for
@@ -10,7 +9,7 @@ from flask_login import login_required
 from sqlalchemy import select
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console.common import actor, next_cursor, page_key
 from app.console.htmx import render
@@ -92,7 +91,7 @@ def detail(ns: str, run_id: str) -> Response:
 
 def _json_field(name: str) -> object:
     raw = request.form.get(name, "").strip()
-    return json.loads(raw) if raw else None
+    return inputs.loads(raw, [name]) if raw else None
 
 
 def _act(ns: str, back: str, apply: Any, done: str) -> Response:

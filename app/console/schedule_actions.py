@@ -9,7 +9,7 @@ from flask import Blueprint, flash, make_response, redirect, render_template, re
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.console.common import actor, command
@@ -34,7 +34,7 @@ def _go(target: str) -> Response:
 
 def _revision() -> int | None:
     raw = request.form.get("revision", "")
-    return int(raw) if raw.isdigit() else None
+    return inputs.ascii_int(raw)
 
 
 def _change(

@@ -13,9 +13,10 @@ from app.auth.grants import ROLE_GRANTS
 from app.calendar import CalendarError, parse_duration
 from app.runs.actions import registered
 from app.runs.errors import DefinitionInvalid
+from app.runs.schemas import PatternError, check_patterns
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-STEP_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+STEP_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_STEPS = 200
 MAX_TIMEOUT_SECONDS = 366 * 86400
 MAX_ATTEMPTS = 100
@@ -39,7 +40,7 @@ def validate_definition(definition: Any) -> dict[str, Any]:
         if key not in TOP_LEVEL_KEYS:
             raise DefinitionInvalid([key], "unknown field")
     name = definition.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise DefinitionInvalid(
             ["name"], "must be 1-128 letters, digits, '.', '_' or '-', starting alphanumeric"
         )
@@ -63,6 +64,10 @@ def _check_schema(schema: Any) -> None:
     except jsonschema.SchemaError as exc:
         where = ["input_schema", *exc.absolute_path]
         raise DefinitionInvalid(where, f"not a valid JSON Schema: {exc.message}") from None
+    try:
+        check_patterns(schema, ["input_schema"])
+    except PatternError as exc:
+        raise DefinitionInvalid(exc.loc, exc.msg) from None
 
 
 def _check_seconds(value: Any, loc: list[str | int], step: str | None) -> None:
@@ -77,7 +82,7 @@ def _check_step(step: Any, index: int, seen: set[str]) -> None:
     if not isinstance(step, dict):
         raise DefinitionInvalid(loc, "a step must be a JSON object")
     step_id = step.get("id")
-    if not isinstance(step_id, str) or not STEP_ID_RE.match(step_id):
+    if not isinstance(step_id, str) or not STEP_ID_RE.fullmatch(step_id):
         raise DefinitionInvalid(
             [*loc, "id"],
             "must be 1-128 letters, digits, '.', '_', ':' or '-', starting alphanumeric",
@@ -152,7 +157,7 @@ def _check_deadline(step: dict[str, Any], loc: list[str | int], step_id: str) ->
 
 def _check_signal(step: dict[str, Any], loc: list[str | int], step_id: str) -> None:
     name = step.get("signal")
-    if not isinstance(name, str) or not STEP_ID_RE.match(name):
+    if not isinstance(name, str) or not STEP_ID_RE.fullmatch(name):
         raise DefinitionInvalid(
             [*loc, "signal"],
             "must be a signal name of 1-128 letters, digits, '.', '_', ':' or '-'",

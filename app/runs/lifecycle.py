@@ -26,6 +26,7 @@ from app.db.runs import (
     WorkflowVersion,
 )
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError, RunFinished
+from app.runs.schemas import InputValidator
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,7 @@ def resolve_target(
 def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -> None:
     """Check `value` against the definition's `input_schema` (422 INPUT_SCHEMA)."""
     schema = definition.get("input_schema") or {}
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(value)
-    )
+    error = jsonschema.exceptions.best_match(InputValidator(schema).iter_errors(value))
     if error is not None:
         where = [loc, *error.absolute_path]
         raise InputSchemaError(

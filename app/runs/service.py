@@ -20,7 +20,10 @@ from app.runs.errors import PayloadTooLarge, RunNotFound, WorkflowNotFound
 from app.runs.locking import begin_write, for_update
 from app.runs.paging import after_key, split_page
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
+# The ticker names its runs `schedule:<id>:<stamp>`; a client squatting on those ids could
+# stop a schedule from firing, so clients may not start runs with them.
+RESERVED_RUN_ID_PREFIX = "schedule:"
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
 # Inputs and signal payloads are stored in runs and their history: 256 KiB each at most
 # (the whole request body is capped at 1 MiB before this, with the same 413 answer).
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -59,7 +62,7 @@ def start(
         raise ValidationFailed(
             [{"loc": ["workflow"], "msg": "give exactly one of 'workflow' and 'activation_id'"}]
         )
-    if request.run_id is not None and not RUN_ID_RE.match(request.run_id):
+    if request.run_id is not None and not RUN_ID_RE.fullmatch(request.run_id):
         raise ValidationFailed(
             [
                 {
@@ -69,6 +72,9 @@ def start(
                 }
             ]
         )
+    if request.run_id is not None and request.run_id.startswith(RESERVED_RUN_ID_PREFIX):
+        msg = f"run ids beginning {RESERVED_RUN_ID_PREFIX!r} are reserved for schedules"
+        raise ValidationFailed([{"loc": ["run_id"], "msg": msg}])
     check_size("input", request.input)
     begin_write(session)
     if request.run_id is not None:
