@@ -8,6 +8,8 @@ from typing import Any
 
 from flask import Flask
 
+from app.db.files import read_or_create_secret
+
 ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULTS: dict[str, Any] = {
@@ -40,13 +42,8 @@ DEFAULTS: dict[str, Any] = {
 
 
 def _instance_secret(app: Flask) -> str:
-    """A secret key generated once and kept under `instance/`."""
-    path = Path(app.instance_path) / "secret_key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_hex(32))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    """A secret key generated once and kept under `instance/` (created 0600)."""
+    return read_or_create_secret(Path(app.instance_path) / "secret_key", secrets.token_hex(32))
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
@@ -68,9 +65,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         app.config["SECRET_KEY"] = _instance_secret(app)
     app.config["TESTING"] = str(app.config["TESTING"]).lower() in {"1", "true", "yes", "on"}
 
-    from app import context
+    from app import context, headers
 
     context.init_app(app)
+    headers.init_app(app)
 
     from app.api import init_app as init_api
     from app.cli import init_app as init_cli

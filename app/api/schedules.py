@@ -25,7 +25,7 @@ from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor
 from app.schedules import manual, queries, service, status, store
-from app.schedules.audit import CommandContext
+from app.schedules.audit import CommandContext, declared_source
 from app.schedules.errors import invalid
 
 bp = Blueprint("api_schedules", __name__)
@@ -48,7 +48,7 @@ def _if_match() -> int | None:
 
 
 def _command(reason: str | None = None) -> CommandContext:
-    source = "cli" if request.headers.get("X-Almanac-Source") == "cli" else "api"
+    source = declared_source(request.headers.get("X-Almanac-Source"))
     request_id = (request.headers.get("X-Request-Id") or "")[:128] or str(uuid.uuid4())
     return CommandContext(current_user().username, source, request_id, reason)
 

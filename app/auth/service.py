@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from app.auth import sessions as console_sessions
 from app.auth.errors import AlreadyExists, NamespaceNotFound, TokenNotFound, UserNotFound
 from app.auth.grants import ROLE_GRANTS
 from app.db import ApiToken, Membership, Namespace, User
@@ -105,10 +106,27 @@ def create_user(
 
 
 def disable_user(session: Session, now: datetime, username: str) -> User:
+    """Disable `username` and end its console sessions at once; the caller commits."""
     user = get_user(session, username)
     if user.disabled_at is None:
         user.disabled_at = now
+    console_sessions.end_all(session, now, user)
     return user
+
+
+def set_password(session: Session, now: datetime, username: str, password: str) -> User:
+    """Change `username`'s password and end every console session it has; the caller commits."""
+    if len(password) < 8:
+        raise ValidationFailed([{"loc": ["password"], "msg": "must be at least 8 characters"}])
+    user = get_user(session, username)
+    user.password_hash = generate_password_hash(password)
+    console_sessions.end_all(session, now, user)
+    return user
+
+
+def revoke_sessions(session: Session, now: datetime, username: str) -> int:
+    """End every console session of `username`; returns how many were open."""
+    return console_sessions.end_all(session, now, get_user(session, username))
 
 
 def grant_role(session: Session, username: str, namespace_name: str, role: str) -> Membership:
