@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULTS: dict[str, Any] = {
     "DATABASE_URL": None,
     "SECRET_KEY": None,
+    # Comma-separated Fernet keys for secret inputs: the first encrypts, all decrypt.
+    "ENCRYPTION_KEYS": None,
     "SCHEDULER": "on",
     "TICK_SECONDS": 1.0,
     "TICK_BUDGET_SECONDS": 5.0,
@@ -46,6 +48,16 @@ def _instance_secret(app: Flask) -> str:
     return read_or_create_secret(Path(app.instance_path) / "secret_key", secrets.token_hex(32))
 
 
+def _encryption_keys(app: Flask) -> str:
+    """`ALMANAC_ENCRYPTION_KEYS`, else one Fernet key generated once under `instance/` (0600)."""
+    from app.runs.secrets import new_key
+
+    configured = app.config.get("ENCRYPTION_KEYS")
+    if configured:
+        return str(configured)
+    return read_or_create_secret(Path(app.instance_path) / "encryption_key", new_key())
+
+
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """Build the Flask app: config, database, clock, blueprints, CLI and (optionally) ticker."""
     app = Flask(
@@ -65,10 +77,13 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         app.config["SECRET_KEY"] = _instance_secret(app)
     app.config["TESTING"] = str(app.config["TESTING"]).lower() in {"1", "true", "yes", "on"}
 
-    from app import context, headers
+    from app import context, headers, redaction
+    from app.runs import secrets as secret_inputs
 
+    secret_inputs.configure(_encryption_keys(app).split(","))
     context.init_app(app)
     headers.init_app(app)
+    redaction.init_app(app)
 
     from app.api import init_app as init_api
     from app.cli import init_app as init_cli

@@ -41,6 +41,9 @@ def calendar_text(schedule: Schedule) -> str:
     return describe_spec(Spec.from_dict(schedule.spec))
 
 
+FILTER_ARGS = ("status", "label", "q")
+
+
 @bp.get("/ns/<ns>/schedules")
 @login_required
 def index(ns: str) -> Response:
@@ -50,7 +53,10 @@ def index(ns: str) -> Response:
     after = int(key[0]) if key and isinstance(key[0], int) else None
     rows, next_key = queries.list_schedules(context.session(), view.current, _filters(), 50, after)
     cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
-    args: dict[str, Any] = request.args.to_dict() | {"cursor": cursor}
+    # Only the list's own filters go into the link: a stray `ns` or `_external` query argument
+    # must not reach url_for (it would clash with the route, or make an absolute URL).
+    args: dict[str, Any] = {k: v for k, v in request.args.items() if k in FILTER_ARGS}
+    args["cursor"] = cursor
     next_url = url_for(".index", ns=ns, **args) if cursor else None
     return render(
         "schedules/index.html",

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from app.db import Database, Namespace, UTCDateTime
 from app.db.clock import ManualClock, SystemClock
 from app.db.runs import Run
+from app.runs import secrets
 from app.runs.actions import ActionContext, ActionError, get_action
 from app.runs.definitions import step_at
 from app.runs.lifecycle import append_event, finish_run
@@ -223,7 +224,7 @@ def _lease(session: Session, run: Run, now: datetime, settings: WorkerSettings) 
         step_id=step["id"],
         attempt=run.attempt,
         args=step.get("args"),
-        input=run.input,
+        input=secrets.unseal(run.input),
         step_outputs=dict(run.step_outputs),
     )
     return Claim(
@@ -283,10 +284,13 @@ def commit_outcomes(db: Database, clock: Clock, results: list[tuple[Claim, Outco
                 continue
             run.lease_owner = None
             run.lease_expires_at = None
+            # Actions saw the plaintext of secret inputs; none of it may reach history.
             if outcome.ok:
-                complete_step(session, run, now, outcome.output)
+                complete_step(session, run, now, secrets.scrub(outcome.output, run.input))
             else:
-                _fail_attempt(session, run, now, claim, outcome.error or {})
+                _fail_attempt(
+                    session, run, now, claim, secrets.scrub(outcome.error or {}, run.input)
+                )
             committed += 1
         session.commit()
     return committed

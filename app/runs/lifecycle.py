@@ -25,6 +25,7 @@ from app.db.runs import (
     Workflow,
     WorkflowVersion,
 )
+from app.runs import secrets
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError, RunFinished
 from app.runs.schemas import InputValidator
 
@@ -82,9 +83,13 @@ def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -
     error = jsonschema.exceptions.best_match(InputValidator(schema).iter_errors(value))
     if error is not None:
         where = [loc, *error.absolute_path]
+        message = error.message
+        if secrets.secret_path(schema, error.absolute_path):
+            # jsonschema quotes the offending value; never echo a secret back.
+            message = f"the secret value fails the schema's {error.validator!r} rule"
         raise InputSchemaError(
-            f"{'.'.join(map(str, where))}: {error.message}",
-            errors=[{"loc": where, "msg": error.message}],
+            f"{'.'.join(map(str, where))}: {message}",
+            errors=[{"loc": where, "msg": message}],
         )
 
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.db import Namespace, new_uid
 from app.db.runs import Run, RunHistoryEvent, Workflow
 from app.errors import CapacityExceeded, ValidationFailed
-from app.runs import lifecycle
+from app.runs import lifecycle, secrets
 from app.runs.errors import PayloadTooLarge, RunNotFound, WorkflowNotFound
 from app.runs.locking import begin_write, for_update
 from app.runs.paging import after_key, split_page
@@ -94,7 +94,9 @@ def start(
     target = lifecycle.resolve_target(
         session, namespace, workflow=request.workflow, activation_id=request.activation_id
     )
+    secrets.refuse_sealed_text(request.input, ["input"])
     lifecycle.validate_input(target.version.definition, request.input)
+    sealed_input = secrets.seal(target.version.definition.get("input_schema"), request.input)
     limit = namespace.max_active_runs
     if limit is not None and lifecycle.count_active_runs(session, namespace.id) >= limit:
         raise CapacityExceeded(
@@ -111,7 +113,7 @@ def start(
                 namespace,
                 target,
                 run_id,
-                request.input,
+                sealed_input,
                 timeout_seconds=request.timeout_seconds,
                 labels=request.labels,
                 memo=request.memo,

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app.calendar import check_range, format_utc
 from app.db import Namespace, Schedule, ScheduleRevision, User
 from app.db.session import begin_write
-from app.runs import lifecycle
+from app.runs import lifecycle, secrets
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError
 from app.schedules import store
 from app.schedules.audit import CommandContext
@@ -81,9 +81,14 @@ def patch(
 
 
 def resolve(
-    session: Session, namespace: Namespace, config: ScheduleConfig, data: Mapping[str, Any]
+    session: Session,
+    namespace: Namespace,
+    config: ScheduleConfig,
+    data: Mapping[str, Any],
+    previous_input: Any = None,
 ) -> lifecycle.RunTarget:
-    """The action's target, with its input validated (422 naming the field)."""
+    """The action's target, with its input validated (422 naming the field) and its secret
+    properties sealed in `config.action` (`***` keeps the stored secret)."""
     action = config.action
     shorthand = "activation_id" in data
     field = "activation_id" if action["activation_id"] else "workflow"
@@ -100,16 +105,30 @@ def resolve(
         ) from None
     except ActivationNotReady as exc:
         raise invalid(loc, exc.message) from None
+    schema = target.version.definition.get("input_schema")
+    prefix = ["input"] if "input" in data else ["action", "input"]
+    secrets.refuse_sealed_text(_client_input(data), prefix)
+    # A merge patch carries the stored (sealed) input: validate the plaintext it stands for.
+    plain = secrets.restore_masked(schema, secrets.unseal(action["input"]), previous_input)
+    plain = secrets.unseal(plain)
     try:
-        lifecycle.validate_input(target.version.definition, action["input"])
+        lifecycle.validate_input(target.version.definition, plain)
     except InputSchemaError as exc:
-        prefix = ["input"] if "input" in data else ["action", "input"]
         errors = [
             {"loc": [*prefix, *err["loc"][1:]], "msg": err["msg"]}
             for err in exc.details.get("errors", [])
         ]
         raise InputSchemaError(exc.message, errors=errors) from None
+    action["input"] = secrets.seal(schema, plain, previous_input)
     return target
+
+
+def _client_input(data: Mapping[str, Any]) -> Any:
+    """The input as the client sent it (None when a patch leaves the stored one alone)."""
+    if "input" in data:
+        return data["input"]
+    action = data.get("action")
+    return action.get("input") if isinstance(action, Mapping) else None
 
 
 def snapshot(session: Session, schedule: Schedule, now: datetime) -> None:
@@ -201,6 +220,7 @@ def _replace(
     data: Mapping[str, Any],
 ) -> None:
     previous = store.config_of(schedule)
+    target = resolve(session, namespace, config, data, schedule.action.get("input"))
     changed = config.changed_fields(previous)
     if (
         "max_runs" in changed
@@ -211,7 +231,6 @@ def _replace(
             ["max_runs"],
             f"must be more than the {schedule.fires_count} runs this schedule already started",
         )
-    target = resolve(session, namespace, config, data)
     w = Writes()
     fresh_cursor = schedule.status == "blocked" or (
         schedule.status == "active" and "spec" in changed
