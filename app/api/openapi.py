@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from app.api.routing import OPERATIONS, Operation
@@ -43,10 +44,31 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
                 "in": "query",
                 "required": False,
                 "description": description,
-                "schema": {"type": "string"},
+                "schema": _query_schema(name, description),
             }
         )
     return params
+
+
+# Query parameters that are integers (ASCII digits), with their default range; a range in the
+# description ("1-500") overrides it.
+INTEGER_QUERY = {
+    "limit": (1, 100),
+    "upcoming": (0, 100),
+    "version": (1, 2**31 - 1),
+    "after_sequence": (0, 10**18 - 1),
+}
+_RANGE = re.compile(r"\b([0-9]+)-([0-9]+)\b")
+
+
+def _query_schema(name: str, description: str) -> dict[str, Any]:
+    if name in INTEGER_QUERY:
+        low, high = INTEGER_QUERY[name]
+        match = _RANGE.search(description)
+        if match and name != "after_sequence":
+            low, high = int(match.group(1)), int(match.group(2))
+        return {"type": "integer", "minimum": low, "maximum": high}
+    return {"type": "string"}
 
 
 def _path_names(path: str) -> list[str]:

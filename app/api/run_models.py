@@ -23,13 +23,13 @@ class DefinitionIn(Strict):
     name: str = Field(min_length=1, max_length=128)
     description: str | None = None
     input_schema: dict[str, Any] = Field(default_factory=dict)
-    timeout_seconds: int | None = Field(default=None, ge=1)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
     steps: list[StepIn]
 
 
 class ActivationIn(Strict):
     workflow: str = Field(min_length=1, max_length=128)
-    version: int | None = Field(default=None, ge=1)
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class RunIn(Strict):

@@ -19,6 +19,8 @@ from app.db.session import begin_write
 from app.errors import ValidationFailed
 
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
+# Stored in a 32-bit column.
+MAX_ACTIVE_RUNS_LIMIT = 2**31 - 1
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Compared against when the user does not exist, so failures take the same time either way.
 _DUMMY_HASH = generate_password_hash("not-a-real-password")
@@ -50,8 +52,9 @@ def create_namespace(
 ) -> Namespace:
     """Create a namespace; the caller commits."""
     _check_name(name, "name")
-    if max_active_runs is not None and max_active_runs < 1:
-        raise ValidationFailed([{"loc": ["max_active_runs"], "msg": "must be at least 1"}])
+    if max_active_runs is not None and not 1 <= max_active_runs <= MAX_ACTIVE_RUNS_LIMIT:
+        msg = f"must be from 1 to {MAX_ACTIVE_RUNS_LIMIT}"
+        raise ValidationFailed([{"loc": ["max_active_runs"], "msg": msg}])
     if session.scalar(select(Namespace.id).where(Namespace.name == name)) is not None:
         raise AlreadyExists("namespace", name)
     namespace = Namespace(name=name, max_active_runs=max_active_runs, created_at=now)
