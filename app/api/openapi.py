@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.api.response_schemas import response_schema
 from app.api.routing import OPERATIONS, Operation
 
 ERROR_SCHEMA = {
@@ -75,13 +76,19 @@ def _path_names(path: str) -> list[str]:
     return [part[1:-1] for part in path.split("/") if part.startswith("{")]
 
 
+def _success(op: Operation) -> dict[str, Any]:
+    schema = response_schema(op.method, op.path)
+    content = {"application/json": {"schema": schema} if schema is not None else {}}
+    return {"description": "Success", "content": content}
+
+
 def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "summary": op.summary,
         "operationId": f"{op.method}_{op.path}".replace("/", "_").replace("{", "").replace("}", ""),
         "parameters": _parameters(op),
         "responses": {
-            str(op.status): {"description": "Success", "content": {"application/json": {}}},
+            str(op.status): _success(op),
             "default": {
                 "description": "Error",
                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
