@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import jsonschema
+import jsonschema_rs
 
 from app.auth.grants import ROLE_GRANTS
 from app.calendar import CalendarError, parse_duration
@@ -18,6 +19,8 @@ from app.runs.schemas import PatternError, check_patterns
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 STEP_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_STEPS = 200
+# Far more than a real input schema needs; bounds the cost of checking one.
+MAX_SCHEMA_BYTES = 64 * 1024
 MAX_TIMEOUT_SECONDS = 366 * 86400
 MAX_ATTEMPTS = 100
 ON_TIMEOUT = ("fail", "continue")
@@ -59,11 +62,18 @@ def validate_definition(definition: Any) -> dict[str, Any]:
 def _check_schema(schema: Any) -> None:
     if not isinstance(schema, dict | bool):
         raise DefinitionInvalid(["input_schema"], "must be a JSON Schema (an object)")
+    size = len(json.dumps(schema, separators=(",", ":")))
+    if size > MAX_SCHEMA_BYTES:
+        msg = f"is {size} bytes; an input schema may have at most {MAX_SCHEMA_BYTES}"
+        raise DefinitionInvalid(["input_schema"], msg)
+    # Checked against the meta-schema by jsonschema-rs: the pure-Python check costs about a
+    # millisecond per property, so a large schema could hold a thread for seconds.
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        where = ["input_schema", *exc.absolute_path]
-        raise DefinitionInvalid(where, f"not a valid JSON Schema: {exc.message}") from None
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        where = ["input_schema", *exc.instance_path]
+        first_line = str(exc).splitlines()[0]
+        raise DefinitionInvalid(where, f"not a valid JSON Schema: {first_line}") from None
     try:
         check_patterns(schema, ["input_schema"])
     except PatternError as exc:

@@ -14,6 +14,8 @@ from typing import Any
 
 import jsonschema
 import re2
+import referencing
+import referencing.exceptions
 from jsonschema.exceptions import ValidationError
 
 _OPTIONS = re2.Options()
@@ -82,7 +84,7 @@ def _additional_properties(
         yield ValidationError(f"additional properties are not allowed ({names} unexpected)")
 
 
-InputValidator = jsonschema.validators.extend(
+_Extended = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     {
         "pattern": _pattern,
@@ -92,10 +94,23 @@ InputValidator = jsonschema.validators.extend(
 )
 
 
+def _never_retrieve(uri: str) -> Any:
+    raise referencing.exceptions.NoSuchResource(ref=uri)
+
+
+# An explicit registry turns off jsonschema's legacy fallback of fetching unknown URIs.
+_NO_REMOTE: referencing.Registry[Any] = referencing.Registry(retrieve=_never_retrieve)  # type: ignore[call-arg]
+
+
+def InputValidator(schema: Any) -> Any:  # noqa: N802 - used like the validator class it builds
+    """A validator for a workflow's input schema: RE2 patterns, no remote references."""
+    return _Extended(schema, registry=_NO_REMOTE)
+
+
 def check_patterns(schema: Any, loc: list[str | int] | None = None) -> None:
-    """Raise PatternError for the first pattern RE2 cannot compile, or a keyword that would
-    match patterns with Python's backtracking engine (`unevaluatedProperties` beside
-    `patternProperties`)."""
+    """Raise PatternError for the first pattern RE2 cannot compile, a keyword that would match
+    patterns with Python's backtracking engine (`unevaluatedProperties` beside
+    `patternProperties`), or a reference outside the schema."""
     loc = loc or []
     if isinstance(schema, list):
         for index, item in enumerate(schema):
@@ -103,6 +118,13 @@ def check_patterns(schema: Any, loc: list[str | int] | None = None) -> None:
         return
     if not isinstance(schema, dict):
         return
+    for key in ("$ref", "$dynamicRef"):
+        ref = schema.get(key)
+        if isinstance(ref, str) and not ref.startswith("#"):
+            # Anything else would make the validator fetch a URL or a file.
+            raise PatternError(
+                "only references inside the schema ('#/...') are allowed", [*loc, key]
+            )
     if isinstance(schema.get("pattern"), str):
         _compiles(schema["pattern"], [*loc, "pattern"])
     patterns = schema.get("patternProperties")

@@ -88,3 +88,28 @@ def test_a_pattern_re2_cannot_compile_is_422_at_deploy(deployer):
         assert error["code"] == "VALIDATION"
         assert error["details"]["errors"][0]["loc"] == loc
     assert deployer.get("/workflows/bad").status_code == 404
+
+
+def test_references_outside_the_schema_are_refused_at_deploy(deployer):
+    for ref in ("https://example.com/schema.json", "file:///etc/passwd", "other.json#/x"):
+        response = deploy(deployer, "remote", {"properties": {"x": {"$ref": ref}}})
+        assert response.status_code == 422, ref
+        assert error_of(response)["details"]["errors"][0]["loc"] == [
+            "input_schema",
+            "properties",
+            "x",
+            "$ref",
+        ]
+    local = {"$defs": {"n": {"type": "integer"}}, "properties": {"x": {"$ref": "#/$defs/n"}}}
+    assert deploy(deployer, "local", local).status_code == 201
+    refused = deployer.post("/runs", json={"workflow": "local", "input": {"x": "text"}})
+    assert refused.status_code == 422 and error_of(refused)["code"] == "INPUT_SCHEMA"
+
+
+def test_an_oversized_input_schema_is_refused_quickly(deployer):
+    schema = {"properties": {f"p{i}": {"type": "string"} for i in range(5000)}}
+    started = time.perf_counter()
+    response = deploy(deployer, "huge", schema)
+    assert time.perf_counter() - started < 0.5
+    assert response.status_code == 422
+    assert error_of(response)["details"]["errors"][0]["loc"] == ["input_schema"]
