@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,10 @@ DEFAULTS: dict[str, Any] = {
     "REMEMBER_COOKIE_SAMESITE": "Lax",
     "PERMANENT_SESSION_LIFETIME": 8 * 3600,
     "WTF_CSRF_TIME_LIMIT": None,
+    # Seconds a thread may hold the GIL before another may take it (Python's default is 5 ms).
+    # The web process serves many threads; a short interval keeps cheap requests (health,
+    # pages) prompt while a CPU-heavy one runs.
+    "GIL_SWITCH_INTERVAL": 0.001,
 }
 
 
@@ -76,6 +81,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = _instance_secret(app)
     app.config["TESTING"] = str(app.config["TESTING"]).lower() in {"1", "true", "yes", "on"}
+    sys.setswitchinterval(float(app.config["GIL_SWITCH_INTERVAL"]))
 
     from app import context, headers, redaction
     from app.runs import secrets as secret_inputs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 from flask import Blueprint, request, url_for
@@ -38,7 +40,14 @@ def _filters() -> queries.ScheduleFilter:
 
 
 def calendar_text(schedule: Schedule) -> str:
-    return describe_spec(Spec.from_dict(schedule.spec))
+    return _describe(json.dumps(schedule.spec, sort_keys=True))
+
+
+@lru_cache(maxsize=2048)
+def _describe(spec_json: str) -> str:
+    # The list refreshes every few seconds and a spec may hold 64 calendars and intervals:
+    # describe each distinct spec once, not on every render.
+    return describe_spec(Spec.from_dict(json.loads(spec_json)))
 
 
 FILTER_ARGS = ("status", "label", "q")

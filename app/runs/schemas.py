@@ -21,6 +21,9 @@ from jsonschema.exceptions import ValidationError
 _OPTIONS = re2.Options()
 # Compile failures are reported to the deployer as a 422; RE2 must not also print them to stderr.
 _OPTIONS.log_errors = False
+# Only "does it match" matters; without capture groups RE2 can answer with its DFA (about 25x
+# faster on long input than computing group positions).
+_OPTIONS.never_capture = True
 
 
 class PatternError(ValueError):
