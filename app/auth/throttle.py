@@ -11,7 +11,7 @@ import math
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.db import LoginFailure
 from app.errors import AlmanacError
@@ -31,12 +31,14 @@ class TooManyAttempts(AlmanacError):
         self.retry_after = retry_after
 
 
-def _wait(session: Session, now: datetime, column: object, value: str, limit: int) -> float:
+def _wait(
+    session: Session, now: datetime, column: InstrumentedAttribute[str], value: str, limit: int
+) -> float:
     """Seconds until fewer than `limit` failures for `value` remain in the window (0 if now)."""
     times = list(
         session.scalars(
             select(LoginFailure.attempted_at)
-            .where(column == value, LoginFailure.attempted_at > now - WINDOW)  # type: ignore[operator]
+            .where(column == value, LoginFailure.attempted_at > now - WINDOW)
             .order_by(LoginFailure.attempted_at.desc())
             .limit(limit)
         )

@@ -98,7 +98,7 @@ _Extended = jsonschema.validators.extend(
 
 
 def _never_retrieve(uri: str) -> Any:
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 # An explicit registry turns off jsonschema's legacy fallback of fetching unknown URIs.

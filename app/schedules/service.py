@@ -106,7 +106,7 @@ def resolve(
     except ActivationNotReady as exc:
         raise invalid(loc, exc.message) from None
     schema = target.version.definition.get("input_schema")
-    prefix = ["input"] if "input" in data else ["action", "input"]
+    prefix: list[str | int] = ["input"] if "input" in data else ["action", "input"]
     secrets.refuse_sealed_text(_client_input(data), prefix)
     # A merge patch carries the stored (sealed) input: validate the plaintext it stands for.
     plain = secrets.restore_masked(schema, secrets.unseal(action["input"]), previous_input)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 import schemathesis
-from schemathesis import checks
 from flask import Flask
 from hypothesis import HealthCheck, given, settings
+from schemathesis import checks
 
 from app.context import clock, database
 from tests.conftest import FIXED_NOW, Accounts, make_test_app

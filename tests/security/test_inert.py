@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.security.conftest import deploy, sign_in
+from tests.security.conftest import sign_in
 
 SCRIPT = "<script>alert(1)</script>"
 JS_URL = "javascript:alert(1)"

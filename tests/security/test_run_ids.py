@@ -1,4 +1,4 @@
-"""Run ids beginning `schedule:` are the ticker's, and a clash never stalls a schedule (finding 4)."""
+"""Run ids beginning `schedule:` are the ticker's; a clash never stalls a schedule (finding 4)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ and nowhere in the database file, its WAL, a pg_dump or the logs."""
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 from pathlib import Path
@@ -94,7 +95,7 @@ def test_secret_written_through_api_and_console_is_hidden_everywhere(
         "cron_expressions": "*/5 * * * *",
         "timezone": "UTC",
         "workflow": "pay",
-        "input": '{"token": "%s", "region": "us"}' % FORM_SECRET,
+        "input": json.dumps({"token": FORM_SECRET, "region": "us"}),
         "overlap_policy": "allow_all",
         "missed_policy": "skip",
     }
