@@ -48,6 +48,9 @@ def login_post() -> Response | tuple[str, int, dict[str, str]] | tuple[str, int]
         flash("Wrong username or password.", "error")
         return render_template("login.html", next=target), 401
     throttle.clear(db, username)
+    if current_user.is_authenticated:
+        # Signing in again from a signed-in browser replaces its session: the old id ends.
+        console_sessions.end(db, now, current_user.token)
     token = console_sessions.start(db, now, user)
     db.commit()
     # A fresh cookie as well as a fresh server-side session: nothing from before survives.

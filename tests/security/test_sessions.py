@@ -54,9 +54,12 @@ def test_session_id_rotates_at_login_and_cookie_holds_no_password_hash(app, clie
     account = accounts.create("alice")
     sign_in(client, "alice", account.password)
     first = _decode(_cookie(client))["_user_id"]
+    before = _cookie(client)
     sign_in(client, "alice", account.password)
     second = _decode(_cookie(client))["_user_id"]
     assert first != second
+    # The replaced session id no longer signs anyone in.
+    assert _replay(app, before).status_code == 302
     with database(app).session() as session:
         from app.auth.service import get_user
 
