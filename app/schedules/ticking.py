@@ -20,7 +20,7 @@ from sqlalchemy import distinct, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.calendar import Spec, format_utc
+from app.calendar import CalendarError, Spec, format_utc
 from app.db import Database, Namespace, Schedule
 from app.db.session import begin_write
 from app.schedules import rows as rows_module
@@ -241,7 +241,13 @@ def fire_one(
         return [_row(ctx, schedule, "blocked", None, None)]
     target = ctx.target(schedule)
     assert target is not None and schedule.cursor_at is not None
-    spec, scan = _scan(schedule, now, scans)
+    try:
+        spec, scan = _scan(schedule, now, scans)
+    except CalendarError:
+        # A spec stored before today's limits (e.g. more than 32 expressions) no longer loads:
+        # block this schedule (an authorized save fixes it) instead of failing the whole page.
+        block(w, schedule, now, "spec_invalid", context)
+        return [_row(ctx, schedule, "blocked", None, None)]
     pending = None
     if schedule.pending_occurrence is not None:
         pending = Occurrence(

@@ -44,3 +44,30 @@ def test_budget_is_checked_after_each_schedule(app, admin_api, monkeypatch):
     monkeypatch.setattr(ticking, "fire_one", real_fire_one)
     rest = ticking.fire_due(db, now, timedelta(seconds=60), budget_deadline=50.0)
     assert len(rest) == 4 and {r["schedule_id"] for r in rows + rest} == {f"s{i}" for i in range(5)}
+
+
+def test_a_stored_spec_over_the_limits_blocks_its_schedule_not_the_tick(app, admin_api):
+    from sqlalchemy import update
+
+    from app.db import Schedule
+
+    deploy(admin_api)
+    for schedule_id in ("legacy", "fine"):
+        body = {"id": schedule_id, "cron": "*/5 * * * *", "action": {"workflow": "wf"}}
+        assert admin_api.post("/schedules", json=body).status_code == 201
+    # As saved before the limits existed: 40 expressions.
+    crons = [f"{minute} * * * *" for minute in range(40)]
+    with database(app).session() as session:
+        session.execute(
+            update(Schedule)
+            .where(Schedule.schedule_id == "legacy")
+            .values(spec={"cron_expressions": crons, "intervals": [], "timezone": "UTC"})
+        )
+        session.commit()
+    now = parse_instant("2026-01-05T12:05:00Z")
+    rows = ticking.fire_due(database(app), now, timedelta(seconds=60), budget_deadline=float("inf"))
+    outcomes = {row["schedule_id"]: row["outcome"] for row in rows}
+    assert outcomes == {"legacy": "blocked", "fine": "triggered"}
+    history = admin_api.get("/schedules/legacy/history").get_json()["events"]
+    assert history[-1]["event_type"] == "ScheduleBlocked"
+    assert history[-1]["payload"]["reason"] == "spec_invalid"
