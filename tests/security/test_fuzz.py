@@ -20,7 +20,7 @@ from app.context import clock, database
 from tests.conftest import FIXED_NOW, Accounts, make_test_app
 from tests.security.conftest import NOOP_STEPS
 
-MAX_EXAMPLES = 20
+MAX_EXAMPLES = 40
 TOKEN: dict[str, str] = {}
 
 
