@@ -13,7 +13,8 @@ class Strict(BaseModel):
 
 class NamespaceIn(Strict):
     name: str = Field(min_length=1, max_length=64)
-    max_active_runs: int | None = Field(default=None, ge=1)
+    # An Integer column: a larger limit would not fit (and no namespace needs it).
+    max_active_runs: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class PreviewIn(Strict):

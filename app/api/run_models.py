@@ -23,7 +23,7 @@ class DefinitionIn(Strict):
     name: str = Field(min_length=1, max_length=128)
     description: str | None = None
     input_schema: dict[str, Any] = Field(default_factory=dict)
-    timeout_seconds: int | None = Field(default=None, ge=1)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
     on_step_failure: str = Field(
         default="fail", description="fail | incident (suspend the run for an operator)"
     )
@@ -32,7 +32,7 @@ class DefinitionIn(Strict):
 
 class ActivationIn(Strict):
     workflow: str = Field(min_length=1, max_length=128)
-    version: int | None = Field(default=None, ge=1)
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class RunIn(Strict):

@@ -33,7 +33,7 @@ from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor
 from app.schedules import manual, queries, service, store
-from app.schedules.audit import CommandContext
+from app.schedules.audit import CommandContext, declared_source
 from app.schedules.errors import invalid
 
 bp = Blueprint("api_schedules", __name__)
@@ -59,8 +59,7 @@ def _if_match() -> int | None:
 
 
 def _command(reason: str | None = None) -> CommandContext:
-    declared = request.headers.get("X-Almanac-Source", "")
-    source = declared if declared in DECLARED_SOURCES else "api"
+    source = declared_source(request.headers.get("X-Almanac-Source"))
     request_id = (request.headers.get("X-Request-Id") or "")[:128] or str(uuid.uuid4())
     return CommandContext(current_user().username, source, request_id, reason)
 

@@ -6,16 +6,21 @@ Loc = tuple[str | int, ...]
 
 
 class CalendarError(ValueError):
-    """An invalid calendar, spec or argument; `loc` names the offending field."""
+    """An invalid calendar, spec or argument; `loc` names the offending field.
 
-    def __init__(self, msg: str, loc: Loc = ()) -> None:
+    `code` is the API error code: `CALENDAR_INVALID` for grammar and meaning, `VALIDATION` for
+    input that breaks a size or range limit (too many expressions, an instant in year 9999).
+    """
+
+    def __init__(self, msg: str, loc: Loc = (), code: str = "CALENDAR_INVALID") -> None:
         super().__init__(msg)
         self.msg = msg
         self.loc: Loc = tuple(loc)
+        self.code = code
 
     def within(self, *prefix: str | int) -> CalendarError:
         """Return the same error with `prefix` prepended to its location."""
-        return CalendarError(self.msg, (*prefix, *self.loc))
+        return CalendarError(self.msg, (*prefix, *self.loc), self.code)
 
     def __repr__(self) -> str:
         return f"CalendarError({self.msg!r}, loc={self.loc!r})"

@@ -27,7 +27,7 @@ csrf = CSRFProtect()
 
 @login_manager.user_loader
 def _load_user(user_id: str) -> ConsoleUser | None:
-    return ConsoleUser.load(context.session(), user_id)
+    return ConsoleUser.load(context.session(), context.now(), user_id)
 
 
 def init_app(app: Flask) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from app.errors import ValidationFailed
+from app import inputs
+from app.errors import BadRequest, ValidationFailed
 
 TEXT_FIELDS = (
     "schedule_id",
@@ -39,18 +40,19 @@ def _json(form: MultiDict[str, str], field: str) -> Any:
     if not raw:
         return {} if field != "input" else {}
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise _fail(field, f"is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        return inputs.loads(raw, [field])
+    except BadRequest as exc:
+        raise _fail(field, exc.details["reason"]) from None
 
 
 def _int(form: MultiDict[str, str], field: str) -> int | None:
     raw = form.get(field, "").strip()
     if not raw:
         return None
-    if not raw.lstrip("-").isdigit():
+    value = inputs.ascii_int(raw, signed=True)
+    if value is None:
         raise _fail(field, "must be a whole number")
-    return int(raw)
+    return value
 
 
 def _intervals(text: str) -> list[dict[str, str]]:

@@ -5,7 +5,6 @@ Refusals are answered by the blueprint's error handler (app/console/errors.py).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -14,14 +13,14 @@ from flask_login import login_required
 from sqlalchemy import select
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
 from app.console.common import actor, next_cursor, page_key
 from app.console.htmx import render, reply
 from app.console.session import namespace_view
 from app.db import Deadline
-from app.errors import BadRequest, ValidationFailed
+from app.errors import ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
 
@@ -116,10 +115,7 @@ def _detail(ns: str, run_id: str) -> str:
 
 def _json_field(name: str) -> object:
     raw = request.form.get(name, "").strip()
-    try:
-        return json.loads(raw) if raw else None
-    except ValueError as exc:
-        raise BadRequest(f"That is not valid JSON: {exc}") from exc
+    return inputs.loads(raw, [name]) if raw else None
 
 
 @bp.post("/ns/<ns>/runs/<path:run_id>/signal")

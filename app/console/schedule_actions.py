@@ -12,7 +12,7 @@ from flask import Blueprint, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.console import errors
@@ -40,7 +40,7 @@ errors.register(bp, back_to=back_to)
 
 def _revision() -> int | None:
     raw = request.form.get("revision", "")
-    return int(raw) if raw.isdigit() else None
+    return inputs.ascii_int(raw)
 
 
 @bp.post(f"{ONE}/pause")

@@ -9,7 +9,7 @@ from flask import Blueprint, redirect, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, Spec, SpecRangeError, preview
 from app.console import errors
@@ -120,7 +120,7 @@ def update(ns: str, schedule_id: str) -> Response:
             actor(),
             command(),
             data,
-            int(revision) if revision.isdigit() else None,
+            inputs.ascii_int(revision),
         )
     except RevisionConflict as exc:
         session.rollback()
@@ -164,7 +164,7 @@ def live_preview(ns: str) -> Response:
     items, error = [], None
     try:
         spec = Spec.from_dict(spec_from_form(request.form))
-        jitter = int(request.form.get("jitter_seconds") or 0)
+        jitter = inputs.ascii_int(request.form.get("jitter_seconds") or "0") or 0
         items = preview(spec, context.now(), 8, jitter_seconds=max(0, min(jitter, 3600)))
     except (CalendarError, AlmanacError, ValueError) as exc:
         error = _errors_of(exc)

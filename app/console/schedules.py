@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 from flask import Blueprint, request, url_for
@@ -40,7 +42,17 @@ def _filters() -> queries.ScheduleFilter:
 
 
 def calendar_text(schedule: Schedule) -> str:
-    return describe_spec(Spec.from_dict(schedule.spec))
+    return _describe(json.dumps(schedule.spec, sort_keys=True))
+
+
+@lru_cache(maxsize=2048)
+def _describe(spec_json: str) -> str:
+    # The list refreshes every few seconds and a spec may hold 64 calendars and intervals:
+    # describe each distinct spec once, not on every render.
+    return describe_spec(Spec.from_dict(json.loads(spec_json)))
+
+
+FILTER_ARGS = ("status", "label", "q")
 
 
 @bp.get("/ns/<ns>/schedules")
@@ -52,7 +64,10 @@ def index(ns: str) -> Response:
     after = int(key[0]) if key and isinstance(key[0], int) else None
     rows, next_key = queries.list_schedules(context.session(), view.current, _filters(), 50, after)
     cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
-    args: dict[str, Any] = request.args.to_dict() | {"cursor": cursor}
+    # Only the list's own filters go into the link: a stray `ns` or `_external` query argument
+    # must not reach url_for (it would clash with the route, or make an absolute URL).
+    args: dict[str, Any] = {k: v for k, v in request.args.items() if k in FILTER_ARGS}
+    args["cursor"] = cursor
     next_url = url_for(".index", ns=ns, **args) if cursor else None
     return render(
         "schedules/index.html",

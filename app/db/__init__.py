@@ -25,6 +25,7 @@ from app.db.schedules import (
     ScheduleOccurrence,
     ScheduleRevision,
 )
+from app.db.security import ConsoleSession, LoginFailure
 from app.db.session import Database, make_engine, normalize_url
 from app.db.system import ClockState, TickerBeat
 
@@ -49,6 +50,8 @@ __all__ = [
     "ApiToken",
     "Base",
     "ClockState",
+    "ConsoleSession",
+    "LoginFailure",
     "Database",
     "JSONType",
     "Membership",

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import jsonschema
+import jsonschema_rs
 
 from app.auth.grants import ROLE_GRANTS
 from app.calendar import CalendarError, parse_duration
 from app.runs.actions import registered
 from app.runs.errors import DefinitionInvalid
+from app.runs.schemas import PatternError, check_patterns
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-STEP_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+STEP_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_STEPS = 200
+# Far more than a real input schema needs; bounds the cost of checking one.
+MAX_SCHEMA_BYTES = 64 * 1024
 MAX_TIMEOUT_SECONDS = 366 * 86400
 MAX_ATTEMPTS = 100
 ON_TIMEOUT = ("fail", "continue")
@@ -51,7 +55,7 @@ def validate_definition(definition: Any) -> dict[str, Any]:
         if key not in TOP_LEVEL_KEYS:
             raise DefinitionInvalid([key], "unknown field")
     name = definition.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise DefinitionInvalid(
             ["name"], "must be 1-128 letters, digits, '.', '_' or '-', starting alphanumeric"
         )
@@ -75,11 +79,22 @@ def _check_steps(steps: Any, loc: list[str | int], seen: set[str], depth: int) -
 def _check_schema(schema: Any) -> None:
     if not isinstance(schema, dict | bool):
         raise DefinitionInvalid(["input_schema"], "must be a JSON Schema (an object)")
+    size = len(json.dumps(schema, separators=(",", ":")))
+    if size > MAX_SCHEMA_BYTES:
+        msg = f"is {size} bytes; an input schema may have at most {MAX_SCHEMA_BYTES}"
+        raise DefinitionInvalid(["input_schema"], msg)
+    # Checked against the meta-schema by jsonschema-rs: the pure-Python check costs about a
+    # millisecond per property, so a large schema could hold a thread for seconds.
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        where = ["input_schema", *exc.absolute_path]
-        raise DefinitionInvalid(where, f"not a valid JSON Schema: {exc.message}") from None
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        where = ["input_schema", *exc.instance_path]
+        first_line = str(exc).splitlines()[0]
+        raise DefinitionInvalid(where, f"not a valid JSON Schema: {first_line}") from None
+    try:
+        check_patterns(schema, ["input_schema"])
+    except PatternError as exc:
+        raise DefinitionInvalid(exc.loc, exc.msg) from None
 
 
 def _check_seconds(value: Any, loc: list[str | int], step: str | None) -> None:
@@ -93,7 +108,7 @@ def _check_step(step: Any, loc: list[str | int], seen: set[str], depth: int) -> 
     if not isinstance(step, dict):
         raise DefinitionInvalid(loc, "a step must be a JSON object")
     step_id = step.get("id")
-    if not isinstance(step_id, str) or not STEP_ID_RE.match(step_id):
+    if not isinstance(step_id, str) or not STEP_ID_RE.fullmatch(step_id):
         raise DefinitionInvalid(
             [*loc, "id"],
             "must be 1-128 letters, digits, '.', '_', ':' or '-', starting alphanumeric",
@@ -206,7 +221,7 @@ def _check_deadline(step: dict[str, Any], loc: list[str | int], step_id: str) ->
 
 def _check_signal(step: dict[str, Any], loc: list[str | int], step_id: str) -> None:
     name = step.get("signal")
-    if not isinstance(name, str) or not STEP_ID_RE.match(name):
+    if not isinstance(name, str) or not STEP_ID_RE.fullmatch(name):
         raise DefinitionInvalid(
             [*loc, "signal"],
             "must be a signal name of 1-128 letters, digits, '.', '_', ':' or '-'",

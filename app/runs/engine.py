@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from app.calendar import format_utc_or_none
 from app.db import Database, Namespace
 from app.db.runs import Run, RunBranch
+from app.runs import secrets
 from app.runs.actions import ActionContext, ActionError, get_action
 from app.runs.claimable import (
     CLAIMABLE_STATUSES,
@@ -179,7 +180,7 @@ def _lease(
         step_id=step["id"],
         attempt=frame.attempt,
         args=step.get("args"),
-        input=run.input,
+        input=secrets.unseal(run.input),
         step_outputs=dict(run.step_outputs),
     )
     return Claim(
@@ -250,10 +251,12 @@ def commit_outcomes(db: Database, clock: Clock, results: list[tuple[Claim, Outco
                 continue
             frame.lease_owner = None
             frame.lease_expires_at = None
+            # Actions saw the plaintext of secret inputs; none of it may reach history.
             if outcome.ok:
-                complete_step(session, run, frame, now, outcome.output)
+                complete_step(session, run, frame, now, secrets.scrub(outcome.output, run.input))
             else:
-                _fail_attempt(session, run, frame, now, claim, outcome.error or {})
+                error = secrets.scrub(outcome.error or {}, run.input)
+                _fail_attempt(session, run, frame, now, claim, error)
             settle(session, run, layout_for(session, run))
             committed += 1
         session.commit()

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import jsonschema
+import referencing.exceptions
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
@@ -27,8 +28,10 @@ from app.db.runs import (
     Workflow,
     WorkflowVersion,
 )
+from app.runs import secrets
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError, RunFinished
 from app.runs.layout import layout_for
+from app.runs.schemas import InputValidator
 
 
 @dataclass(frozen=True)
@@ -81,14 +84,22 @@ def resolve_target(
 def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -> None:
     """Check `value` against the definition's `input_schema` (422 INPUT_SCHEMA)."""
     schema = definition.get("input_schema") or {}
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(value)
-    )
+    try:
+        error = jsonschema.exceptions.best_match(InputValidator(schema).iter_errors(value))
+    except referencing.exceptions.Unresolvable as exc:
+        # A reference that leads nowhere (or, in a schema stored before deploys checked them,
+        # outside the schema): refuse the input, never fetch anything.
+        msg = f"the workflow's input_schema has an unresolvable reference: {exc}"
+        raise InputSchemaError(msg, errors=[{"loc": [loc], "msg": msg}]) from None
     if error is not None:
         where = [loc, *error.absolute_path]
+        message = error.message
+        if secrets.secret_path(schema, error.absolute_path):
+            # jsonschema quotes the offending value; never echo a secret back.
+            message = f"the secret value fails the schema's {error.validator!r} rule"
         raise InputSchemaError(
-            f"{'.'.join(map(str, where))}: {error.message}",
-            errors=[{"loc": where, "msg": error.message}],
+            f"{'.'.join(map(str, where))}: {message}",
+            errors=[{"loc": where, "msg": message}],
         )
 
 

@@ -41,7 +41,7 @@ def send(
     session: Session, now: datetime, namespace: Namespace, run_id: str, name: str, payload: Any
 ) -> SignalOutcome:
     """Accept signal `name` for the run at `now`; the caller commits. 409 on a finished run."""
-    if not STEP_ID_RE.match(name):
+    if not STEP_ID_RE.fullmatch(name):
         raise ValidationFailed(
             [
                 {

@@ -181,9 +181,9 @@ def _spec_error(data: Mapping[str, Any], exc: CalendarError) -> CalendarError:
     """Report a calendar error where the user wrote the value: `cron`, `timezone` or `spec`."""
     loc = exc.loc
     if "cron" in data and loc[:2] == ("cron_expressions", 0):
-        return CalendarError(exc.msg, ("cron", *loc[2:]))
+        return CalendarError(exc.msg, ("cron", *loc[2:]), exc.code)
     if "timezone" in data and loc[:1] == ("timezone",):
-        return CalendarError(exc.msg, loc)
+        return CalendarError(exc.msg, loc, exc.code)
     return exc.within("spec")
 
 

@@ -33,6 +33,7 @@ from app.db import (
     User,
 )
 from app.errors import InvalidCursor
+from app.inputs import ascii_int
 from app.paging import keyset, split_page
 from app.schedules.errors import invalid
 
@@ -276,6 +277,7 @@ def parse_after_sequence(raw: str | None) -> int:
     """`after_sequence`: a non-negative integer, else 400 INVALID_CURSOR."""
     if raw is None or raw == "":
         return 0
-    if not raw.isdigit() or len(raw) > 18:
+    value = ascii_int(raw)
+    if value is None:
         raise InvalidCursor("after_sequence must be a non-negative integer")
-    return int(raw)
+    return value
