@@ -8,6 +8,7 @@ from typing import Any
 from werkzeug.datastructures import MultiDict
 
 from app.errors import ValidationFailed
+from app.schedules.config import label_pair
 
 TEXT_FIELDS = (
     "schedule_id",
@@ -68,13 +69,8 @@ def _intervals(text: str) -> list[dict[str, str]]:
 
 
 def _labels(text: str) -> dict[str, str]:
-    labels = {}
-    for line in _lines(text):
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip():
-            raise _fail("labels", f"{line!r}: write one 'key=value' per line")
-        labels[key.strip()] = value.strip()
-    return labels
+    """One `key:value` (or `key=value`) per line, read as the list filter reads them."""
+    return dict(label_pair(line, ("labels",)) for line in _lines(text))
 
 
 def spec_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
@@ -133,7 +129,7 @@ def form_from_config(schedule_id: str, config: dict[str, Any]) -> dict[str, str]
         "start_at": spec.get("start_at") or "",
         "end_at": spec.get("end_at") or "",
         "input": json.dumps(action.get("input", {}), indent=2),
-        "labels": "\n".join(f"{k}={v}" for k, v in (config.get("labels") or {}).items()),
+        "labels": "\n".join(f"{k}:{v}" for k, v in (config.get("labels") or {}).items()),
         "memo": json.dumps(config.get("memo") or {}, indent=2),
         "search_attributes": json.dumps(config.get("search_attributes") or {}, indent=2),
         "notes": config.get("notes") or "",

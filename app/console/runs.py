@@ -20,7 +20,7 @@ from app.console import errors
 from app.console.common import actor, next_cursor, page_key
 from app.console.htmx import render, reply
 from app.console.session import namespace_view
-from app.db import Deadline
+from app.db import Deadline, Workflow, WorkflowVersion
 from app.errors import BadRequest
 from app.runs import service as runs_service
 from app.runs import signals, tasks
@@ -88,6 +88,8 @@ def detail(ns: str, run_id: str) -> Response:
         "runs/_detail_body.html",
         ns=view,
         run=run,
+        workflow=session.get(Workflow, run.workflow_id),
+        version=session.get(WorkflowVersion, run.workflow_version_id),
         events=events,
         deadlines=deadlines,
         tasks=open_tasks,

@@ -1,0 +1,149 @@
+"""What a newcomer trips over in the console in the first hour (issue 9), through the Flask
+client on both databases; the browser walks are in test_first_hour_browser.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.ticker.tick import run_tick
+from tests.console.conftest import seed_workflow
+from tests.console.test_pages import csrf_from, sign_in
+
+
+@pytest.fixture
+def olga(app, client, accounts):
+    account = accounts.create("olga", role="operator")
+    seed_workflow(app)
+    sign_in(client, "olga", account.password)
+    return account
+
+
+def _schedule(api, schedule_id="s", **extra):
+    body = {"schedule_id": schedule_id, "cron": "0 * * * *", "workflow": "invoice-sync"}
+    response = api.post("/schedules", json=body | extra)
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()
+
+
+def _count(client, query):
+    response = client.get(f"/ns/default/schedules/s/backfill/count?{query}")
+    assert response.status_code == 200
+    return response.get_data(as_text=True)
+
+
+RANGE = "from=2026-01-05T06:00:00Z&to=2026-01-05T10:00:00Z"
+
+
+def test_backfill_count_says_how_many_start_and_how_many_the_overlap_policy_skips(
+    client, olga, api_for, app
+):
+    api = api_for("apiuser")
+    _schedule(api)
+    assert api.post("/schedules/s/trigger", json={}).get_json()["outcome"] == "triggered"
+    text = _count(client, RANGE)
+    assert "This range holds 4 occurrences" in text
+    assert "0 runs would start" in text and "4 skipped by the overlap policy" in text
+    allowed = _count(client, RANGE + "&overlap_policy=allow_all")
+    assert "4 runs would start" in allowed and "skipped" not in allowed
+    assert "overlap policy: allow all" in allowed
+    # The count agrees with what the backfill then does.
+    result = api.post(
+        "/schedules/s/backfill",
+        json={"from": "2026-01-05T06:00:00Z", "to": "2026-01-05T10:00:00Z"},
+    ).get_json()
+    assert (result["started"], result["skipped"]) == (0, 4)
+    refused = _count(client, RANGE + "&overlap_policy=bogus")
+    assert "Unknown overlap policy" in refused
+
+
+def test_backfill_count_respects_max_runs_and_reports_already_started(client, olga, api_for):
+    api = api_for("apiuser")
+    _schedule(api, overlap_policy="allow_all", max_runs=3)
+    body = {"from": "2026-01-05T06:00:00Z", "to": "2026-01-05T07:00:00Z"}
+    assert api.post("/schedules/s/backfill", json=body).get_json()["started"] == 1
+    text = _count(client, RANGE)
+    assert "2 runs would start" in text
+    assert "1 past max runs" in text
+    assert "1 already started" in text
+
+
+def test_backfill_form_confirms_only_the_backfill_and_keeps_the_token_out_of_urls(
+    client, olga, api_for
+):
+    _schedule(api_for("apiuser"))
+    html = client.get("/ns/default/schedules/s").get_data(as_text=True)
+    form = html[html.index('class="backfill stack"') :]
+    form = form[: form.index("</form>")]
+    assert 'hx-disinherit="*"' in form
+    for field in re.findall(r"<(?:input|select)[^>]*hx-get[^>]*>", form):
+        assert "hx-confirm" not in field and "closest form" not in field
+        assert 'hx-include="#bf-from, #bf-to, #bf-policy"' in field
+    assert '<select id="bf-policy" name="overlap_policy"' in form
+    assert "the schedule's (skip)" in form
+
+
+def test_backfill_with_an_override_from_the_console(client, olga, api_for):
+    api = api_for("apiuser")
+    _schedule(api)
+    api.post("/schedules/s/trigger", json={})
+    token = csrf_from(client.get("/ns/default/schedules/s"))
+    data = {"csrf_token": token, "from": "2026-01-05T06:00:00Z", "to": "2026-01-05T08:00:00Z"}
+    done = client.post(
+        "/ns/default/schedules/s/backfill",
+        data=data | {"overlap_policy": "allow_all"},
+        headers={"HX-Request": "true"},
+    )
+    assert "Backfill started 2 runs" in done.get_data(as_text=True)
+
+
+def test_labels_show_one_syntax_and_filter_with_either(client, olga, api_for):
+    _schedule(api_for("apiuser"), labels={"team": "infra"})
+    listed = client.get("/ns/default/schedules").get_data(as_text=True)
+    assert "team:infra" in listed and "team=infra" not in listed
+    for raw in ("team:infra", "team=infra"):
+        rows = client.get(f"/ns/default/schedules?label={raw}").get_data(as_text=True)
+        assert 'data-schedule="s"' in rows, raw
+    bad = client.get("/ns/default/schedules?label=team")
+    assert bad.status_code == 422
+    text = bad.get_data(as_text=True)
+    assert "is not a label" in text and 'data-schedule="s"' not in text
+    detail = client.get("/ns/default/schedules/s").get_data(as_text=True)
+    assert "team:infra" in detail and "team=infra" not in detail
+    edit = client.get("/ns/default/schedules/s/edit").get_data(as_text=True)
+    assert ">team:infra</textarea>" in edit and "one <code>key:value</code> per line" in edit
+
+
+def test_the_form_takes_labels_with_either_separator(client, olga, api_for):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "schedule_id": "labelled",
+            "cron_expressions": "0 2 * * *",
+            "workflow": "invoice-sync",
+            "labels": "team:infra\nenv=prod\nurl:http://x",
+        },
+    )
+    assert response.status_code == 302, response.get_data(as_text=True)[:2000]
+    saved = api_for("apiuser").get("/schedules/labelled").get_json()
+    assert saved["labels"] == {"team": "infra", "env": "prod", "url": "http://x"}
+
+
+def test_favicon_is_served(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response.mimetype in {"image/svg+xml", "image/x-icon", "image/vnd.microsoft.icon"}
+    assert len(response.data) > 50
+    page = client.get("/login").get_data(as_text=True)
+    assert 'rel="icon"' in page
+
+
+def test_run_detail_names_workflow_and_version(client, olga, api_for, app):
+    api = api_for("apiuser")
+    assert api.post("/runs", json={"workflow": "invoice-sync", "run_id": "r-1"}).status_code == 201
+    run_tick(app, work=True)
+    html = client.get("/ns/default/runs/r-1").get_data(as_text=True)
+    assert re.search(r"<dt>Workflow</dt><dd>invoice-sync <[^>]+>version 1<", html), html[:3000]
