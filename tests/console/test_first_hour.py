@@ -6,8 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from sqlalchemy import select
 
+from app.context import database
+from app.db import Membership, Namespace, User
 from app.ticker.tick import run_tick
+from tests.conftest import FIXED_NOW
 from tests.console.conftest import seed_workflow
 from tests.console.test_pages import csrf_from, sign_in
 
@@ -147,3 +151,40 @@ def test_run_detail_names_workflow_and_version(client, olga, api_for, app):
     run_tick(app, work=True)
     html = client.get("/ns/default/runs/r-1").get_data(as_text=True)
     assert re.search(r"<dt>Workflow</dt><dd>invoice-sync <[^>]+>version 1<", html), html[:3000]
+
+
+def test_load_chart_counts_only_the_runs_a_schedule_has_left(client, olga, api_for):
+    _schedule(api_for("apiuser"), cron="* * * * *", max_runs=1)
+    html = client.get("/ns/default/load").get_data(as_text=True)
+    assert "1 runs starting in the next 24 h" in html
+
+
+def test_landing_is_the_last_namespace_used_else_default(client, app, accounts):
+    account = accounts.create("nina", role="operator", namespace="billing")
+    accounts.create("nina-default", role="operator", namespace="default")
+    _member(app, "nina", "default")
+    sign_in(client, "nina", account.password)
+    assert client.get("/").headers["Location"].endswith("/ns/default/schedules")
+    assert client.get("/ns/billing/schedules").status_code == 200
+    client.post("/logout", data={"csrf_token": csrf_from(client.get("/ns/billing/schedules"))})
+    sign_in(client, "nina", account.password)
+    assert client.get("/").headers["Location"].endswith("/ns/billing/schedules")
+
+
+def test_landing_without_default_is_the_first_namespace(client, app, accounts):
+    account = accounts.create("omar", role="operator", namespace="zeta")
+    _member(app, "omar", "alpha")
+    sign_in(client, "omar", account.password)
+    assert client.get("/").headers["Location"].endswith("/ns/alpha/schedules")
+
+
+def _member(app, username, namespace):
+    with database(app).session() as session:
+        ns = session.scalar(select(Namespace).where(Namespace.name == namespace))
+        if ns is None:
+            ns = Namespace(name=namespace, created_at=FIXED_NOW)
+            session.add(ns)
+            session.flush()
+        user = session.scalar(select(User).where(User.username == username))
+        session.add(Membership(user_id=user.id, namespace_id=ns.id, role="operator"))
+        session.commit()
