@@ -14,6 +14,7 @@ from app.ticker.tick import run_tick
 from tests.conftest import FIXED_NOW
 from tests.console.conftest import seed_workflow
 from tests.console.test_pages import csrf_from, sign_in
+from tests.console.test_run_pages import TASK_STEPS
 
 
 @pytest.fixture
@@ -188,3 +189,30 @@ def _member(app, username, namespace):
         user = session.scalar(select(User).where(User.username == username))
         session.add(Membership(user_id=user.id, namespace_id=ns.id, role="operator"))
         session.commit()
+
+
+def _open_tasks(app, api):
+    seed_workflow(app, "review", steps=TASK_STEPS)
+    for run_id in ("review-1", "review-2"):
+        assert api.post("/runs", json={"workflow": "review", "run_id": run_id}).status_code == 201
+    run_tick(app, work=True)
+    return [task["id"] for task in api.get("/tasks").get_json()["items"]]
+
+
+def test_task_inbox_keeps_the_input_and_shows_the_error_under_that_task(client, olga, api_for, app):
+    first, second = _open_tasks(app, api_for("apiuser"))
+    token = csrf_from(client.get("/ns/default/tasks"))
+    typed = '{"approved": tru'
+    response = client.post(
+        f"/ns/default/tasks/{first}/complete", data={"csrf_token": token, "output": typed}
+    )
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    card = html[html.index(f'id="task-{first}"') :]
+    card = card[: card.index("</article>")]
+    assert "{&#34;approved&#34;: tru</textarea>" in card
+    assert f'id="output-error-{first}"' in card and "not valid JSON" in card
+    other = html[html.index(f'id="task-{second}"') :]
+    assert ">{}</textarea>" in other[: other.index("</article>")]
+    assert "flash-error" not in html
+    assert all(t["status"] == "open" for t in api_for("reader").get("/tasks").get_json()["items"])
