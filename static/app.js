@@ -15,6 +15,13 @@
     if (question && !window.confirm(question)) event.preventDefault();
   });
 
+  // A form answered with mistakes: focus its error summary, so they are read first (at 390 px
+  // the first error may be far below the fold).
+  document.addEventListener("DOMContentLoaded", () => {
+    const summary = document.querySelector("[data-error-summary]");
+    if (summary) summary.focus();
+  });
+
   // The modal: a native <dialog> opened by [data-modal-opener] buttons that load its body.
   let openerId = null;
   let lastRequest = null;

@@ -216,3 +216,47 @@ def test_task_inbox_keeps_the_input_and_shows_the_error_under_that_task(client, 
     assert ">{}</textarea>" in other[: other.index("</article>")]
     assert "flash-error" not in html
     assert all(t["status"] == "open" for t in api_for("reader").get("/tasks").get_json()["items"])
+
+
+FIVE_MISTAKES = {
+    "schedule_id": "nightly",
+    "cron_expressions": "0 25 * * *",
+    "timezone": "america/new_york",
+    "workflow": "invoice-sync",
+    "input": "{oops",
+    "max_runs": "0",
+    "labels": "no separator here",
+    "notes": "kept as typed",
+}
+
+
+def test_the_form_reports_every_mistake_in_one_submit_with_a_linked_summary(client, olga, app):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post("/ns/default/schedules/new", data={"csrf_token": token} | FIVE_MISTAKES)
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    for field in ("cron_expressions", "timezone", "input", "max_runs", "labels"):
+        assert f'id="err-{field}"' in html, field
+        assert f'<a href="#{field}">' in html, field
+    summary = html[html.index('id="error-summary"') :]
+    assert summary.index("5 problems") < summary.index('<a href="#cron_expressions">')
+    assert 'tabindex="-1"' in html[html.index('id="error-summary"') - 200 :][:400]
+    assert "America/New_York" in html  # did you mean
+    assert "must be null" not in html
+    assert 'value="nightly"' in html and "kept as typed</textarea>" in html
+    assert "{oops</textarea>" in html and "no separator here</textarea>" in html
+    assert 'value="0"' in html  # max_runs as typed
+    with database(app).session() as session:
+        assert session.scalar(select(User).where(User.username == "olga")) is not None
+
+
+def test_the_empty_form_shows_a_neutral_preview(client, olga):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={"csrf_token": token, "cron_expressions": "", "intervals": "", "timezone": "UTC"},
+    )
+    html = response.get_data(as_text=True)
+    assert "preview-error" not in html and "needs at least one" not in html
+    assert "Type a cron expression or an interval" in html
