@@ -9,6 +9,8 @@ from zoneinfo import ZoneInfo
 
 from flask import Flask
 
+from app.console.event_lines import event_line
+
 
 def utc(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "—"
@@ -52,4 +54,5 @@ def register(app: Flask) -> None:
         "relative": relative,
         "pretty_json": pretty_json,
         "fromiso": fromiso,
+        "event_line": event_line,
     }

@@ -117,9 +117,19 @@ def history(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session = context.session()
     schedule = store.get(session, view.current, schedule_id)
+    latest = request.args.get("latest") == "1"
     after = queries.parse_after_sequence(request.args.get("after_sequence"))
+    if latest:
+        # The last page, still read forward from an after_sequence like every other page.
+        after = max(0, schedule.history_sequence - HISTORY_PAGE)
     page = queries.history(session, view.current, schedule, HISTORY_PAGE, after)
-    partial = "schedules/_history_page.html" if after else "schedules/_history.html"
+    partial = "schedules/_history_page.html" if after and not latest else "schedules/_history.html"
     return render(
-        "schedules/history.html", partial, ns=view, schedule=schedule, page=page, now=context.now()
+        "schedules/history.html",
+        partial,
+        ns=view,
+        schedule=schedule,
+        page=page,
+        now=context.now(),
+        latest=latest,
     )

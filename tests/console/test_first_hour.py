@@ -260,3 +260,36 @@ def test_the_empty_form_shows_a_neutral_preview(client, olga):
     html = response.get_data(as_text=True)
     assert "preview-error" not in html and "needs at least one" not in html
     assert "Type a cron expression or an interval" in html
+
+
+def test_history_rows_read_in_one_line_and_jump_to_latest_loads_the_last_page(
+    client, olga, api_for
+):
+    api = api_for("apiuser")
+    _schedule(api)
+    revision = 1
+    for index in range(120):
+        verb = "pause" if index % 2 == 0 else "resume"
+        body = {"reason": "maintenance window"} if verb == "pause" else {}
+        response = api.post(f"/schedules/s/{verb}", json=body, headers={"If-Match": str(revision)})
+        assert response.status_code == 200
+        revision += 1
+    patched = api.request(
+        "PATCH", "/schedules/s", json={"notes": "n"}, headers={"If-Match": str(revision)}
+    )
+    assert patched.status_code == 200, patched.get_json()
+    first = client.get("/ns/default/schedules/s/history", headers={"HX-Request": "true"})
+    html = first.get_data(as_text=True)
+    assert "apiuser via api: created" in html
+    assert "apiuser via api: paused (maintenance window)" in html
+    assert "Jump to latest" in html
+    # One control per row: the summary; only the first row's is a Tab stop.
+    assert html.count("<summary") == 100 and html.count('<summary tabindex="-1">') == 99
+    assert "<details><summary>payload</summary>" not in html
+    latest = client.get(
+        "/ns/default/schedules/s/history?latest=1", headers={"HX-Request": "true"}
+    ).get_data(as_text=True)
+    sequences = [int(n) for n in re.findall(r'data-sequence="(\d+)"', latest)]
+    assert sequences == list(range(23, 123))
+    assert "apiuser via api: updated notes" in latest
+    assert "Load more" not in latest and "From the start" in latest
