@@ -12,9 +12,11 @@ from werkzeug.wrappers import Response
 from app import context
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, Spec, SpecRangeError, preview
+from app.calendar.describe import zone_note
 from app.console import errors
 from app.console.common import actor, command
 from app.console.forms import (
+    LABELS,
     errors_by_field,
     form_errors,
     form_from_config,
@@ -168,6 +170,7 @@ def _conflict(view: NamespaceView, schedule_id: str, exc: RevisionConflict) -> d
     return {
         "current_revision": exc.details.get("current_revision"),
         "fields": differing,
+        "labels": [LABELS.get(name, name.replace("_", " ")) for name in differing],
         "status": schedule.status,
     }
 
@@ -177,7 +180,7 @@ def _conflict(view: NamespaceView, schedule_id: str, exc: RevisionConflict) -> d
 def live_preview(ns: str) -> Response:
     """The live preview under the calendar fields (htmx, debounced)."""
     view = namespace_view(ns, RUN_READ)
-    items, error = [], None
+    items, error, note = [], None, None
     if not any(request.form.get(name, "").strip() for name in ("cron_expressions", "intervals")):
         # Nothing typed yet is not a mistake.
         return render(
@@ -187,8 +190,14 @@ def live_preview(ns: str) -> Response:
         spec = Spec.from_dict(spec_from_form(request.form))
         jitter = int(request.form.get("jitter_seconds") or 0)
         items = preview(spec, context.now(), 8, jitter_seconds=max(0, min(jitter, 3600)))
+        note = zone_note(spec.timezone)
     except (CalendarError, AlmanacError, ValueError) as exc:
         error = _errors_of(exc)
     return render(
-        "schedules/_preview.html", "schedules/_preview.html", ns=view, items=items, error=error
+        "schedules/_preview.html",
+        "schedules/_preview.html",
+        ns=view,
+        items=items,
+        error=error,
+        zone_note=note,
     )

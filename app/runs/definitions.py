@@ -94,7 +94,10 @@ def _check_step(step: Any, index: int, seen: set[str]) -> None:
         )
     for key in step:
         if key not in COMMON_KEYS | STEP_KEYS[kind]:
-            raise DefinitionInvalid([*loc, key], f"unknown field for a {kind} step", step_id)
+            article = "an" if kind[:1] in "aeiou" else "a"
+            raise DefinitionInvalid(
+                [*loc, key], f"unknown field for {article} {kind} step", step_id
+            )
     CHECKS[kind](step, loc, step_id)
 
 

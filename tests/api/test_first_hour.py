@@ -112,3 +112,23 @@ def test_label_filters_accept_both_separators_and_refuse_what_they_cannot_read(h
     runs = h.api.get("/runs?label=team=infra")
     assert runs.status_code == 200
     assert h.api.get("/runs?label=nothing").status_code == 422
+
+
+def test_calendar_errors_name_the_field_once(h):
+    h.workflow("invoice-sync")
+    body = {"id": "x", "cron": "60 * * * *", "workflow": "invoice-sync"}
+    error = h.save(body, expect=422)["error"]
+    assert error["message"] == "cron.minute: 60 is out of range 0-59"
+    preview = h.api.post("/calendar/preview", json={"spec": {"cron_expressions": ["0 24 * * *"]}})
+    message = preview.get_json()["error"]["message"]
+    assert message == "spec.cron_expressions.0.hour: 24 is out of range 0-23"
+    zone = h.api.post("/calendar/preview", json={"cron": "0 * * * *", "timezone": "europe/berlin"})
+    assert "did you mean 'Europe/Berlin'?" in zone.get_json()["error"]["message"]
+
+
+def test_definition_errors_use_the_right_article(admin_api):
+    steps = [{"id": "a", "type": "action", "action": "noop", "bogus": 1}]
+    response = admin_api.post("/workflows", json={"name": "w", "steps": steps})
+    assert response.status_code == 422
+    assert "unknown field for an action step" in str(response.get_json())
+    assert "a action" not in str(response.get_json())

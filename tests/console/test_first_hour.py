@@ -293,3 +293,42 @@ def test_history_rows_read_in_one_line_and_jump_to_latest_loads_the_last_page(
     assert sequences == list(range(23, 123))
     assert "apiuser via api: updated notes" in latest
     assert "Load more" not in latest and "From the start" in latest
+
+
+def test_preview_notes_that_a_fixed_offset_zone_never_observes_dst(client, olga):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={"csrf_token": token, "cron_expressions": "0 9 * * *", "timezone": "EST"},
+    )
+    html = response.get_data(as_text=True)
+    assert "EST is a fixed offset (UTC−05:00) and never observes daylight saving time" in html
+    assert "14:00:00 UTC" in html
+
+
+def test_conflict_banner_names_fields_as_the_form_labels_them(client, olga, api_for):
+    api = api_for("apiuser")
+    _schedule(api)
+    form = client.get("/ns/default/schedules/s/edit")
+    token = csrf_from(form)
+    patched = api.request(
+        "PATCH", "/schedules/s", json={"overlap_policy": "allow_all"}, headers={"If-Match": "1"}
+    )
+    assert patched.status_code == 200
+    response = client.post(
+        "/ns/default/schedules/s/edit",
+        data={
+            "csrf_token": token,
+            "revision": "1",
+            "cron_expressions": "0 * * * *",
+            "timezone": "UTC",
+            "workflow": "invoice-sync",
+            "overlap_policy": "skip",
+            "missed_policy": "skip",
+        },
+    )
+    assert response.status_code == 409
+    html = response.get_data(as_text=True)
+    banner = html[html.index('class="conflict"') :][:1500]
+    assert "Overlap policy" in banner and "overlap_policy" not in banner
