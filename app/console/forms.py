@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from werkzeug.datastructures import MultiDict
@@ -195,8 +196,8 @@ def form_errors(form: MultiDict[str, str]) -> dict[str, str]:
         "start_at": lambda: _instant(form, "start_at"),
         "end_at": lambda: _instant(form, "end_at"),
         "labels": lambda: _labels(form.get("labels", "")),
-        **{name: (lambda name=name: _json(form, name)) for name in JSON_FIELDS},
-        **{name: (lambda name=name: _bounded(form, name)) for name in INT_FIELDS},
+        **{name: partial(_json, form, name) for name in JSON_FIELDS},
+        **{name: partial(_bounded, form, name) for name in INT_FIELDS},
     }
     found: dict[str, str] = {}
     for name, check in checks.items():
