@@ -28,6 +28,8 @@ def relative(value: datetime | None, now: datetime) -> str:
         return "—"
     seconds = (value - now).total_seconds()
     size = abs(seconds)
+    if size < 1:
+        return "just now"
     if size < 60:
         text = f"{int(size)} s"
     elif size < 3600:

@@ -4,10 +4,12 @@ client on both databases; the browser walks are in test_first_hour_browser.py.""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
 
+from app.console.filters import relative
 from app.context import database
 from app.db import Membership, Namespace, User
 from app.ticker.tick import run_tick
@@ -332,3 +334,9 @@ def test_conflict_banner_names_fields_as_the_form_labels_them(client, olga, api_
     html = response.get_data(as_text=True)
     banner = html[html.index('class="conflict"') :][:1500]
     assert "Overlap policy" in banner and "overlap_policy" not in banner
+
+
+def test_relative_times_say_just_now_rather_than_in_zero_seconds():
+    assert relative(FIXED_NOW, FIXED_NOW) == "just now"
+    assert relative(FIXED_NOW + timedelta(seconds=90), FIXED_NOW) == "in 1 min"
+    assert relative(FIXED_NOW - timedelta(seconds=5), FIXED_NOW) == "5 s ago"
