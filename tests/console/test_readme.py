@@ -6,10 +6,11 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
-from tests.console.conftest import ROOT
+from tests.console.conftest import ROOT, LiveServer, serve
 
 pytestmark = pytest.mark.browser
 MARKER = "<!-- first-ten-minutes: executed by tests/console/test_readme.py -->"
@@ -23,7 +24,15 @@ def first_ten_minutes() -> str:
     return block.group(1)
 
 
-def test_the_first_ten_minutes_work_as_written(live_server):
+@pytest.fixture
+def fresh_server(tmp_path) -> Iterator[LiveServer]:
+    """A server of its own: a newcomer's first ten minutes start from an empty database."""
+    with serve(tmp_path) as server:
+        yield server
+
+
+def test_the_first_ten_minutes_work_as_written(fresh_server):
+    live_server = fresh_server
     env = live_server.env | {"ALMANAC_URL": live_server.url, "PATH": os.environ["PATH"]}
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", first_ten_minutes()],
