@@ -87,5 +87,5 @@ def _calendar_response(exc: CalendarError | SpecRangeError) -> Response:
     if isinstance(exc, SpecRangeError):
         return error_response(422, "SCHEDULE_RANGE", str(exc), {})
     loc = list(exc.loc)
-    message = f"{'.'.join(map(str, loc))}: {exc.msg}" if loc else exc.msg
+    message = exc.located()
     return error_response(422, exc.code, message, {"errors": [{"loc": loc, "msg": exc.msg}]})

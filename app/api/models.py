@@ -18,7 +18,11 @@ class NamespaceIn(Strict):
 
 
 class PreviewIn(Strict):
-    spec: dict[str, Any]
+    """A spec, or the `cron` and `timezone` shorthands a save accepts."""
+
+    spec: dict[str, Any] | None = None
+    cron: str | None = Field(default=None, max_length=256)
+    timezone: str | None = Field(default=None, max_length=64)
     after: str | None = Field(default=None, max_length=64)
     count: int = Field(default=10, ge=1, le=100)
     jitter_seconds: int = Field(default=0, ge=0, le=3600)

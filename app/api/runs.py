@@ -17,6 +17,7 @@ from app.db import Namespace, Run, RunHistoryEvent, Task, Workflow, WorkflowVers
 from app.db.runs import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES
 from app.errors import ValidationFailed
 from app.runs import replay, service, signals, tasks
+from app.schedules.config import label_pair
 
 bp = Blueprint("api_runs", __name__)
 errors.register(bp)
@@ -83,6 +84,9 @@ def task_json(task: Task, run_id: str) -> dict[str, Any]:
 def _pairs(name: str) -> dict[str, str]:
     """Repeated `name=key:value` query parameters as a dict, else 422."""
     pairs = {}
+    if name == "label":
+        # Labels read as everywhere else: key:value, or key=value.
+        return dict(label_pair(raw, ("query", name)) for raw in request.args.getlist(name))
     for raw in request.args.getlist(name):
         key, sep, value = raw.partition(":")
         if not sep or not key:

@@ -34,6 +34,7 @@ from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor
 from app.schedules import manual, queries, service, store
 from app.schedules.audit import CommandContext, declared_source
+from app.schedules.config import label_pair
 from app.schedules.errors import invalid
 
 bp = Blueprint("api_schedules", __name__)
@@ -396,10 +397,4 @@ def _int_key(key: list[Any] | None) -> int | None:
 
 
 def _labels() -> tuple[tuple[str, str], ...]:
-    pairs = []
-    for raw in request.args.getlist("label"):
-        name, sep, value = raw.partition(":")
-        if not sep or not name:
-            raise invalid(["query", "label"], "must look like key:value")
-        pairs.append((name, value))
-    return tuple(pairs)
+    return tuple(label_pair(raw, ("query", "label")) for raw in request.args.getlist("label"))

@@ -22,6 +22,16 @@ class CalendarError(ValueError):
         """Return the same error with `prefix` prepended to its location."""
         return CalendarError(self.msg, (*prefix, *self.loc), self.code)
 
+    def located(self) -> str:
+        """ "cron.minute: 60 is out of range 0-59": the location once, even when the message
+        already starts with the field's name (as the grammar's messages do)."""
+        if not self.loc:
+            return self.msg
+        name, msg = str(self.loc[-1]), self.msg
+        if msg.startswith(f"{name}: "):
+            msg = msg[len(name) + 2 :]
+        return f"{'.'.join(map(str, self.loc))}: {msg}"
+
     def __repr__(self) -> str:
         return f"CalendarError({self.msg!r}, loc={self.loc!r})"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from app.calendar.errors import CalendarError, Loc
 
@@ -21,7 +21,16 @@ def validate_timezone(name: str, loc: Loc = ("timezone",)) -> ZoneInfo:
         zone = _load_zone(name)
         if zone is not None:
             return zone
+        near = _zone_names().get(name.strip().lower())
+        if near is not None and _load_zone(near) is not None:
+            raise CalendarError(f"unknown time zone {name!r}; did you mean {near!r}?", loc)
     raise CalendarError(f"unknown time zone {name!r}; use an IANA name like 'Europe/Berlin'", loc)
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    """Zone names by their lower case: IANA names are case-sensitive, people often are not."""
+    return {name.lower(): name for name in available_timezones()}
 
 
 @lru_cache(maxsize=1024)

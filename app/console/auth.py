@@ -12,7 +12,7 @@ from app.auth import sessions as console_sessions
 from app.auth import throttle
 from app.console import errors
 from app.console.redirects import local_target
-from app.console.session import ConsoleUser
+from app.console.session import ConsoleUser, landing_namespace
 from app.db.session import begin_write
 
 bp = Blueprint("console_auth", __name__)
@@ -77,11 +77,12 @@ def logout() -> Response:
 @bp.get("/")
 @login_required
 def home() -> Response:
-    """Go to the first namespace the user belongs to."""
+    """Go to the namespace used last, else `default`, else the first the user belongs to."""
     choices = auth_service.visible_namespaces(context.session(), current_user.user)
-    if not choices:
+    landing = landing_namespace(current_user.user, choices)
+    if landing is None:
         return redirect(url_for("console_auth.no_namespace"))
-    return redirect(url_for("console_schedules.index", ns=choices[0].name))
+    return redirect(url_for("console_schedules.index", ns=landing.name))
 
 
 @bp.get("/welcome")

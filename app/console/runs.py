@@ -18,9 +18,9 @@ from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
 from app.console.common import actor, next_cursor, page_key
 from app.console.htmx import render, reply
-from app.console.session import namespace_view
-from app.db import Deadline
-from app.errors import ValidationFailed
+from app.console.session import NamespaceView, namespace_view
+from app.db import Deadline, Workflow, WorkflowVersion
+from app.errors import AlmanacError, ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
 
@@ -91,6 +91,8 @@ def detail(ns: str, run_id: str) -> Response:
         "runs/_detail_body.html",
         ns=view,
         run=run,
+        workflow=session.get(Workflow, run.workflow_id),
+        version=session.get(WorkflowVersion, run.workflow_version_id),
         events=events,
         deadlines=deadlines,
         tasks=open_tasks,
@@ -184,7 +186,18 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
 def inbox(ns: str) -> Response:
     """Open human tasks (or another status) with a completion form each."""
     view = namespace_view(ns, RUN_READ)
-    status = request.args.get("status", "open")
+    return _inbox(view, request.args.get("status", "open"))
+
+
+def _inbox(
+    view: NamespaceView,
+    status: str,
+    task_error: tuple[str, str, str] | None = None,
+    http_status: int = 200,
+) -> Response:
+    """The inbox; `task_error` is (task id, what the user typed, why it was refused), shown
+    under that task with the input kept."""
+    ns = view.current.name
     status = status if status in tasks.TASK_STATUSES else "open"
     rows, key = tasks.list_tasks(
         context.session(), view.current, 50, page_key(ns, "tasks"), status=status
@@ -194,21 +207,35 @@ def inbox(ns: str) -> Response:
     return render(
         "runs/tasks.html",
         "runs/_tasks.html",
+        http_status,
         ns=view,
         tasks=rows,
         task_status=status,
         statuses=tasks.TASK_STATUSES,
         next_url=next_url,
         now=context.now(),
+        task_error=task_error,
     )
 
 
 @bp.post("/ns/<ns>/tasks/<task_id>/complete")
 @login_required
 def complete_task(ns: str, task_id: str) -> Response:
-    """Complete a task with a JSON output."""
+    """Complete a task with a JSON output; output it cannot take is shown again under the task."""
     view = namespace_view(ns, RUN_MANAGE)
     session = context.session()
-    tasks.complete(session, context.now(), view.current, actor(), task_id, _json_field("output"))
+    raw = request.form.get("output", "")
+    try:
+        output = inputs.loads(raw, ["output"]) if raw.strip() else None
+        tasks.complete(session, context.now(), view.current, actor(), task_id, output)
+    except AlmanacError as exc:
+        if exc.http_status not in (400, 422):
+            raise
+        return _refused_output(view, task_id, raw, exc.message)
     session.commit()
     return reply("Task completed.", True, url_for(".inbox", ns=ns))
+
+
+def _refused_output(view: NamespaceView, task_id: str, raw: str, why: str) -> Response:
+    context.session().rollback()
+    return _inbox(view, "open", (task_id, raw, why), 422)

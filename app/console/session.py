@@ -48,6 +48,15 @@ class NamespaceView:
         return grant in self.grants
 
 
+def landing_namespace(user: User, choices: list[Namespace]) -> Namespace | None:
+    """Where sign-in lands: the last namespace used, else `default`, else the first."""
+    by_name = {namespace.name: namespace for namespace in choices}
+    for name in (user.last_namespace, "default"):
+        if name in by_name:
+            return by_name[name]
+    return choices[0] if choices else None
+
+
 def namespace_view(name: str, *needs: str) -> NamespaceView:
     """Load namespace `name` for the signed-in user, requiring `needs` (403 otherwise).
 
@@ -57,6 +66,10 @@ def namespace_view(name: str, *needs: str) -> NamespaceView:
     user: User = current_user.user
     namespace = auth_service.get_namespace(session, name)
     require_grant(session, user, namespace, *needs)
+    if user.last_namespace != namespace.name:
+        # Remembered for the landing page; committed alone so a refused action keeps it too.
+        user.last_namespace = namespace.name
+        session.commit()
     g.namespace_view = NamespaceView(
         namespace,
         auth_service.visible_namespaces(session, user),

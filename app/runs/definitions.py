@@ -125,7 +125,10 @@ def _check_step(step: Any, loc: list[str | int], seen: set[str], depth: int) -> 
         )
     for key in step:
         if key not in COMMON_KEYS | STEP_KEYS[kind]:
-            raise DefinitionInvalid([*loc, key], f"unknown field for a {kind} step", step_id)
+            article = "an" if kind[:1] in "aeiou" else "a"
+            raise DefinitionInvalid(
+                [*loc, key], f"unknown field for {article} {kind} step", step_id
+            )
     if kind == "parallel":
         _check_parallel(step, loc, step_id, seen, depth + 1)
     else:

@@ -133,6 +133,7 @@ def upcoming_of(schedule: Schedule, count: int) -> list[dict[str, Any]]:
 
 def upcoming_items(schedule: Schedule, count: int) -> list[PreviewItem]:
     """The next `count` occurrences of an active schedule (none while it cannot fire)."""
+    count = starts_left(schedule.remaining_runs, count)
     if schedule.status != "active" or schedule.cursor_at is None or count == 0:
         return []
     spec = Spec.from_dict(schedule.spec)
@@ -148,21 +149,31 @@ def upcoming_items(schedule: Schedule, count: int) -> list[PreviewItem]:
     return [item for item in items if item.canonical > cursor][:count]
 
 
+def starts_left(remaining_runs: int | None, count: int) -> int:
+    """At most `count` forecast starts, and never more than the runs `max_runs` leaves."""
+    return count if remaining_runs is None else max(0, min(count, remaining_runs))
+
+
 def upcoming_starts(
     session: Session, namespace: Namespace, now: datetime, hours: int = 24
 ) -> list[datetime]:
     """Jittered due times of every active schedule of the namespace in the next `hours`."""
     until = now + timedelta(hours=hours)
     rows = session.execute(
-        select(Schedule.uid, Schedule.spec, Schedule.jitter_seconds, Schedule.cursor_at).where(
-            Schedule.namespace_id == namespace.id, Schedule.status == "active"
-        )
+        select(
+            Schedule.uid,
+            Schedule.spec,
+            Schedule.jitter_seconds,
+            Schedule.cursor_at,
+            Schedule.remaining_runs,
+        ).where(Schedule.namespace_id == namespace.id, Schedule.status == "active")
     )
     starts: list[datetime] = []
-    for uid, raw_spec, jitter, cursor in rows:
+    for uid, raw_spec, jitter, cursor, remaining in rows:
         spec = Spec.from_dict(raw_spec)
         after = max(now, cursor) if cursor else now
-        for instant in islice(occurrences_between(spec, after, until), MAX_STARTS_PER_SCHEDULE):
+        limit = starts_left(remaining, MAX_STARTS_PER_SCHEDULE)
+        for instant in islice(occurrences_between(spec, after, until), limit):
             starts.append(due_time(spec, uid, jitter, instant))
     return starts
 

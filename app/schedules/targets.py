@@ -25,9 +25,9 @@ def resolve(
     """The action's target, with its input validated (422 naming the field) and its secret
     properties sealed in `config.action` (`***` keeps the stored secret)."""
     action = config.action
-    shorthand = "activation_id" in data
     field = "activation_id" if action["activation_id"] else "workflow"
-    loc = [field] if shorthand and field == "activation_id" else ["action", field]
+    # Name the field where the request wrote it: top level (a shorthand) or inside `action`.
+    loc = [field] if field in data else ["action", field]
     try:
         target = lifecycle.resolve_target(
             session, namespace, workflow=action["workflow"], activation_id=action["activation_id"]
