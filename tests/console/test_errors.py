@@ -67,7 +67,7 @@ def test_bad_json_signal_goes_back_to_the_run_with_the_reason(app, client, opera
         follow_redirects=True,
     )
     html = response.get_data(as_text=True)
-    assert response.status_code == 200 and "That is not valid JSON" in html
+    assert response.status_code == 200 and "payload is not valid JSON" in html
     assert api.get("/runs/approve-9").get_json()["status"] == "waiting"
 
 
