@@ -1,8 +1,9 @@
 """The firing decisions, as pure functions of a schedule's state and `now` (no session, no I/O).
 
 The missed policy (`scan_due`, `choose`, `retry_until`), the overlap policy (`overlap_outcome`,
-`runs_freed`), `max_runs` (`exhausted`), jitter (`due_time` from the calendar) and run ids. The
-tick, manual triggers and backfill decide with these; so can anything that only simulates.
+`ends_now`, `runs_freed`), buffers (`may_drain`), `max_runs` (`exhausted`), jitter (`due_time`
+from the calendar) and run ids. The tick, manual triggers, backfill and the simulation
+(app/schedules/simulate.py) all decide with these, so they cannot disagree.
 
 The cursor is the last canonical occurrence accounted for: every canonical occurrence at or
 before it is in the ledger, except `pending` (an occurrence refused for capacity that is retried
@@ -166,16 +167,26 @@ def overlap_outcome(policy: str, active_runs: int, buffered: int) -> tuple[str, 
     return "start", None
 
 
-def runs_freed(policy: str, leased: Sequence[bool]) -> int:
-    """How many of the schedule's active runs (`leased` flags) a start under `policy` frees now.
+def ends_now(policy: str, leased: bool) -> bool:
+    """Whether a start under `policy` ends one of the schedule's active runs at once.
 
-    Runs ended now free their place in the namespace; a leased run cancels at its next step.
+    `terminate_other` ends every run; `cancel_other` ends a run that is between steps, while a
+    leased one (executing a step) stops at its next step boundary.
     """
     if policy == "terminate_other":
-        return len(leased)
-    if policy == "cancel_other":
-        return sum(1 for held in leased if not held)
-    return 0
+        return True
+    return policy == "cancel_other" and not leased
+
+
+def runs_freed(policy: str, leased: Sequence[bool]) -> int:
+    """How many of the schedule's active runs (`leased` flags) a start under `policy` frees now:
+    runs ended now free their place in the namespace."""
+    return sum(1 for held in leased if ends_now(policy, held))
+
+
+def may_drain(active_runs: int, buffered: int) -> bool:
+    """A buffered occurrence starts (the oldest first) only once no run of the schedule is active."""
+    return buffered > 0 and active_runs == 0
 
 
 def exhausted(remaining_runs: int | None) -> bool:
