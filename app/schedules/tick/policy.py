@@ -185,7 +185,7 @@ def runs_freed(policy: str, leased: Sequence[bool]) -> int:
 
 
 def may_drain(active_runs: int, buffered: int) -> bool:
-    """A buffered occurrence starts (the oldest first) only once no run of the schedule is active."""
+    """A buffered occurrence starts (oldest first) only once no run of the schedule is active."""
     return buffered > 0 and active_runs == 0
 
 
