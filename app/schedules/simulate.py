@@ -16,24 +16,30 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
+from itertools import chain
 from typing import Any
 
-from app.calendar import Spec, due_time, format_utc, format_utc_or_none, occurrences_between
+from app.calendar import Spec, due_time, format_utc_or_none
+from app.calendar.occurrences import HORIZON
 from app.schedules.tick.policy import (
     Occurrence,
     Skip,
     choose,
+    due_occurrences,
     ends_now,
     exhausted,
     may_drain,
-    next_after,
     overlap_outcome,
     run_id_for,
     scan_due,
+    summarize_due,
 )
 
 MAX_ITEMS = 1000
 TINY = timedelta(microseconds=1)
+# An item's instants repeat (a start is often its due time, an end the next start).
+_text = lru_cache(maxsize=8192)(format_utc_or_none)
 
 
 @dataclass
@@ -51,13 +57,13 @@ class Item:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "occurrence_time": format_utc(self.occurrence_time),
-            "due_at": format_utc(self.due_at),
+            "occurrence_time": _text(self.occurrence_time),
+            "due_at": _text(self.due_at),
             "outcome": self.outcome,
             "reason": self.reason,
             "run_id": self.run_id,
-            "starts_at": format_utc_or_none(self.starts_at),
-            "ends_at": format_utc_or_none(self.ends_at),
+            "starts_at": _text(self.starts_at),
+            "ends_at": _text(self.ends_at),
             "ends_runs": list(self.ends_runs),
         }
 
@@ -151,9 +157,16 @@ class _Simulation:
         ]
         self.items: list[Item] = []
         self.max_concurrent = 0
-        self.upcoming = next_after(start.spec, start.uid, start.jitter_seconds, start.cursor)
+        self.stream: Iterator[Occurrence] = iter(())
+        self.upcoming: Occurrence | None = None
 
     def run(self, begin: datetime, end: datetime) -> Result:
+        # One stream of occurrences for the whole window; each tick resumes it where the last
+        # one stopped (`summarize_due`), which is what `scan_due` computes from the cursor.
+        s = self.s
+        until = max(self.cursor, end) + HORIZON
+        self.stream = due_occurrences(s.spec, s.uid, s.jitter_seconds, self.cursor, until)
+        self.upcoming = next(self.stream, None)
         now: datetime | None = begin
         while now is not None and now < end and len(self.items) <= self.limit:
             self._tick(now)
@@ -186,7 +199,8 @@ class _Simulation:
 
     def _fire(self, now: datetime) -> None:
         s = self.s
-        scan = scan_due(s.spec, s.uid, s.jitter_seconds, self.cursor, now)
+        resumed = self.stream if self.upcoming is None else chain([self.upcoming], self.stream)
+        scan = summarize_due(resumed, now)
         pending = None
         if self.pending is not None:
             pending = Occurrence(self.pending, self._due(self.pending))
@@ -256,20 +270,12 @@ class _Simulation:
         self.live = False
 
     def _skip_range(self, skip: Skip) -> None:
-        for occurrence in self._occurrences(skip.first, skip.last):
+        s = self.s
+        stream = due_occurrences(s.spec, s.uid, s.jitter_seconds, skip.first - TINY, skip.last)
+        for occurrence in stream:
             self.items.append(Item(occurrence.instant, occurrence.due, "skipped", skip.reason))
             if len(self.items) > self.limit:
                 return
-
-    def _occurrences(self, first: datetime, last: datetime) -> Iterator[Occurrence]:
-        """The canonical occurrences from `first` through `last`, with their due times."""
-        s = self.s
-        stream = occurrences_between(s.spec, first - TINY, last)
-        current = next(stream, None)
-        while current is not None:
-            following = next(stream, None)
-            yield Occurrence(current, due_time(s.spec, s.uid, s.jitter_seconds, current, following))
-            current = following
 
     def _list(self, item: Item) -> None:
         if id(item) in self.unlisted:

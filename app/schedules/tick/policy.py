@@ -12,7 +12,7 @@ with the same run id until its grace ends).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -87,24 +87,39 @@ def next_after(spec: Spec, uid: str, jitter_seconds: int, after: datetime) -> Oc
 def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime, now: datetime) -> DueScan:
     """One pass over the occurrences after `cursor`: the due ones, summarized in constant
     memory, and the first one not yet due."""
-    scan = DueScan()
-    stream = occurrences_between(spec, cursor, max(cursor, now) + HORIZON)
+    stream = due_occurrences(spec, uid, jitter_seconds, cursor, max(cursor, now) + HORIZON)
+    return summarize_due(stream, now)
+
+
+def due_occurrences(
+    spec: Spec, uid: str, jitter_seconds: int, after: datetime, until: datetime
+) -> Iterator[Occurrence]:
+    """The canonical occurrences in (after, until] with their due times, lazily, in order."""
+    stream = occurrences_between(spec, after, until)
     current = next(stream, None)
     while current is not None:
         following = next(stream, None)
-        due = due_time(spec, uid, jitter_seconds, current, following)
+        yield Occurrence(current, due_time(spec, uid, jitter_seconds, current, following))
+        current = following
+
+
+def summarize_due(stream: Iterator[Occurrence], now: datetime) -> DueScan:
+    """Consume `stream` up to its first occurrence not due at `now` (kept as `upcoming`).
+
+    A caller that keeps one stream across ticks (the simulation) resumes it with `upcoming`.
+    """
+    scan = DueScan()
+    for occurrence in stream:
         # Due times increase with canonical times, so the first one not due ends the scan.
-        if due > now:
-            scan.upcoming = Occurrence(current, due)
+        if occurrence.due > now:
+            scan.upcoming = occurrence
             return scan
-        occurrence = Occurrence(current, due)
         scan.count += 1
         if scan.count == 1:
             scan.first = occurrence
         elif scan.count == 2:
             scan.second = occurrence
         scan.previous, scan.last = scan.last, occurrence
-        current = following
     return scan
 
 
