@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from app.api.models import Strict
 from app.api.schedule_models import ScheduleIn
@@ -12,8 +12,6 @@ from app.api.schedule_models import ScheduleIn
 
 class WindowIn(Strict):
     """The window [from, to) and the assumed length of every run (ISO-8601, default PT0S)."""
-
-    model_config = ConfigDict(populate_by_name=False)
 
     from_: str = Field(alias="from", max_length=64)
     to: str = Field(max_length=64)
