@@ -344,3 +344,22 @@ def test_the_openapi_document_describes_both_routes(client):
     }
     item = schemas["SimulatedItemOut"]["properties"]
     assert item["outcome"]["enum"] == ["started", "skipped", "buffered"]
+
+
+def test_a_pending_occurrence_is_retried_within_its_grace_and_skipped_after(h):
+    h.create("s", cron="*/5 * * * *", overlap_policy="allow_all")
+    h.create("t", cron="*/5 * * * *", overlap_policy="allow_all")
+    h.set_limit(1)
+    assert sorted(r["outcome"] for r in h.tick("12:05")) == ["refused", "triggered"]
+    refused = "t" if h.read("t")["fires_count"] == 0 else "s"
+    h.set_limit(None)
+    late = simulate(h, {"from": utc("12:06:30"), "to": utc("12:11")}, refused)
+    assert brief(late) == [("12:05", "skipped", "capacity"), ("12:10", "started", None)]
+    soon = simulate(h, {"from": utc("12:05:30"), "to": utc("12:06")}, refused)
+    assert brief(soon) == [("12:05", "started", None)]
+    assert soon["items"][0]["starts_at"] == "2026-01-05T12:05:30Z"
+    # The real tick at the same instant does what the simulation said.
+    rows = h.tick("12:05:30")
+    assert [(r["outcome"], r["run_id"]) for r in rows] == [
+        ("triggered", soon["items"][0]["run_id"])
+    ]
