@@ -363,3 +363,18 @@ def test_a_pending_occurrence_is_retried_within_its_grace_and_skipped_after(h):
     assert [(r["outcome"], r["run_id"]) for r in rows] == [
         ("triggered", soon["items"][0]["run_id"])
     ]
+
+
+def test_a_retried_last_run_is_started_once_by_the_ticker_as_simulated(h):
+    h.create("a", cron="*/5 * * * *", overlap_policy="allow_all")
+    h.create("s", cron="*/5 * * * *", max_runs=1)
+    h.set_limit(1)
+    assert [r["outcome"] for r in h.tick("12:05")] == ["triggered", "refused"]
+    h.set_limit(None)
+    predicted = simulate(h, {"from": utc("12:05:30"), "to": utc("12:30")}, "s")
+    assert brief(predicted) == [("12:05", "started", None)]
+    h.tick("12:05:30")
+    ledger = [(o["kind"], o["instant"][11:16], o["reason"], o["run_id"]) for o in h.ledger("s")]
+    # Started, and not also skipped for capacity when max_runs deleted the schedule.
+    assert ledger == [("started", "12:05", None, predicted["items"][0]["run_id"])]
+    assert h.read("s")["status"] == "deleted"
