@@ -10,10 +10,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-install: $(BIN)/python
+# The remote client (`almanac/`, the `almanac` command) is installed editable beside the server;
+# it is reinstalled only when pyproject.toml changes.
+$(BIN)/almanac: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+install: $(BIN)/python $(BIN)/almanac
 	$(BIN)/pip install --quiet -r requirements.txt
 
-install-dev: $(BIN)/python
+install-dev: $(BIN)/python $(BIN)/almanac
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 
 # Debian's Chromium for the Playwright tests (never `playwright install`: it downloads browsers).
@@ -33,8 +39,8 @@ test: install-dev browser
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 lint: install-dev
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench wsgi.py
+	$(BIN)/ruff check app almanac tests bench
+	$(BIN)/ruff format --check app almanac tests bench wsgi.py
 	$(BIN)/mypy app/calendar app/auth app/db app/runs app/schedules app/console app/api app/paging.py app/errors.py
 
 # The benchmarks print their figures (docs/benchmarks.md); the tick and console ones take minutes.
@@ -43,6 +49,7 @@ bench: install-dev
 	$(BIN)/python bench/runs_bench.py
 	$(BIN)/python bench/tick_bench.py
 	$(BIN)/python bench/console_bench.py
+	$(BIN)/python bench/client_bench.py
 
 clean:
 	rm -rf $(VENV) instance tests/artifacts

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from flask import Flask
 
-from app.settings import DEFAULTS, ROOT, instance_secret
+from app.settings import DEFAULTS, ROOT, encryption_keys, instance_secret
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
@@ -28,14 +29,19 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = instance_secret(app)
     app.config["TESTING"] = str(app.config["TESTING"]).lower() in {"1", "true", "yes", "on"}
+    sys.setswitchinterval(float(app.config["GIL_SWITCH_INTERVAL"]))
 
     # Every layer loads here, not when the package is imported: `import app.calendar` (pure
     # code, like the firing policy a simulation runs) loads no database, face or ticker host,
     # in 0.5 s and 32 MB instead of 2.5 s and 96 MB. No module imports from `app` itself.
-    from app import api, cli, console, context
+    from app import api, cli, console, context, headers, redaction
+    from app.runs import secrets as secret_inputs
     from app.ticker.host import start_if_enabled
 
+    secret_inputs.configure(encryption_keys(app))
     context.init_app(app)
+    headers.init_app(app)
+    redaction.init_app(app)
     console.init_app(app)
     api.init_app(app)
     cli.init_app(app)

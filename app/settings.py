@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULTS: dict[str, Any] = {
     "DATABASE_URL": None,
     "SECRET_KEY": None,
+    # Comma-separated Fernet keys for secret inputs: the first encrypts, all decrypt.
+    "ENCRYPTION_KEYS": None,
     "SCHEDULER": "on",
     "TICK_SECONDS": 1.0,
     "TICK_BUDGET_SECONDS": 5.0,
@@ -36,14 +40,40 @@ DEFAULTS: dict[str, Any] = {
     "REMEMBER_COOKIE_SAMESITE": "Lax",
     "PERMANENT_SESSION_LIFETIME": 8 * 3600,
     "WTF_CSRF_TIME_LIMIT": None,
+    # Seconds a thread may hold the GIL before another may take it (Python's default is 5 ms).
+    # The web process serves many threads; a short interval keeps cheap requests (health,
+    # pages) prompt while a CPU-heavy one runs.
+    "GIL_SWITCH_INTERVAL": 0.001,
 }
+PRIVATE = 0o600
+
+
+def read_or_create_secret(path: Path, make: str) -> str:
+    """The stripped contents of `path`; when it does not exist, create it 0600 holding `make`.
+
+    Writing then `chmod`-ing would leave a window in which another local user can read the file,
+    so it is opened with mode 0600 in the same call that creates it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(make)
+    return make.strip()
 
 
 def instance_secret(app: Flask) -> str:
-    """A secret key generated once and kept under `instance/`."""
-    path = Path(app.instance_path) / "secret_key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_hex(32))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    """A secret key generated once and kept under `instance/` (created 0600)."""
+    return read_or_create_secret(Path(app.instance_path) / "secret_key", secrets.token_hex(32))
+
+
+def encryption_keys(app: Flask) -> list[str]:
+    """`ALMANAC_ENCRYPTION_KEYS`, else one Fernet key generated once under `instance/` (0600)."""
+    configured = app.config.get("ENCRYPTION_KEYS")
+    if configured:
+        return str(configured).split(",")
+    # A Fernet key is 32 random bytes, URL-safe base64: no need to load cryptography here.
+    fresh = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    return [read_or_create_secret(Path(app.instance_path) / "encryption_key", fresh)]

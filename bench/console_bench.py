@@ -183,7 +183,7 @@ def measure(url: str, schedules: int, events: int, repeat: int) -> list[tuple[st
     cursor = re.search(r'cursor=([^"&]+)', first)
     assert cursor, "the first page has no next page"
     # Walk the keyset to the last pages by building a cursor near the end directly.
-    from app.api.cursors import encode_cursor
+    from app.paging import encode_cursor
 
     with app.test_request_context():
         deep = encode_cursor("default", "console-schedules", [60])

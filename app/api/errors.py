@@ -80,14 +80,12 @@ def located(*prefix: str | int) -> Iterator[None]:
     try:
         yield
     except CalendarError as exc:
-        raise CalendarError(exc.msg, loc=(*prefix, *exc.loc)) from exc
+        raise CalendarError(exc.msg, loc=(*prefix, *exc.loc), code=exc.code) from exc
 
 
 def _calendar_response(exc: CalendarError | SpecRangeError) -> Response:
     if isinstance(exc, SpecRangeError):
         return error_response(422, "SCHEDULE_RANGE", str(exc), {})
     loc = list(exc.loc)
-    message = f"{'.'.join(map(str, loc))}: {exc.msg}" if loc else exc.msg
-    return error_response(
-        422, "CALENDAR_INVALID", message, {"errors": [{"loc": loc, "msg": exc.msg}]}
-    )
+    message = exc.located()
+    return error_response(422, exc.code, message, {"errors": [{"loc": loc, "msg": exc.msg}]})

@@ -17,6 +17,7 @@ from app.db import Namespace, Run, RunHistoryEvent, Task, Workflow, WorkflowVers
 from app.db.runs import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES
 from app.errors import ValidationFailed
 from app.runs import replay, service, signals, tasks
+from app.schedules.config import label_pair
 
 bp = Blueprint("api_runs", __name__)
 errors.register(bp)
@@ -50,7 +51,7 @@ def run_json(session: Session, run: Run, namespace: Namespace) -> dict[str, Any]
 
 
 def event_json(event: RunHistoryEvent) -> dict[str, Any]:
-    return {
+    body = {
         "id": event.id,
         "sequence": event.sequence,
         "event_type": event.event_type,
@@ -58,6 +59,10 @@ def event_json(event: RunHistoryEvent) -> dict[str, Any]:
         "payload": event.payload,
         "recorded_at": format_utc_or_none(event.recorded_at),
     }
+    if event.branch_path:
+        # Only events inside parallel branches carry the branches they happened in.
+        body["branch_path"] = list(event.branch_path)
+    return body
 
 
 def task_json(task: Task, run_id: str) -> dict[str, Any]:
@@ -79,6 +84,9 @@ def task_json(task: Task, run_id: str) -> dict[str, Any]:
 def _pairs(name: str) -> dict[str, str]:
     """Repeated `name=key:value` query parameters as a dict, else 422."""
     pairs = {}
+    if name == "label":
+        # Labels read as everywhere else: key:value, or key=value.
+        return dict(label_pair(raw, ("query", name)) for raw in request.args.getlist(name))
     for raw in request.args.getlist(name):
         key, sep, value = raw.partition(":")
         if not sep or not key:

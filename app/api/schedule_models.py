@@ -24,7 +24,8 @@ class ActionIn(Strict):
 
 
 class ScheduleIn(Strict):
-    """A save request; `cron`, `timezone`, `activation_id`, `input` and `id` are shorthands."""
+    """A save request; `cron`, `timezone`, `workflow`, `activation_id`, `input` and `id` are
+    shorthands."""
 
     schedule_id: str | None = Field(default=None, max_length=128)
     id: str | None = Field(default=None, max_length=128)
@@ -32,6 +33,7 @@ class ScheduleIn(Strict):
     cron: str | None = Field(default=None, max_length=256)
     timezone: str | None = Field(default=None, max_length=64)
     action: ActionIn | None = None
+    workflow: str | None = Field(default=None, min_length=1, max_length=128)
     activation_id: str | None = Field(default=None, min_length=1, max_length=36)
     input: Any = None
     overlap_policy: OverlapPolicy | None = None

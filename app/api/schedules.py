@@ -33,7 +33,8 @@ from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor
 from app.schedules import manual, queries, service, store
-from app.schedules.audit import CommandContext
+from app.schedules.audit import CommandContext, declared_source
+from app.schedules.config import label_pair
 from app.schedules.errors import invalid
 
 bp = Blueprint("api_schedules", __name__)
@@ -43,6 +44,8 @@ ONE = "/schedules/<schedule_id>"
 CHANGE = (TRIGGER_MANAGE,)
 START = (TRIGGER_MANAGE, RUN_START)
 IF_MATCH = re.compile(r'\s*(?:W/)?"?(\d{1,9})"?\s*')
+# Clients may declare themselves (informational); anything else is recorded as plain `api`.
+DECLARED_SOURCES = frozenset({"cli", "sdk"})
 
 
 def _if_match() -> int | None:
@@ -57,7 +60,7 @@ def _if_match() -> int | None:
 
 
 def _command(reason: str | None = None) -> CommandContext:
-    source = "cli" if request.headers.get("X-Almanac-Source") == "cli" else "api"
+    source = declared_source(request.headers.get("X-Almanac-Source"))
     request_id = (request.headers.get("X-Request-Id") or "")[:128] or str(uuid.uuid4())
     return CommandContext(current_user().username, source, request_id, reason)
 
@@ -394,10 +397,4 @@ def _int_key(key: list[Any] | None) -> int | None:
 
 
 def _labels() -> tuple[tuple[str, str], ...]:
-    pairs = []
-    for raw in request.args.getlist("label"):
-        name, sep, value = raw.partition(":")
-        if not sep or not name:
-            raise invalid(["query", "label"], "must look like key:value")
-        pairs.append((name, value))
-    return tuple(pairs)
+    return tuple(label_pair(raw, ("query", "label")) for raw in request.args.getlist("label"))

@@ -51,6 +51,20 @@ def list_namespaces() -> Any:
     return jsonify({"items": [namespace_json(n) for n in items], "next_cursor": None})
 
 
+@operation(bp, "GET", "/me", summary="The caller: username, superuser, namespaces with roles")
+def me() -> Any:
+    """Who the bearer token belongs to, as `almanac auth status` shows it."""
+    session, user = context.session(), current_user()
+    namespaces = [
+        # A superuser holds every grant everywhere, so a namespace without a membership reads admin.
+        {"name": n.name, "role": auth_service.role_in(session, user, n) or "admin"}
+        for n in auth_service.visible_namespaces(session, user)
+    ]
+    return jsonify(
+        {"username": user.username, "superuser": user.is_superuser, "namespaces": namespaces}
+    )
+
+
 @operation(
     bp,
     "POST",

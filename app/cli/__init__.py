@@ -5,8 +5,15 @@ from __future__ import annotations
 from flask import Flask
 
 from app.cli import accounts, database, scheduler, worker
+from app.cli.secrets import secrets_group
 
 
 def init_app(app: Flask) -> None:
-    for group in (*accounts.GROUPS, database.db, scheduler.scheduler, worker.worker):
+    for group in (
+        *accounts.GROUPS,
+        database.db,
+        scheduler.scheduler,
+        worker.worker,
+        secrets_group,
+    ):
         app.cli.add_command(group)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, current_app, send_from_directory
 from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.wrappers import Response
 
 from app import context
 from app.console import (
@@ -27,7 +28,7 @@ csrf = CSRFProtect()
 
 @login_manager.user_loader
 def _load_user(user_id: str) -> ConsoleUser | None:
-    return ConsoleUser.load(context.session(), user_id)
+    return ConsoleUser.load(context.session(), context.now(), user_id)
 
 
 def init_app(app: Flask) -> None:
@@ -37,3 +38,10 @@ def init_app(app: Flask) -> None:
     csrf.init_app(app)
     for module in (auth, schedules, schedule_forms, schedule_actions, runs, load):
         app.register_blueprint(module.bp)
+    app.add_url_rule("/favicon.ico", "favicon", favicon)
+
+
+def favicon() -> Response:
+    """Browsers ask for /favicon.ico on every site: answer with the vendored icon, not a 404."""
+    folder = current_app.static_folder or "static"
+    return send_from_directory(folder, "favicon.svg", mimetype="image/svg+xml", max_age=86400)

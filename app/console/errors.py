@@ -40,7 +40,7 @@ def _text(exc: Refusal) -> str:
     if isinstance(exc, AlmanacError):
         return exc.message
     if isinstance(exc, CalendarError):
-        return f"{exc.loc[0]}: {exc.msg}" if exc.loc else exc.msg
+        return exc.located()
     return str(exc)
 
 

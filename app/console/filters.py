@@ -9,6 +9,8 @@ from zoneinfo import ZoneInfo
 
 from flask import Flask
 
+from app.console.event_lines import event_line
+
 
 def utc(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "—"
@@ -26,6 +28,8 @@ def relative(value: datetime | None, now: datetime) -> str:
         return "—"
     seconds = (value - now).total_seconds()
     size = abs(seconds)
+    if size < 1:
+        return "just now"
     if size < 60:
         text = f"{int(size)} s"
     elif size < 3600:
@@ -52,4 +56,5 @@ def register(app: Flask) -> None:
         "relative": relative,
         "pretty_json": pretty_json,
         "fromiso": fromiso,
+        "event_line": event_line,
     }

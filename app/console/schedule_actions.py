@@ -12,7 +12,7 @@ from flask import Blueprint, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.console import errors
@@ -20,6 +20,7 @@ from app.console.common import actor, command
 from app.console.htmx import in_place, reply
 from app.console.session import namespace_view
 from app.schedules import manual, service, store
+from app.schedules.config import OVERLAP_POLICIES
 
 bp = Blueprint("console_schedule_actions", __name__)
 ONE = "/ns/<ns>/schedules/<schedule_id>"
@@ -40,7 +41,7 @@ errors.register(bp, back_to=back_to)
 
 def _revision() -> int | None:
     raw = request.form.get("revision", "")
-    return int(raw) if raw.isdigit() else None
+    return inputs.ascii_int(raw)
 
 
 @bp.post(f"{ONE}/pause")
@@ -112,25 +113,47 @@ def _range() -> tuple[Any, Any]:
     return start, end
 
 
+SKIP_TEXT = {
+    "overlap_policy_skip": "skipped by the overlap policy (a run of it would still be active)",
+    "capacity": "refused for capacity (the namespace is at its run limit)",
+    "max_runs_exhausted": "past max runs",
+    "scheduled": "left to the scheduler (not reached yet)",
+}
+
+
 @bp.get(f"{ONE}/backfill/count")
 @login_required
 def backfill_count(ns: str, schedule_id: str) -> str:
-    """How many canonical occurrences a backfill range holds (the preview before confirming)."""
+    """What a backfill of the range would do, decided as the backfill decides (a read: GET, no
+    CSRF token in the URL)."""
     view = namespace_view(ns, RUN_READ)
-    schedule = store.get(context.session(), view.current, schedule_id)
+    session = context.session()
+    schedule = store.get(session, view.current, schedule_id)
     try:
         start, end = _range()
     except CalendarError as exc:
         return f"{exc.loc[0] if exc.loc else 'range'}: {exc.msg}"
     if end <= start:
         return "'to' must be after 'from'."
-    size = manual.backfill_size(schedule, start, end)
-    if size is None:
+    override = request.args.get("overlap_policy") or None
+    if override is not None and override not in OVERLAP_POLICIES:
+        return f"Unknown overlap policy {override!r}."
+    plan = manual.plan_backfill(session, view.current, schedule, start, end, override)
+    if plan.too_large:
         return f"More than {manual.MAX_BACKFILL} occurrences: split the range."
-    return (
-        f"This range holds {size} occurrence{'s' if size != 1 else ''}; "
-        "ones already started are not started again."
-    )
+    return plan_text(plan)
+
+
+def plan_text(plan: manual.BackfillPlan) -> str:
+    """E.g. "This range holds 4 occurrences: 1 run would start; 3 skipped by the overlap policy"."""
+    plural = "s" if plan.occurrences != 1 else ""
+    parts = [f"{plan.starts} run{'s' if plan.starts != 1 else ''} would start"]
+    parts += [f"{n} {SKIP_TEXT.get(reason, reason)}" for reason, n in sorted(plan.skips.items())]
+    if plan.already_started:
+        parts.append(f"{plan.already_started} already started (not started again)")
+    policy = plan.policy.replace("_", " ")
+    head = f"This range holds {plan.occurrences} occurrence{plural}"
+    return f"{head}: {'; '.join(parts)} (overlap policy: {policy})."
 
 
 @bp.post(f"{ONE}/backfill")
@@ -141,8 +164,9 @@ def backfill(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
     start, end = _range()
     session = context.session()
+    override = request.form.get("overlap_policy") or None
     result = manual.backfill(
-        session, context.now(), view.current, command(), schedule_id, start, end
+        session, context.now(), view.current, command(), schedule_id, start, end, override
     )
     session.commit()
     already = len(result.results) - result.started - result.skipped

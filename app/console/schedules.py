@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 from flask import Blueprint, request, url_for
@@ -17,8 +19,10 @@ from app.console.common import next_cursor, page_key
 from app.console.htmx import render
 from app.console.session import namespace_view
 from app.db import Schedule
+from app.errors import ValidationFailed
 from app.runs import service as runs_service
 from app.schedules import queries, store
+from app.schedules.config import label_pair
 
 bp = Blueprint("console_schedules", __name__)
 errors.register(bp)
@@ -26,11 +30,9 @@ HISTORY_PAGE = 100
 
 
 def _filters() -> queries.ScheduleFilter:
-    labels = []
-    for raw in request.args.get("label", "").split(","):
-        key, sep, value = raw.strip().partition(":")
-        if sep and key:
-            labels.append((key, value))
+    """The list's filters; a label it cannot read is refused (422 naming it), never ignored."""
+    raw_labels = [raw.strip() for raw in request.args.get("label", "").split(",") if raw.strip()]
+    labels = [label_pair(raw) for raw in raw_labels]
     return queries.ScheduleFilter(
         status=request.args.get("status") or None,
         labels=tuple(labels),
@@ -40,7 +42,17 @@ def _filters() -> queries.ScheduleFilter:
 
 
 def calendar_text(schedule: Schedule) -> str:
-    return describe_spec(Spec.from_dict(schedule.spec))
+    return _describe(json.dumps(schedule.spec, sort_keys=True))
+
+
+@lru_cache(maxsize=2048)
+def _describe(spec_json: str) -> str:
+    # The list refreshes every few seconds and a spec may hold 64 calendars and intervals:
+    # describe each distinct spec once, not on every render.
+    return describe_spec(Spec.from_dict(json.loads(spec_json)))
+
+
+FILTER_ARGS = ("status", "label", "q")
 
 
 @bp.get("/ns/<ns>/schedules")
@@ -50,13 +62,25 @@ def index(ns: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     key = page_key(ns, "schedules")
     after = int(key[0]) if key and isinstance(key[0], int) else None
-    rows, next_key = queries.list_schedules(context.session(), view.current, _filters(), 50, after)
-    cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
-    args: dict[str, Any] = request.args.to_dict() | {"cursor": cursor}
-    next_url = url_for(".index", ns=ns, **args) if cursor else None
+    rows: list[Schedule] = []
+    next_url, filter_error = None, None
+    try:
+        filters = _filters()
+    except ValidationFailed as exc:
+        filter_error = exc.details["errors"][0]["msg"]
+    else:
+        rows, next_key = queries.list_schedules(context.session(), view.current, filters, 50, after)
+        cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
+        # Only the list's own filters go into the link: a stray `ns` or `_external` query
+        # argument must not reach url_for (it would clash with the route, or make an absolute URL).
+        args: dict[str, Any] = {k: v for k, v in request.args.items() if k in FILTER_ARGS}
+        args["cursor"] = cursor
+        next_url = url_for(".index", ns=ns, **args) if cursor else None
     return render(
         "schedules/index.html",
         "schedules/_rows.html",
+        422 if filter_error else 200,
+        filter_error=filter_error,
         ns=view,
         schedules=rows,
         now=context.now(),
@@ -108,9 +132,19 @@ def history(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session = context.session()
     schedule = store.get(session, view.current, schedule_id)
+    latest = request.args.get("latest") == "1"
     after = queries.parse_after_sequence(request.args.get("after_sequence"))
+    if latest:
+        # The last page, still read forward from an after_sequence like every other page.
+        after = max(0, schedule.history_sequence - HISTORY_PAGE)
     page = queries.history(session, view.current, schedule, HISTORY_PAGE, after)
-    partial = "schedules/_history_page.html" if after else "schedules/_history.html"
+    partial = "schedules/_history_page.html" if after and not latest else "schedules/_history.html"
     return render(
-        "schedules/history.html", partial, ns=view, schedule=schedule, page=page, now=context.now()
+        "schedules/history.html",
+        partial,
+        ns=view,
+        schedule=schedule,
+        page=page,
+        now=context.now(),
+        latest=latest,
     )

@@ -9,6 +9,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db.files import prepare_sqlite_file
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
@@ -44,6 +46,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     """Create an engine for `url` with the settings each backend needs."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
+        prepare_sqlite_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False}, **kwargs)
         _configure_sqlite(engine)
         return engine

@@ -16,11 +16,14 @@ from app.db import Namespace, new_uid
 from app.db.runs import Run, RunHistoryEvent, Workflow
 from app.errors import CapacityExceeded, ValidationFailed
 from app.paging import created_key, keyset, newest_first, split_page
-from app.runs import lifecycle
+from app.runs import lifecycle, secrets
 from app.runs.errors import PayloadTooLarge, RunNotFound, WorkflowNotFound
 from app.runs.locking import begin_write, for_update
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
+# The ticker names its runs `schedule:<id>:<stamp>`; a client squatting on those ids could
+# stop a schedule from firing, so clients may not start runs with them.
+RESERVED_RUN_ID_PREFIX = "schedule:"
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
 # Inputs and signal payloads are stored in runs and their history: 256 KiB each at most
 # (the whole request body is capped at 1 MiB before this, with the same 413 answer).
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -59,7 +62,7 @@ def start(
         raise ValidationFailed(
             [{"loc": ["workflow"], "msg": "give exactly one of 'workflow' and 'activation_id'"}]
         )
-    if request.run_id is not None and not RUN_ID_RE.match(request.run_id):
+    if request.run_id is not None and not RUN_ID_RE.fullmatch(request.run_id):
         raise ValidationFailed(
             [
                 {
@@ -69,6 +72,9 @@ def start(
                 }
             ]
         )
+    if request.run_id is not None and request.run_id.startswith(RESERVED_RUN_ID_PREFIX):
+        msg = f"run ids beginning {RESERVED_RUN_ID_PREFIX!r} are reserved for schedules"
+        raise ValidationFailed([{"loc": ["run_id"], "msg": msg}])
     check_size("input", request.input)
     begin_write(session)
     if request.run_id is not None:
@@ -88,7 +94,9 @@ def start(
     target = lifecycle.resolve_target(
         session, namespace, workflow=request.workflow, activation_id=request.activation_id
     )
+    secrets.refuse_sealed_text(request.input, ["input"])
     lifecycle.validate_input(target.version.definition, request.input)
+    sealed_input = secrets.seal(target.version.definition.get("input_schema"), request.input)
     limit = namespace.max_active_runs
     if limit is not None and lifecycle.count_active_runs(session, namespace.id) >= limit:
         raise CapacityExceeded(
@@ -105,7 +113,7 @@ def start(
                 namespace,
                 target,
                 run_id,
-                request.input,
+                sealed_input,
                 timeout_seconds=request.timeout_seconds,
                 labels=request.labels,
                 memo=request.memo,

@@ -1,4 +1,4 @@
-"""Human tasks (SPEC §6.3): the inbox, and completing a task with a JSON output."""
+"""Human tasks: the inbox, and completing a task with a JSON output."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
 from app.errors import Forbidden
 from app.paging import created_key, newest_first, split_page
 from app.runs.errors import RunFinished, TaskClosed, TaskNotFound
+from app.runs.frames import branch_path_of, frame_of_node, settle
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write, for_update
 from app.runs.service import check_size
-from app.runs.steps import complete_step
+from app.runs.steps import complete_step, layout_for
 
 TASK_STATUSES = ("open", "completed", "timed_out", "cancelled")
 
@@ -92,6 +93,9 @@ def complete(
         )
         .values(consumed_at=now)
     )
+    layout = layout_for(session, run)
+    frame = frame_of_node(session, run, layout, task.node_id)
+    assert frame is not None
     append_event(
         session,
         run,
@@ -105,6 +109,8 @@ def complete(
             "deadline": format_utc_or_none(task.due_at),
         },
         task.node_id,
+        branch_path_of(frame),
     )
-    complete_step(session, run, now, output)
+    complete_step(session, run, frame, now, output)
+    settle(session, run, layout)
     return task, run

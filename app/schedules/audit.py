@@ -48,7 +48,14 @@ RUN_ORIGIN_KEYS = frozenset(
         "occurrence_time",
     }
 )
-SOURCES = ("api", "console", "cli", "scheduler")
+SOURCES = ("api", "console", "cli", "sdk", "scheduler")
+# What a client may declare with `X-Almanac-Source`; informational, never a permission.
+DECLARABLE_SOURCES = ("cli", "sdk")
+
+
+def declared_source(header: str | None) -> str:
+    """The audit source of an API request: `cli` or `sdk` when the client says so, else `api`."""
+    return header if header in DECLARABLE_SOURCES else "api"
 
 
 class AuditPayloadError(TypeError):

@@ -130,6 +130,24 @@ def count_skipped(
     )
 
 
+def audit_skip(
+    w: Writes, schedule: Schedule, now: datetime, reason: str, context: CommandContext
+) -> None:
+    """A backfill skip: audited and reported, but no ledger row and no counter, so a retried
+    backfill can still start the occurrence and the counters count occurrences, not attempts."""
+    w.event(
+        schedule,
+        now,
+        "ScheduleTriggerSkipped",
+        {
+            "reason": reason,
+            "skipped_trigger_count": schedule.skipped_trigger_count,
+            "last_skipped_at": format_utc(now),
+            "command_context": context.to_json(),
+        },
+    )
+
+
 def record_buffer(
     w: Writes, schedule: Schedule, now: datetime, instant: datetime, origin: str = "scheduled"
 ) -> None:

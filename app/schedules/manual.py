@@ -2,13 +2,14 @@
 
 Both start runs under the acting user's authority (the caller checks `run.start`; the command
 context names the user), apply the overlap policy (backfill treats buffer policies as
-`allow_all`) and count against `max_runs`. `backfill_size` answers how many runs a backfill
-would start, with the same enumeration and limit, for the console's confirmation.
+`allow_all`) and count against `max_runs`. `plan_backfill` answers what a backfill would do
+now (starts, and skips by reason) with the same decisions, for the console's confirmation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
@@ -29,10 +30,16 @@ from app.schedules.errors import (
     ScheduleStateConflict,
     invalid,
 )
-from app.schedules.ledger import Writes, record_skip
+from app.schedules.ledger import Writes, audit_skip
 from app.schedules.tick.act import Act, act
 from app.schedules.tick.context import FiringContext
-from app.schedules.tick.policy import BUFFER_LIMITS, Skip, run_id_for
+from app.schedules.tick.policy import (
+    BUFFER_LIMITS,
+    exhausted,
+    overlap_outcome,
+    run_id_for,
+    runs_freed,
+)
 from app.schedules.tick.starts import Firing, orm_starter
 
 MAX_BACKFILL = 1000
@@ -94,8 +101,7 @@ def backfill(
     if end > now:
         raise invalid(["to"], "must not be in the future: the scheduler fires those")
     schedule, ctx, target = _prepare(session, namespace, schedule_id)
-    policy = policy or schedule.overlap_policy
-    policy = "allow_all" if policy in BUFFER_LIMITS else policy
+    policy = backfill_policy(schedule, policy)
     instants = backfill_instants(store.spec_of(schedule), start, end)
     if len(instants) > MAX_BACKFILL:
         raise BackfillTooLarge(len(instants), MAX_BACKFILL)
@@ -118,10 +124,67 @@ def backfill_instants(spec: Spec, start: datetime, end: datetime) -> list[dateti
     return list(islice(occurrences, MAX_BACKFILL + 1))
 
 
-def backfill_size(schedule: Schedule, start: datetime, end: datetime) -> int | None:
-    """How many occurrences a backfill of [start, end) covers, or None over the limit."""
-    count = len(backfill_instants(store.spec_of(schedule), start, end))
-    return None if count > MAX_BACKFILL else count
+@dataclass(frozen=True)
+class BackfillPlan:
+    """What a backfill of a range would do now: the console's count before confirming."""
+
+    policy: str
+    occurrences: int
+    starts: int = 0
+    already_started: int = 0
+    skips: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def too_large(self) -> bool:
+        return self.occurrences > MAX_BACKFILL
+
+
+def plan_backfill(
+    session: Session,
+    namespace: Namespace,
+    schedule: Schedule,
+    start: datetime,
+    end: datetime,
+    overlap_policy: str | None = None,
+) -> BackfillPlan:
+    """Walk the range with the decisions `backfill` makes (the tick's overlap, `max_runs` and
+    capacity rules), writing nothing: how many runs would start and why the others would not."""
+    policy = backfill_policy(schedule, _policy(overlap_policy))
+    instants = backfill_instants(store.spec_of(schedule), start, end)
+    if len(instants) > MAX_BACKFILL:
+        return BackfillPlan(policy, len(instants))
+    taken = _taken(session, schedule, instants)
+    ctx = FiringContext.load(session, namespace, [schedule])
+    leased = [run.leased for run in ctx.active[schedule.uid]]
+    remaining, starts, skips = schedule.remaining_runs, 0, Counter[str]()
+    for instant in instants:
+        if instant in taken:
+            continue
+        if exhausted(remaining) or schedule.status == "deleted":
+            skips["max_runs_exhausted"] += 1
+            continue
+        if _scheduler_owns(schedule, instant):
+            skips["scheduled"] += 1
+            continue
+        decision, reason = overlap_outcome(policy, len(leased), 0)
+        freed = runs_freed(policy, leased)
+        if decision == "skip" or not ctx.has_room(freed):
+            skips[reason or "capacity"] += 1
+            continue
+        ctx.add_active(1 - freed)
+        # Ending others leaves only leased runs that were asked to cancel.
+        leased = [held for held in leased if held and policy == "cancel_other"]
+        leased.append(False)
+        starts += 1
+        remaining = None if remaining is None else remaining - 1
+    return BackfillPlan(policy, len(instants), starts, len(taken), dict(skips))
+
+
+def backfill_policy(schedule: Schedule, override: str | None) -> str:
+    """The overlap policy a backfill applies: the override or the schedule's, buffer policies
+    acting as `allow_all` (a backfill never buffers)."""
+    policy = override or schedule.overlap_policy
+    return "allow_all" if policy in BUFFER_LIMITS else policy
 
 
 def _backfill_one(
@@ -146,7 +209,7 @@ def _backfill_one(
     firing = Firing(instant, instant, "backfill", policy, "backfilled")
     result = act(ctx, w, starter, schedule, now, target, firing, context)
     if result.outcome == "refused":
-        record_skip(w, schedule, now, Skip(instant, instant, 1, "capacity"), context, "backfill")
+        audit_skip(w, schedule, now, "capacity", context)
         return row | {"outcome": "skipped", "reason": "capacity"}
     if result.outcome == "skipped":
         return row | {"outcome": "skipped", "reason": result.reason}

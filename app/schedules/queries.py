@@ -33,6 +33,7 @@ from app.db import (
     User,
 )
 from app.errors import InvalidCursor
+from app.inputs import ascii_int
 from app.paging import keyset, split_page
 from app.schedules.errors import invalid
 
@@ -132,6 +133,7 @@ def upcoming_of(schedule: Schedule, count: int) -> list[dict[str, Any]]:
 
 def upcoming_items(schedule: Schedule, count: int) -> list[PreviewItem]:
     """The next `count` occurrences of an active schedule (none while it cannot fire)."""
+    count = starts_left(schedule.remaining_runs, count)
     if schedule.status != "active" or schedule.cursor_at is None or count == 0:
         return []
     spec = Spec.from_dict(schedule.spec)
@@ -147,21 +149,31 @@ def upcoming_items(schedule: Schedule, count: int) -> list[PreviewItem]:
     return [item for item in items if item.canonical > cursor][:count]
 
 
+def starts_left(remaining_runs: int | None, count: int) -> int:
+    """At most `count` forecast starts, and never more than the runs `max_runs` leaves."""
+    return count if remaining_runs is None else max(0, min(count, remaining_runs))
+
+
 def upcoming_starts(
     session: Session, namespace: Namespace, now: datetime, hours: int = 24
 ) -> list[datetime]:
     """Jittered due times of every active schedule of the namespace in the next `hours`."""
     until = now + timedelta(hours=hours)
     rows = session.execute(
-        select(Schedule.uid, Schedule.spec, Schedule.jitter_seconds, Schedule.cursor_at).where(
-            Schedule.namespace_id == namespace.id, Schedule.status == "active"
-        )
+        select(
+            Schedule.uid,
+            Schedule.spec,
+            Schedule.jitter_seconds,
+            Schedule.cursor_at,
+            Schedule.remaining_runs,
+        ).where(Schedule.namespace_id == namespace.id, Schedule.status == "active")
     )
     starts: list[datetime] = []
-    for uid, raw_spec, jitter, cursor in rows:
+    for uid, raw_spec, jitter, cursor, remaining in rows:
         spec = Spec.from_dict(raw_spec)
         after = max(now, cursor) if cursor else now
-        for instant in islice(occurrences_between(spec, after, until), MAX_STARTS_PER_SCHEDULE):
+        limit = starts_left(remaining, MAX_STARTS_PER_SCHEDULE)
+        for instant in islice(occurrences_between(spec, after, until), limit):
             starts.append(due_time(spec, uid, jitter, instant))
     return starts
 
@@ -238,11 +250,20 @@ def history(
     session: Session, namespace: Namespace, schedule: Schedule, limit: int, after_sequence: int
 ) -> dict[str, Any]:
     """One page of the audit stream, in its documented shape."""
-    query = select(ScheduleHistoryEvent).where(ScheduleHistoryEvent.schedule_pk == schedule.id)
-    query = keyset(
-        query, [ScheduleHistoryEvent.sequence], [after_sequence], limit, descending=False
-    )
-    rows, key = split_page(list(session.scalars(query)), limit, lambda row: [row.sequence])
+    event = ScheduleHistoryEvent
+    # Plain rows, not ORM objects: clients walk long streams 500 events at a time, and building
+    # entities dominated the time of a page.
+    query = select(
+        event.id,
+        event.sequence,
+        event.event_type,
+        event.payload,
+        event.workflow_instance_id,
+        event.workflow_run_id,
+        event.recorded_at,
+    ).where(event.schedule_pk == schedule.id)
+    query = keyset(query, [event.sequence], [after_sequence], limit, descending=False)
+    rows, key = split_page(list(session.execute(query)), limit, lambda row: [row.sequence])
     return {
         "schedule_id": schedule.schedule_id,
         "namespace": namespace.name,
@@ -267,6 +288,7 @@ def parse_after_sequence(raw: str | None) -> int:
     """`after_sequence`: a non-negative integer, else 400 INVALID_CURSOR."""
     if raw is None or raw == "":
         return 0
-    if not raw.isdigit() or len(raw) > 18:
+    value = ascii_int(raw)
+    if value is None:
         raise InvalidCursor("after_sequence must be a non-negative integer")
-    return int(raw)
+    return value

@@ -154,6 +154,7 @@ def _replace(
     data: Mapping[str, Any],
 ) -> None:
     previous = store.config_of(schedule)
+    target = targets.resolve(session, namespace, config, data, schedule.action.get("input"))
     changed = config.changed_fields(previous)
     if (
         "max_runs" in changed
@@ -164,7 +165,6 @@ def _replace(
             ["max_runs"],
             f"must be more than the {schedule.fires_count} runs this schedule already started",
         )
-    target = targets.resolve(session, namespace, config, data)
     w = Writes()
     fresh_cursor = schedule.status == "blocked" or (
         schedule.status == "active" and "spec" in changed

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import select
-
 from app.db.clock import make_clock
-from app.db.runs import Run
-from app.runs import deadlines, engine
-from app.runs.locking import begin_write, for_update
+from app.runs import deadlines, engine, leases
+from app.runs.locking import begin_write
 from app.ticker.types import TickContext
 
 LEASE_PAGE = 100
@@ -32,17 +29,9 @@ def recover_leases(ctx: TickContext) -> None:
     while _budget_left(ctx):
         with ctx.db.session() as session:
             begin_write(session)
-            query = (
-                select(Run)
-                .where(Run.lease_expires_at <= ctx.now, Run.lease_owner.is_not(None))
-                .order_by(Run.id)
-                .limit(LEASE_PAGE)
-            )
-            runs = list(session.scalars(for_update(session, query, skip_locked=True)))
-            for run in runs:
-                engine.release_expired_lease(session, run, ctx.now)
+            released = leases.recover_expired_leases(session, ctx.now, LEASE_PAGE)
             session.commit()
-        if len(runs) < LEASE_PAGE:
+        if released < LEASE_PAGE:
             return
 
 

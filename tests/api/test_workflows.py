@@ -158,7 +158,7 @@ def test_deploy_needs_workflow_deploy_and_reading_needs_run_read(admin_api, api_
     assert viewer.get("/workflows/invoice-sync").status_code == 200
     assert viewer.post("/activations", json={"workflow": "invoice-sync"}).status_code == 403
     outsider = api_for("out", None)
-    assert outsider.get("/workflows").status_code == 403
+    assert outsider.get("/workflows").status_code == 404
 
 
 def test_activations_are_ready_then_retired(admin_api):

@@ -13,7 +13,6 @@ from app.calendar import (
     Spec,
     SpecRangeError,
     check_range,
-    describe_spec,
     next_occurrence,
     occurrences_between,
 )
@@ -281,30 +280,4 @@ def test_naive_instants_are_rejected() -> None:
     assert caught.value.loc == ("after",)
 
 
-# Description for the console list.
-
-
-@pytest.mark.parametrize(
-    ("data", "text"),
-    [
-        (
-            {"cron": "0 2 * * *", "timezone": "America/New_York"},
-            "at 02:00 every day (America/New_York)",
-        ),
-        ({"cron": "*/5 * * * *"}, "every 5 minutes"),
-        ({"cron": "* * * * *"}, "every minute"),
-        ({"cron": "0 * * * *"}, "every hour"),
-        ({"cron": "15 * * * 1-5"}, "every hour at minute 15 on Monday–Friday"),
-        ({"cron": "30 9 * * 1-5"}, "at 09:30 on Monday–Friday"),
-        ({"cron": "0 0 1 1 *"}, "at 00:00 on day 1 in January"),
-        ({"cron": "0 0,12 1,15 * *"}, "at 00:00, 12:00 on days 1, 15"),
-        ({"cron": "0 9-17/2 * * 0,6"}, "at minute 0 past hour 9-17/2 on Sunday, Saturday"),
-        ({"intervals": [{"every": "PT6H", "offset": "PT5M"}]}, "every PT6H offset PT5M"),
-        (
-            {"cron": "0 2 * * *", "intervals": [{"every": "PT30M"}], "end_at": "2027-01-01T00:00Z"},
-            "at 02:00 every day; every PT30M, until 2027-01-01T00:00:00Z",
-        ),
-    ],
-)
-def test_describe_spec(data: dict[str, Any], text: str) -> None:
-    assert describe_spec(Spec.from_dict(data)) == text
+# The descriptions the console shows are in tests/calendar/test_describe_table.py.

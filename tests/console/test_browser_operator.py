@@ -159,7 +159,7 @@ def test_revision_conflict_between_two_browsers(
     conflict = second.locator(".conflict")
     conflict.wait_for()
     assert "Someone else changed this schedule" in conflict.inner_text()
-    assert "revision 2" in conflict.inner_text() and "notes" in conflict.inner_text()
+    assert "revision 2" in conflict.inner_text() and "Notes" in conflict.inner_text()
     second.screenshot(path=str(artifacts / "console-conflict.png"), full_page=True)
     conflict.get_by_role("link", name="Reload the current version").click()
     assert second.get_by_label("Notes").input_value() == "first editor"

@@ -63,11 +63,12 @@ def test_sign_in_lands_on_schedules_with_switcher_of_memberships(client, account
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
 
 
-def test_foreign_namespace_is_403_and_switch_404(client, accounts):
+def test_foreign_namespace_is_404_like_a_missing_one_and_switch_404(client, accounts):
     accounts.create("alice", namespace="billing")
     accounts.create("bob", namespace="reports")
     sign_in(client, "alice", "pw-alice-secret")
-    assert client.get("/ns/reports/schedules").status_code == 403
+    assert client.get("/ns/reports/schedules").status_code == 404
+    assert client.get("/ns/no-such-namespace/schedules").status_code == 404
     assert client.get("/switch?ns=reports").status_code == 404
     assert client.get("/switch?ns=billing").status_code == 302
 

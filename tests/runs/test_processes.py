@@ -36,6 +36,7 @@ def _spawn(
     threads: int = 2,
     block: bool = False,
     command: tuple[str, ...] = ("worker",),
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -49,6 +50,7 @@ def _spawn(
         "ALMANAC_WORKER_POLL_SECONDS": "0.05",
         "ALMANAC_TICK_SECONDS": "0.1",
         "ALMANAC_PROBE_BLOCK": "1" if block else "0",
+        **(extra_env or {}),
     }
     with stderr.open("wb") as sink:
         process = subprocess.Popen(

@@ -239,7 +239,7 @@ def test_namespaces_take_turns_page_by_page(h, accounts, monkeypatch):
     assert len({r["run_id"] for r in rows}) == 8
 
 
-def test_a_firing_whose_run_id_is_taken_is_rolled_back_alone(h):
+def test_a_firing_whose_run_id_is_taken_is_skipped_and_the_schedule_moves_on(h):
     activation = h.workflow()
     h.create("s", activation_id=activation)
     h.create("t", activation_id=activation)
@@ -251,11 +251,17 @@ def test_a_firing_whose_run_id_is_taken_is_rolled_back_alone(h):
         )
         session.commit()
     rows = h.tick("12:05")
-    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [("t", "triggered")]
+    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
+        ("s", "skipped"),
+        ("t", "triggered"),
+    ]
     assert sorted(r.run_id for r in h.runs()) == [
         "schedule:s:20260105T120500Z",
         "schedule:t:20260105T120500Z",
     ]
-    # The refused firing left nothing behind: no ledger row, no audit event, same cursor.
-    assert h.ledger("s") == [] and h.event_types("s") == ["ScheduleCreated"]
-    assert h.read("s")["next_fire_at"] == "2026-01-05T12:05:00Z"
+    # The clash is recorded as a skip and the schedule is not stuck on the same id.
+    assert [(o["kind"], o["reason"]) for o in h.ledger("s")] == [("skipped", "run_id_taken")]
+    assert h.event_types("s") == ["ScheduleCreated", "ScheduleTriggerSkipped"]
+    assert h.read("s")["next_fire_at"] == "2026-01-05T12:10:00Z"
+    h.tick("12:10")
+    assert "schedule:s:20260105T121000Z" in {r.run_id for r in h.runs()}

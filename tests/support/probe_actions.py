@@ -2,7 +2,8 @@
 
 `probe` appends one JSON line per execution to `args.log` (run, step, attempt, pid, start, end),
 sleeping `args.seconds` of real time in between; with ALMANAC_PROBE_BLOCK=1 in the environment it
-writes its start line and then blocks until the process is killed.
+writes its start line and then blocks until the process is killed. With `args.gate` (a file
+path) it writes a `waiting` line and runs until that file exists: an action as long as a test needs.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ def probe(ctx: ActionContext) -> dict[str, Any]:
         "thread": threading.get_ident(),
         "start": time.monotonic_ns(),
     }
-    if os.environ.get("ALMANAC_PROBE_BLOCK") == "1":
+    if ctx.args.get("gate"):
+        _append(ctx.args["log"], {**record, "phase": "waiting"})
+        while not os.path.exists(ctx.args["gate"]):
+            time.sleep(0.02)
+    elif os.environ.get("ALMANAC_PROBE_BLOCK") == "1":
         _append(ctx.args["log"], {**record, "phase": "blocking"})
         threading.Event().wait()
     time.sleep(float(ctx.args.get("seconds", 0)))

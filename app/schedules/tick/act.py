@@ -13,7 +13,7 @@ from app.db import ACTIVE_RUN_STATUSES, Schedule
 from app.runs import lifecycle
 from app.runs.lifecycle import RunTarget
 from app.schedules.audit import CommandContext
-from app.schedules.ledger import Writes, record_buffer, record_skip
+from app.schedules.ledger import Writes, audit_skip, record_buffer, record_skip
 from app.schedules.tick.context import ActiveRun, FiringContext
 from app.schedules.tick.policy import (
     ENDS_OTHERS,
@@ -52,7 +52,10 @@ def act(
     decision, reason = overlap_outcome(policy, len(active), schedule.buffered_count)
     if decision == "skip":
         assert reason is not None
-        record_skip(w, schedule, now, Skip(instant, instant, 1, reason), context, origin)
+        if origin == "backfill":
+            audit_skip(w, schedule, now, reason, context)
+        else:
+            record_skip(w, schedule, now, Skip(instant, instant, 1, reason), context, origin)
         return Act("skipped", None, reason)
     if decision == "buffer":
         record_buffer(w, schedule, now, instant, origin)

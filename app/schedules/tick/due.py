@@ -19,7 +19,7 @@ from typing import Any, cast
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.calendar import Spec, due_time, format_utc_or_none
+from app.calendar import CalendarError, Spec, due_time, format_utc_or_none
 from app.db import Database, Namespace, Schedule
 from app.db.session import begin_write
 from app.schedules.ledger import Writes, record_skip
@@ -27,7 +27,14 @@ from app.schedules.store import spec_of
 from app.schedules.tick import rows as schedule_rows
 from app.schedules.tick.act import act
 from app.schedules.tick.context import FiringContext
-from app.schedules.tick.policy import DueScan, Occurrence, choose, retry_until, scan_due
+from app.schedules.tick.policy import (
+    DueScan,
+    Occurrence,
+    Skip,
+    choose,
+    retry_until,
+    scan_due,
+)
 from app.schedules.tick.rows import ScheduleRow
 from app.schedules.tick.starts import BulkStarter, Firing
 from app.schedules.transitions import block, reschedule
@@ -62,7 +69,7 @@ def fire_due(
     while namespaces and time.monotonic() < budget_deadline:
         for namespace_id in list(namespaces):
             claimed, keys[namespace_id] = _fire_page(
-                db, now, grace, namespace_id, keys[namespace_id], rows
+                db, now, grace, namespace_id, keys[namespace_id], rows, budget_deadline
             )
             if on_page is not None:
                 on_page(claimed)
@@ -80,24 +87,25 @@ def _fire_page(
     namespace_id: int,
     key: tuple[datetime, int] | None,
     rows: list[dict[str, Any]],
+    budget_deadline: float = float("inf"),
 ) -> tuple[int, tuple[datetime, int] | None]:
     with db.session() as session:
         begin_write(session)
         schedules = schedule_rows.claim(session, now, PAGE_SIZE, namespace_id=namespace_id, key=key)
         if not schedules:
             return 0, key
-        last = schedules[-1]
-        assert last.next_fire_at is not None
-        next_key = (last.next_fire_at, last.id)
+        keys = [(s.next_fire_at, s.id) for s in schedules]
         try:
-            page_rows = _fire_schedules(session, now, grace, schedules)
+            page_rows, schedules = _fire_schedules(session, now, grace, schedules, budget_deadline)
             session.commit()
         except IntegrityError:
             # Another writer already holds one of these run ids: redo the page one by one.
             session.rollback()
             page_rows = _fire_each(db, now, grace, [s.id for s in schedules])
     rows.extend(page_rows)
-    return len(schedules), next_key
+    last_key = keys[len(schedules) - 1]
+    assert last_key[0] is not None
+    return len(schedules), (last_key[0], last_key[1])
 
 
 def _fire_each(
@@ -111,18 +119,63 @@ def _fire_each(
             if not claimed:
                 continue
             try:
-                fired = _fire_schedules(session, now, grace, claimed)
+                fired, _done = _fire_schedules(session, now, grace, claimed)
                 session.commit()
                 rows.extend(fired)
             except IntegrityError:
                 session.rollback()
-                log.error("schedule %s: run id already taken; firing rolled back", pk)
+                rows.extend(_skip_taken(db, now, grace, pk))
     return rows
 
 
+def _skip_taken(db: Database, now: datetime, grace: timedelta, pk: int) -> list[dict[str, Any]]:
+    """A run already holds the id this firing needs (it predates the reserved `schedule:`
+    prefix, or another writer made it): record the occurrence as skipped and move the
+    schedule on, so it never retries the same id forever."""
+    with db.session() as session:
+        begin_write(session)
+        claimed = schedule_rows.claim(session, now, 1, pk=pk)
+        if not claimed:
+            return []
+        schedule = cast(Schedule, claimed[0])
+        namespace = session.get(Namespace, schedule.namespace_id)
+        assert namespace is not None and schedule.cursor_at is not None
+        ctx = FiringContext.load(session, namespace, [schedule])
+        w, context = Writes(), ctx.context(schedule)
+        spec, scan = _scan(schedule, now, {})
+        skip = _taken_range(schedule, scan)
+        log.warning("schedule %s: run id already taken; occurrence skipped", schedule.schedule_id)
+        record_skip(w, schedule, now, skip, context)
+        schedule.pending_occurrence = schedule.pending_until = None
+        schedule.cursor_at = max(schedule.cursor_at, skip.last)
+        reschedule(schedule, spec, scan.upcoming)
+        w.flush(session)
+        schedule_rows.save(session.connection(), claimed)
+        session.commit()
+        row = _row(ctx, schedule, "skipped", skip.first, None)
+        row["next_fire_at"] = format_utc_or_none(schedule.next_fire_at)
+        return [row]
+
+
+def _taken_range(schedule: Schedule, scan: DueScan) -> Skip:
+    """The occurrences a clashing firing covered: the pending one, or every due one."""
+    if scan.first is not None and scan.last is not None:
+        return Skip(scan.first.instant, scan.last.instant, scan.count, "run_id_taken")
+    instant = schedule.pending_occurrence or schedule.cursor_at
+    assert instant is not None
+    return Skip(instant, instant, 1, "run_id_taken")
+
+
 def _fire_schedules(
-    session: Session, now: datetime, grace: timedelta, schedules: list[ScheduleRow]
-) -> list[dict[str, Any]]:
+    session: Session,
+    now: datetime,
+    grace: timedelta,
+    schedules: list[ScheduleRow],
+    budget_deadline: float = float("inf"),
+) -> tuple[list[dict[str, Any]], list[ScheduleRow]]:
+    """Fire `schedules` in order until the budget runs out (checked after every schedule, so
+    one page never overruns it by more than one schedule's bounded cost); returns the rows and
+    the schedules actually fired."""
     namespace = session.get(Namespace, schedules[0].namespace_id)
     assert namespace is not None
     plain = cast(list[Schedule], schedules)
@@ -130,12 +183,16 @@ def _fire_schedules(
     w, starter = Writes(), BulkStarter(now)
     rows: list[dict[str, Any]] = []
     scans: dict[tuple[Any, ...], tuple[Spec, DueScan]] = {}
+    done = 0
     for schedule in plain:
         rows.extend(fire_one(ctx, w, starter, schedule, now, grace, scans))
+        done += 1
+        if time.monotonic() >= budget_deadline:
+            break
     starter.flush(session)
     w.flush(session)
-    schedule_rows.save(session.connection(), schedules)
-    return rows
+    schedule_rows.save(session.connection(), schedules[:done])
+    return rows, schedules[:done]
 
 
 def fire_one(
@@ -155,7 +212,13 @@ def fire_one(
         return [_row(ctx, schedule, "blocked", None, None)]
     target = ctx.target(schedule)
     assert target is not None and schedule.cursor_at is not None
-    spec, scan = _scan(schedule, now, scans)
+    try:
+        spec, scan = _scan(schedule, now, scans)
+    except CalendarError:
+        # A spec stored before today's limits (e.g. more than 32 expressions) no longer loads:
+        # block this schedule (an authorized save fixes it) instead of failing the whole page.
+        block(w, schedule, now, "spec_invalid", context)
+        return [_row(ctx, schedule, "blocked", None, None)]
     pending = None
     if schedule.pending_occurrence is not None:
         pending = Occurrence(
@@ -203,7 +266,7 @@ def fire_one(
             block(w, schedule, now, "calendar_exhausted", context)
             rows.append(_row(ctx, schedule, "blocked", None, None))
     for row in rows:
-        row["next_fire_at"] = _text(schedule.next_fire_at)
+        row["next_fire_at"] = format_utc_or_none(schedule.next_fire_at)
     return rows
 
 
