@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pydantic import BaseModel
+
 from app.api.response_schemas import response_schema
 from app.api.routing import OPERATIONS, Operation
 
@@ -100,15 +102,27 @@ def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
     if op.auth:
         doc["security"] = [{"bearer": []}]
     if op.body is not None:
-        name = op.body.__name__
-        schema = op.body.model_json_schema(ref_template="#/components/schemas/{model}")
-        schemas.update(schema.pop("$defs", {}))
-        schemas[name] = schema
         doc["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+            "content": {
+                "application/json": {"schema": _schema_ref(op.body, schemas, "validation")}
+            },
         }
+    if op.response is not None:
+        content = doc["responses"][str(op.status)]["content"]["application/json"]
+        content["schema"] = _schema_ref(op.response, schemas, "serialization")
     return doc
+
+
+def _schema_ref(model: type[BaseModel], schemas: dict[str, Any], mode: str) -> dict[str, str]:
+    """Register `model` (and the models it uses) under components; return a reference to it."""
+    schema = model.model_json_schema(
+        ref_template="#/components/schemas/{model}",
+        mode=mode,  # type: ignore[arg-type]
+    )
+    schemas.update(schema.pop("$defs", {}))
+    schemas[model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
 def build_document() -> dict[str, Any]:

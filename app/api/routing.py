@@ -34,6 +34,7 @@ class Operation:
     status: int
     query: list[tuple[str, str]] = field(default_factory=list)
     namespaced: bool = False
+    response: type[BaseModel] | None = None
 
 
 OPERATIONS: list[Operation] = []
@@ -70,6 +71,7 @@ def operation(
     status: int = 200,
     query: list[tuple[str, str]] | None = None,
     namespaced: bool = False,
+    response: type[BaseModel] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a view; namespaced views get `namespace` and are also served at the bare path."""
     grants = (grant,) if isinstance(grant, str) else tuple(grant or ())
@@ -104,6 +106,7 @@ def operation(
                     status=status,
                     query=list(query or []),
                     namespaced=namespaced,
+                    response=response,
                 )
             )
         return wrapped

@@ -15,7 +15,14 @@ from app.runs.lifecycle import RunTarget
 from app.schedules.audit import CommandContext
 from app.schedules.ledger import Writes, audit_skip, record_buffer, record_skip
 from app.schedules.tick.context import ActiveRun, FiringContext
-from app.schedules.tick.policy import ENDS_OTHERS, Skip, exhausted, overlap_outcome, runs_freed
+from app.schedules.tick.policy import (
+    ENDS_OTHERS,
+    Skip,
+    ends_now,
+    exhausted,
+    overlap_outcome,
+    runs_freed,
+)
 from app.schedules.tick.starts import Firing, Starter, start_occurrence
 from app.schedules.transitions import mark_deleted
 
@@ -86,6 +93,7 @@ def _end_others(ctx: FiringContext, schedule: Schedule, now: datetime, policy: s
             lifecycle.terminate_run(ctx.session, run, now, reason)
         else:
             lifecycle.request_cancel(ctx.session, run, now, reason)
-            if run.status in ACTIVE_RUN_STATUSES:
-                still_active.append(entry)
+        # A leased run asked to cancel finishes its step first (the simulation decides alike).
+        if not ends_now(policy, run.lease_owner is not None):
+            still_active.append(entry)
     ctx.active[schedule.uid] = still_active

@@ -21,7 +21,7 @@ from app.schedules import store
 from app.schedules.ledger import Writes
 from app.schedules.tick.act import finish_if_exhausted
 from app.schedules.tick.context import ActiveRun, FiringContext
-from app.schedules.tick.policy import run_id_for
+from app.schedules.tick.policy import may_drain, run_id_for
 from app.schedules.tick.starts import Firing, orm_starter, start_occurrence
 from app.schedules.transitions import block
 
@@ -77,6 +77,8 @@ def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict
         return [
             row | {"outcome": "refused", "next_fire_at": format_utc_or_none(schedule.next_fire_at)}
         ]
+    if not may_drain(len(ctx.active[schedule.uid]), schedule.buffered_count):
+        return []
     oldest = store.buffered(session, schedule, limit=1)
     if not oldest:
         schedule.buffered_count = 0

@@ -247,12 +247,18 @@ def fire_one(
         firing = Firing(
             candidate.instant, candidate.due, "scheduled", schedule.overlap_policy, "triggered"
         )
+        # Not pending while it is decided: when a retried occurrence is the last run `max_runs`
+        # allows, the deletion that follows must not also skip it for capacity.
+        retried = schedule.pending_occurrence, schedule.pending_until
+        schedule.pending_occurrence = schedule.pending_until = None
         result = act(ctx, w, starter, schedule, now, target, firing, context)
-        if result.outcome == "refused" and not choice.retry:
-            schedule.pending_occurrence = candidate.instant
-            schedule.pending_until = retry_until(schedule.missed_policy, candidate, now, grace)
-        elif result.outcome != "refused":
-            schedule.pending_occurrence = schedule.pending_until = None
+        if result.outcome == "refused":
+            # A retry keeps its deadline; a first refusal starts one.
+            schedule.pending_occurrence, schedule.pending_until = (
+                retried
+                if choice.retry
+                else (candidate.instant, retry_until(schedule.missed_policy, candidate, now, grace))
+            )
         rows.append(_row(ctx, schedule, result.outcome, candidate.due, result.run_id))
     if schedule.status == "active":
         reschedule(schedule, spec, scan.upcoming)

@@ -1,8 +1,9 @@
 """The firing decisions, as pure functions of a schedule's state and `now` (no session, no I/O).
 
 The missed policy (`scan_due`, `choose`, `retry_until`), the overlap policy (`overlap_outcome`,
-`runs_freed`), `max_runs` (`exhausted`), jitter (`due_time` from the calendar) and run ids. The
-tick, manual triggers and backfill decide with these; so can anything that only simulates.
+`ends_now`, `runs_freed`), buffers (`may_drain`), `max_runs` (`exhausted`), jitter (`due_time`
+from the calendar) and run ids. The tick, manual triggers, backfill and the simulation
+(app/schedules/simulate.py) all decide with these, so they cannot disagree.
 
 The cursor is the last canonical occurrence accounted for: every canonical occurrence at or
 before it is in the ledger, except `pending` (an occurrence refused for capacity that is retried
@@ -11,7 +12,7 @@ with the same run id until its grace ends).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -86,24 +87,39 @@ def next_after(spec: Spec, uid: str, jitter_seconds: int, after: datetime) -> Oc
 def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime, now: datetime) -> DueScan:
     """One pass over the occurrences after `cursor`: the due ones, summarized in constant
     memory, and the first one not yet due."""
-    scan = DueScan()
-    stream = occurrences_between(spec, cursor, max(cursor, now) + HORIZON)
+    stream = due_occurrences(spec, uid, jitter_seconds, cursor, max(cursor, now) + HORIZON)
+    return summarize_due(stream, now)
+
+
+def due_occurrences(
+    spec: Spec, uid: str, jitter_seconds: int, after: datetime, until: datetime
+) -> Iterator[Occurrence]:
+    """The canonical occurrences in (after, until] with their due times, lazily, in order."""
+    stream = occurrences_between(spec, after, until)
     current = next(stream, None)
     while current is not None:
         following = next(stream, None)
-        due = due_time(spec, uid, jitter_seconds, current, following)
+        yield Occurrence(current, due_time(spec, uid, jitter_seconds, current, following))
+        current = following
+
+
+def summarize_due(stream: Iterator[Occurrence], now: datetime) -> DueScan:
+    """Consume `stream` up to its first occurrence not due at `now` (kept as `upcoming`).
+
+    A caller that keeps one stream across ticks (the simulation) resumes it with `upcoming`.
+    """
+    scan = DueScan()
+    for occurrence in stream:
         # Due times increase with canonical times, so the first one not due ends the scan.
-        if due > now:
-            scan.upcoming = Occurrence(current, due)
+        if occurrence.due > now:
+            scan.upcoming = occurrence
             return scan
-        occurrence = Occurrence(current, due)
         scan.count += 1
         if scan.count == 1:
             scan.first = occurrence
         elif scan.count == 2:
             scan.second = occurrence
         scan.previous, scan.last = scan.last, occurrence
-        current = following
     return scan
 
 
@@ -166,16 +182,26 @@ def overlap_outcome(policy: str, active_runs: int, buffered: int) -> tuple[str, 
     return "start", None
 
 
-def runs_freed(policy: str, leased: Sequence[bool]) -> int:
-    """How many of the schedule's active runs (`leased` flags) a start under `policy` frees now.
+def ends_now(policy: str, leased: bool) -> bool:
+    """Whether a start under `policy` ends one of the schedule's active runs at once.
 
-    Runs ended now free their place in the namespace; a leased run cancels at its next step.
+    `terminate_other` ends every run; `cancel_other` ends a run that is between steps, while a
+    leased one (executing a step) stops at its next step boundary.
     """
     if policy == "terminate_other":
-        return len(leased)
-    if policy == "cancel_other":
-        return sum(1 for held in leased if not held)
-    return 0
+        return True
+    return policy == "cancel_other" and not leased
+
+
+def runs_freed(policy: str, leased: Sequence[bool]) -> int:
+    """How many of the schedule's active runs (`leased` flags) a start under `policy` frees now:
+    runs ended now free their place in the namespace."""
+    return sum(1 for held in leased if ends_now(policy, held))
+
+
+def may_drain(active_runs: int, buffered: int) -> bool:
+    """A buffered occurrence starts (oldest first) only once no run of the schedule is active."""
+    return buffered > 0 and active_runs == 0
 
 
 def exhausted(remaining_runs: int | None) -> bool:
