@@ -1,4 +1,4 @@
-"""The JSON API under `/api/v1` (SPEC §7): blueprints, error handling, no CSRF (bearer tokens)."""
+"""The JSON API under `/api/v1`: blueprints, error handling, no CSRF (bearer tokens)."""
 
 from __future__ import annotations
 

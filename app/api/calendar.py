@@ -1,4 +1,4 @@
-"""Calendar preview (SPEC §4.5)."""
+"""Calendar preview (docs/calendar.md)."""
 
 from __future__ import annotations
 

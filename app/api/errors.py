@@ -1,4 +1,4 @@
-"""Map domain errors and HTTP errors to the SPEC §7 JSON error body, for every `/api` path.
+"""Map domain errors and HTTP errors to the JSON error body (docs/api.md), for every `/api` path.
 
 The statuses come from `app/errors.py`, the table the console shares; the console's HTML error
 pages live in `app/console/errors.py`.

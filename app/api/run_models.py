@@ -1,4 +1,4 @@
-"""Request bodies of the workflow, activation, run, signal and task routes (SPEC §7)."""
+"""Request bodies of the workflow, activation, run, signal and task routes (docs/api.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class StepIn(Strict):
 
 
 class DefinitionIn(Strict):
-    """A workflow definition (SPEC §6.1)."""
+    """A workflow definition (docs/runs.md)."""
 
     name: str = Field(min_length=1, max_length=128)
     description: str | None = None

@@ -1,4 +1,4 @@
-"""Runs, their history and replay, signals, cancel and terminate, and tasks: routes of SPEC §7."""
+"""Runs, their history and replay, signals, cancel and terminate, and tasks (docs/api.md)."""
 
 from __future__ import annotations
 

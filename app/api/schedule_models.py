@@ -1,4 +1,4 @@
-"""Request bodies of the schedule routes (§5.1, §5.5); the service normalizes the shorthands."""
+"""Request bodies of the schedule routes; the service normalizes the shorthands."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Schedules routes of SPEC §7: save, read, list, patch, pause/resume, delete, trigger, backfill,
-the occurrence ledger and the audit stream."""
+"""Schedule routes (docs/api.md): save, read, list, patch, pause/resume, delete, trigger,
+backfill, the occurrence ledger and the audit stream."""
 
 from __future__ import annotations
 

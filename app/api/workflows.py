@@ -1,4 +1,4 @@
-"""Workflows and activations routes of SPEC §7."""
+"""Workflows and activations routes in docs/api.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Roles, grants and the one function every view and route uses to check them (SPEC §3)."""
+"""Roles, grants and the one function every view and route uses to check them (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Users, passwords, API tokens, memberships and namespaces (SPEC §2, §3)."""
+"""Users, passwords, API tokens, memberships and namespaces (docs/foundation.md, docs/api.md)."""
 
 from __future__ import annotations
 
@@ -215,7 +215,7 @@ def authenticate_token(session: Session, now: datetime, token: str) -> User | No
 def bootstrap_admin(
     session: Session, now: datetime, username: str, password: str, token: str | None
 ) -> User | None:
-    """Create the first superuser and `default` namespace if no user exists (SPEC §3)."""
+    """Create the first superuser and `default` namespace if no user exists (docs/api.md)."""
     if session.scalar(select(User.id).limit(1)) is not None:
         return None
     user = create_user(session, now, username, password, superuser=True)

@@ -1,4 +1,4 @@
-"""Pure calendar engine (§4): cron grammar, time zones and DST, intervals, bounds, jitter, preview.
+"""Pure calendar engine: cron grammar, time zones and DST, intervals, bounds, jitter, preview.
 
 No I/O and no clock reads: every function takes the instants it needs. All instants returned are
 timezone-aware UTC datetimes.

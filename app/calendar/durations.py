@@ -1,4 +1,4 @@
-"""ISO-8601 durations of fixed length: weeks, days, hours, minutes and seconds (§4.3)."""
+"""ISO-8601 durations of fixed length: weeks, days, hours, minutes and seconds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deterministic jitter (§4.4): every replica derives the same delay for the same occurrence."""
+"""Deterministic jitter: every replica derives the same delay for the same occurrence."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Preview (§4.5): the next due times of a spec with the DST story of each one."""
+"""Preview (docs/calendar.md): the next due times of a spec with the DST story of each one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Specs (§4.4): cron expressions and intervals in a time zone, with inclusive bounds."""
+"""Specs: cron expressions and intervals in a time zone, with inclusive bounds."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ INTERVAL_KEYS = frozenset({"every", "offset"})
 
 @dataclass(frozen=True)
 class Interval:
-    """Occurrences at epoch + offset + k * every, in UTC (§4.3)."""
+    """Occurrences at epoch + offset + k * every, in UTC (docs/calendar.md)."""
 
     every: timedelta
     offset: timedelta = timedelta(0)

@@ -1,4 +1,4 @@
-"""`flask --app wsgi ...` commands (SPEC §10): database, users, tokens, namespaces, ticker."""
+"""`flask --app wsgi ...` commands (README.md): database, users, tokens, namespaces, ticker."""
 
 from __future__ import annotations
 

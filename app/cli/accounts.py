@@ -136,7 +136,7 @@ admin = AppGroup("admin", help="First-start bootstrap.")
 
 @admin.command("bootstrap")
 def bootstrap() -> None:
-    """Create the first superuser if no user exists (SPEC §3), generating a password if unset."""
+    """Create the first superuser if no user exists, generating a password if unset."""
     config = current_app.config
     password = config["ADMIN_PASSWORD"] or secrets.token_urlsafe(12)
     username = config["ADMIN_USER"]

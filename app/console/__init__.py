@@ -1,4 +1,4 @@
-"""The operator console (SPEC §8): server-rendered pages, htmx partials, sessions and CSRF."""
+"""The operator console: server-rendered pages, htmx partials, sessions and CSRF."""
 
 from __future__ import annotations
 

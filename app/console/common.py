@@ -18,7 +18,7 @@ def actor() -> User:
 
 
 def command(reason: str | None = None) -> CommandContext:
-    """The §5.7 command context of a console action."""
+    """The command context (docs/schedules.md) of a console action."""
     return CommandContext(actor().username, "console", str(uuid.uuid4()), reason or None)
 
 

@@ -91,7 +91,7 @@ def spec_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
 
 
 def request_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
-    """The save request (SPEC §5.1) the form describes; 422 naming the field if unreadable."""
+    """The save request the form describes; 422 naming the field if unreadable."""
     action: dict[str, Any] = {
         "workflow": form.get("workflow", "").strip() or None,
         "activation_id": form.get("activation_id", "").strip() or None,

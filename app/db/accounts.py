@@ -1,4 +1,4 @@
-"""Namespaces, users, memberships and API tokens (SPEC §2, §3)."""
+"""Namespaces, users, memberships and API tokens (docs/foundation.md, docs/api.md)."""
 
 from __future__ import annotations
 

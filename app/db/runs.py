@@ -1,4 +1,4 @@
-"""Workflows, versions, activations, runs and their history, deadlines, signals, tasks (§2, §6)."""
+"""Workflows, versions, activations, runs and their history, deadlines, signals, tasks."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ class RunHistoryEvent(Base):
 
 
 class Deadline(Base):
-    """One durable timer: a run timeout, a signal or task timeout, or an elapsing wait (§6.4)."""
+    """One durable timer: a run timeout, a signal or task timeout, or an elapsing wait."""
 
     __tablename__ = "deadlines"
     __table_args__ = (Index("ix_deadlines_due", "consumed_at", "due_at"),)

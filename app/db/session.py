@@ -37,7 +37,7 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         # Writers are serialized by SQLite anyway; IMMEDIATE takes the lock up front
-        # instead of failing on upgrade from a read lock (SPEC §5.4).
+        # instead of failing on upgrade from a read lock (docs/schedules.md).
         mode = "IMMEDIATE" if conn.get_execution_options().get("sqlite_immediate") else "DEFERRED"
         conn.exec_driver_sql(f"BEGIN {mode}")
 

@@ -1,4 +1,4 @@
-"""POST /calendar/preview (SPEC §4.5) through the API."""
+"""POST /calendar/preview (docs/calendar.md) through the API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every 4xx of the schedule routes (§7) with its code; a refused request writes nothing."""
+"""Every 4xx of the schedule routes with its code; a refused request writes nothing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""§4.2 in four zones: gap shift, first fold only, every-hour doubling and gap skip, collisions.
+"""DST in four zones: gap shift, first fold only, every-hour doubling and gap skip, collisions.
 
 Expected instants are worked out by hand from the 2026 transitions:
 - America/New_York: 8 Mar 02:00 -05 -> 03:00 -04 (07:00Z); 1 Nov 02:00 -04 -> 01:00 -05 (06:00Z).
@@ -39,7 +39,7 @@ def chain(expr: str, zone: str, after: str, count: int) -> list[str]:
     return instants
 
 
-# The examples of §4.2, verbatim.
+# The examples in docs/calendar.md, verbatim.
 
 
 def test_new_york_named_hour_in_the_gap_shifts_to_the_end_of_the_gap() -> None:

@@ -1,4 +1,4 @@
-"""§4.1: every accepted and rejected form of the cron grammar, with the field each error names."""
+"""Every accepted and rejected form of the cron grammar, with the field each error names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""§4.4 jitter and §4.5 preview."""
+"""Jitter and preview (docs/calendar.md)."""
 
 from __future__ import annotations
 

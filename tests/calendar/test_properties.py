@@ -2,8 +2,8 @@
 
 The brute-force matcher walks every UTC minute of a window, converts it to local time with
 `astimezone` (no wall-to-UTC mapping at all), matches the field sets the strategy built itself,
-and applies §4.2 from scratch: named hours keep only fold 0 and fire the wall times skipped by a
-forward jump at the first minute after it; every-hour calendars fire whatever matches.
+and applies the DST rules from scratch: named hours keep only fold 0 and fire the wall times
+skipped by a forward jump at the first minute after it; every-hour calendars fire whatever matches.
 """
 
 from __future__ import annotations

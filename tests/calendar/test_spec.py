@@ -1,4 +1,4 @@
-"""§4.3–§4.4: spec parsing, intervals, bounds, merging, and the 50-year SCHEDULE_RANGE check."""
+"""Specs: parsing, intervals, bounds, merging, and the 50-year SCHEDULE_RANGE check."""
 
 from __future__ import annotations
 

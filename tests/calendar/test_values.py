@@ -1,4 +1,4 @@
-"""Durations (§4.3), time zones (§4.2) and instants: accepted and rejected forms."""
+"""Durations, time zones and instants (docs/calendar.md): accepted and rejected forms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ledger invariant (§5.6) as a property: every canonical occurrence of every active period
+"""The ledger invariant as a property: every canonical occurrence of every active period
 is accounted for exactly once, and no run is started twice.
 
 Random schedules (cron and intervals, several time zones, jitter, every policy) are driven by the

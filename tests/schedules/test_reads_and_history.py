@@ -1,4 +1,4 @@
-"""Reading schedules: the audit stream's pages (§5.7), the ledger, lists, grants (§3)."""
+"""Reading schedules: the audit stream's pages, the ledger, lists, grants."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The audit payload registry (§5.7) and the bulk run starter's fidelity to lifecycle.start_run."""
+"""The audit payload registry and the bulk run starter's fidelity to lifecycle.start_run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ticking (§5.4): missed policies, cursors, run ids, jitter, tick rows, the API controls."""
+"""Ticking: missed policies, cursors, run ids, jitter, tick rows, the API controls."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def assert_replay_agrees(app: Flask) -> None:
 
 @pytest.fixture
 def replay_every_run(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After each scenario, every run it created replays to its stored state (SPEC §6.5)."""
+    """After each scenario, every run it created replays to its stored state (docs/runs.md)."""
     # Asking for `app` here (not after the test) keeps it alive until this check has run.
     app = request.getfixturevalue("app") if "app" in request.fixturenames else None
     yield

@@ -1,4 +1,4 @@
-"""Replicas (§5.4): four processes tick one PostgreSQL database; one is killed mid-tick.
+"""Replicas: four processes tick one PostgreSQL database; one is killed mid-tick.
 
 2,000 schedules fire every minute for six simulated minutes (the manual clock is shared through
 the database). No occurrence may start twice or be lost, and every run carries exactly one
