@@ -52,11 +52,11 @@ def logout() -> Response:
 @bp.get("/")
 @login_required
 def home() -> Response:
-    """Go to the first namespace the user belongs to."""
+    """Go to the overview of the first namespace the user belongs to."""
     choices = auth_service.visible_namespaces(context.session(), current_user.user)
     if not choices:
         return redirect(url_for("console_auth.no_namespace"))
-    return redirect(url_for("console_schedules.index", ns=choices[0].name))
+    return redirect(url_for("console_overview.index", ns=choices[0].name))
 
 
 @bp.get("/welcome")
@@ -74,4 +74,4 @@ def switch() -> Response:
     names = {n.name for n in auth_service.visible_namespaces(context.session(), current_user.user)}
     if name not in names:
         abort(404)
-    return redirect(url_for("console_schedules.index", ns=name))
+    return redirect(url_for("console_overview.index", ns=name))

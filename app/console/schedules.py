@@ -17,6 +17,7 @@ from app.console.common import next_cursor, page_key
 from app.console.htmx import render
 from app.console.session import namespace_view
 from app.db import Schedule
+from app.runs import overview as runs_overview
 from app.runs import service as runs_service
 from app.schedules import queries, store
 
@@ -50,7 +51,8 @@ def index(ns: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     key = page_key(ns, "schedules")
     after = int(key[0]) if key and isinstance(key[0], int) else None
-    rows, next_key = queries.list_schedules(context.session(), view.current, _filters(), 50, after)
+    session = context.session()
+    rows, next_key = queries.list_schedules(session, view.current, _filters(), 50, after)
     cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
     args: dict[str, Any] = request.args.to_dict() | {"cursor": cursor}
     next_url = url_for(".index", ns=ns, **args) if cursor else None
@@ -59,6 +61,7 @@ def index(ns: str) -> Response:
         "schedules/_rows.html",
         ns=view,
         schedules=rows,
+        last_runs=runs_overview.latest_runs(session, [row.uid for row in rows]),
         now=context.now(),
         next_url=next_url,
         calendar_text=calendar_text,

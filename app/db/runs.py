@@ -59,6 +59,8 @@ class Run(Base):
         Index("ix_runs_namespace_status", "namespace_id", "status"),
         # Workers claim in (claimable_at, id) order: the index yields it without a sort.
         Index("ix_runs_claim", "claimable_at", "id"),
+        # The overview's runs per hour and the newest-first runs list, per namespace.
+        Index("ix_runs_namespace_created", "namespace_id", "created_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
