@@ -84,7 +84,7 @@ def _refusal(exc: ValidationFailed) -> dict[str, Any]:
     """The inline error: the message, the step it names (if any) and where in the definition."""
     first = exc.errors[0] if exc.errors else {"loc": [], "msg": exc.message}
     return {
-        "message": exc.message,
+        "message": first["msg"],
         "step": exc.details.get("step"),
         "where": ".".join(str(part) for part in first["loc"]) or "definition",
     }
