@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.cli import accounts, database, scheduler, worker
+from app.cli import accounts, database, demo, scheduler, worker
 
 
 def init_app(app: Flask) -> None:
-    for group in (*accounts.GROUPS, database.db, scheduler.scheduler, worker.worker):
+    for group in (*accounts.GROUPS, database.db, demo.demo, scheduler.scheduler, worker.worker):
         app.cli.add_command(group)
