@@ -183,7 +183,7 @@ def test_deploy_error_inline_then_success(live_server, live_api, page, watched, 
     page.get_by_text("Deployed cockpit-deployed version 1 and activated it.").wait_for()
     ready = live_api.get("/activations?workflow=cockpit-deployed")["items"]
     assert [a["status"] for a in ready] == ["ready"]
-    page.locator(f"#wf-cockpit-deployed").get_by_role("button", name="Retire").click()
+    page.locator("#wf-cockpit-deployed").get_by_role("button", name="Retire").click()
     page.get_by_text(f"Retired activation {ready[0]['id']}.").wait_for()
     assert live_api.get("/activations?workflow=cockpit-deployed")["items"][0]["status"] == "retired"
 
