@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -48,7 +49,7 @@ class Replay:
     end: datetime
     activations: dict[str, str] = field(default_factory=dict)
 
-    def session(self) -> Session:
+    def session(self) -> AbstractContextManager[Session]:
         return self.db.session()
 
     def namespace(self, session: Session) -> Namespace:

@@ -99,9 +99,9 @@ def deploy(ns: str) -> Response:
     text = request.form.get("definition", "")
     try:
         definition = json.loads(text)
-    except ValueError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}" if hasattr(exc, "lineno") else "JSON"
-        error = {"message": f"That is not valid JSON: {exc}", "step": None, "where": where}
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        error = {"message": f"That is not valid JSON: {exc.msg}", "step": None, "where": where}
         return _page(view, text, error)
     try:
         version = workflows.deploy(session, now, view.current, definition)
