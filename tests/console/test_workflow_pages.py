@@ -112,8 +112,24 @@ def test_others_see_no_controls_and_are_refused(client, accounts, admin_api):
     assert admin_api.get("/activations").get_json()["items"][0]["status"] == "ready"
 
 
-def test_posts_need_csrf(client, accounts):
+def test_posts_need_csrf(client, accounts, admin_api):
+    admin_api.post("/workflows", json=GOOD)
+    activation = admin_api.post("/activations", json={"workflow": "nightly-report"}).get_json()
     accounts.create("dora", role="deployer")
     sign_in(client, "dora", "pw-dora-secret")
-    response = client.post("/ns/default/workflows", data={"definition": json.dumps(GOOD)})
-    assert response.status_code == 400
+    posts = {
+        "/ns/default/workflows": {"definition": json.dumps(GOOD | {"description": "v2"})},
+        "/ns/default/workflows/nightly-report/activate": {"version": "1"},
+        f"/ns/default/activations/{activation['id']}/retire": {},
+        "/preferences/times": {"show": "zone", "next": "/"},
+    }
+    for path, form in posts.items():
+        response = client.post(path, data=form)
+        assert response.status_code == 400, path
+        assert (
+            "Set-Cookie" not in response.headers
+            or "almanac_times" not in response.headers["Set-Cookie"]
+        )
+    items = admin_api.get("/activations").get_json()["items"]
+    assert [(a["version"], a["status"]) for a in items] == [(1, "ready")]
+    assert admin_api.get("/workflows/nightly-report").get_json()["version"] == 1
