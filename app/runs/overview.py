@@ -52,7 +52,9 @@ def window_start(now: datetime, hours: int = HOURS) -> datetime:
 def _hour_of(session: Session) -> ColumnElement[str]:
     # Buckets are computed by the database so only 24 x statuses rows come back.
     if session.get_bind().dialect.name == "postgresql":
-        return func.to_char(func.date_trunc("hour", Run.created_at), "YYYY-MM-DD HH24")
+        # In UTC whatever the session's TimeZone setting is.
+        utc = func.timezone("UTC", Run.created_at)
+        return func.to_char(func.date_trunc("hour", utc), "YYYY-MM-DD HH24")
     return func.strftime("%Y-%m-%d %H", Run.created_at)
 
 
