@@ -1,7 +1,8 @@
 """runs by namespace and creation time
 
-The overview counts a namespace's runs of the last 24 hours per hour, and the runs list pages
-newest first: both read runs by (namespace, created_at) without scanning every run.
+The overview counts a namespace's runs of the last 24 hours per hour and outcome, the runs list
+pages newest first, and a schedule's page lists its newest runs: each reads an index range
+instead of scanning every run (the first from the index alone, status included).
 
 Revision ID: 0007
 Revises: 0003
@@ -21,10 +22,18 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("runs", schema=None) as batch_op:
         batch_op.create_index(
-            "ix_runs_namespace_created", ["namespace_id", "created_at", "id"], unique=False
+            "ix_runs_namespace_created",
+            ["namespace_id", "created_at", "id", "status"],
+            unique=False,
+        )
+        batch_op.create_index(
+            "ix_runs_schedule_created",
+            ["namespace_id", "schedule_id", "created_at", "id"],
+            unique=False,
         )
 
 
 def downgrade() -> None:
     with op.batch_alter_table("runs", schema=None) as batch_op:
+        batch_op.drop_index("ix_runs_schedule_created")
         batch_op.drop_index("ix_runs_namespace_created")
