@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export ALMANAC_BIND ?= 127.0.0.1:8000
 
-.PHONY: run test install install-dev browser lint bench clean
+.PHONY: run demo test install install-dev browser lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,16 @@ run: install
 	$(BIN)/flask --app wsgi db upgrade
 	$(BIN)/flask --app wsgi admin bootstrap
 	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 --access-logfile - wsgi:app
+
+# The console on its own SQLite file (instance/demo.db, made afresh each time) with a replayed day
+# of a realistic namespace; the login is printed. Your own database is not touched.
+demo: export ALMANAC_DATABASE_URL = sqlite:///$(CURDIR)/instance/demo.db
+demo: install
+	mkdir -p instance && rm -f instance/demo.db
+	$(BIN)/flask --app wsgi db upgrade
+	ALMANAC_SCHEDULER=off $(BIN)/flask --app wsgi demo seed
+	@echo "Open http://$(ALMANAC_BIND)/ (Ctrl-C stops)."
+	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 wsgi:app
 
 # Exit code 5 (no test collected) is a failure, never a pass.
 test: install-dev browser

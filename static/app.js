@@ -8,6 +8,17 @@
     if (el instanceof HTMLSelectElement && el.hasAttribute("data-autosubmit")) el.form.submit();
   });
 
+  // A live region marked [data-pause-on-focus] skips its refresh while focus is inside it:
+  // swapping it would throw keyboard focus back to the top of the page.
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const el = event.detail.elt;
+    const active = document.activeElement;
+    if (el instanceof Element && el.hasAttribute("data-pause-on-focus") && active &&
+        active !== document.body && el.contains(active)) {
+      event.preventDefault();
+    }
+  });
+
   // Plain (non-htmx) forms that need a confirmation.
   document.addEventListener("submit", (event) => {
     const form = event.target;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.cli import accounts, database, scheduler, worker
+from app.cli import accounts, database, demo, scheduler, worker
 from app.cli.secrets import secrets_group
 
 
@@ -12,6 +12,7 @@ def init_app(app: Flask) -> None:
     for group in (
         *accounts.GROUPS,
         database.db,
+        demo.demo,
         scheduler.scheduler,
         worker.worker,
         secrets_group,

@@ -12,10 +12,13 @@ from app.console import (
     auth,
     filters,
     load,
+    overview,
+    preferences,
     runs,
     schedule_actions,
     schedule_forms,
     schedules,
+    workflows,
 )
 from app.console.session import ConsoleUser
 
@@ -36,7 +39,17 @@ def init_app(app: Flask) -> None:
     filters.register(app)
     login_manager.init_app(app)
     csrf.init_app(app)
-    for module in (auth, schedules, schedule_forms, schedule_actions, runs, load):
+    for module in (
+        auth,
+        overview,
+        schedules,
+        schedule_forms,
+        schedule_actions,
+        runs,
+        load,
+        workflows,
+        preferences,
+    ):
         app.register_blueprint(module.bp)
     app.add_url_rule("/favicon.ico", "favicon", favicon)
 

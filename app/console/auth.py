@@ -77,12 +77,12 @@ def logout() -> Response:
 @bp.get("/")
 @login_required
 def home() -> Response:
-    """Go to the namespace used last, else `default`, else the first the user belongs to."""
+    """Go to the overview of the namespace used last, else `default`, else the first one."""
     choices = auth_service.visible_namespaces(context.session(), current_user.user)
     landing = landing_namespace(current_user.user, choices)
     if landing is None:
         return redirect(url_for("console_auth.no_namespace"))
-    return redirect(url_for("console_schedules.index", ns=landing.name))
+    return redirect(url_for("console_overview.index", ns=landing.name))
 
 
 @bp.get("/welcome")
@@ -100,4 +100,4 @@ def switch() -> Response:
     names = {n.name for n in auth_service.visible_namespaces(context.session(), current_user.user)}
     if name not in names:
         abort(404)
-    return redirect(url_for("console_schedules.index", ns=name))
+    return redirect(url_for("console_overview.index", ns=name))

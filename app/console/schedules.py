@@ -20,6 +20,7 @@ from app.console.htmx import render
 from app.console.session import namespace_view
 from app.db import Schedule
 from app.errors import ValidationFailed
+from app.runs import overview as runs_overview
 from app.runs import service as runs_service
 from app.schedules import queries, store
 from app.schedules.config import label_pair
@@ -62,6 +63,7 @@ def index(ns: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     key = page_key(ns, "schedules")
     after = int(key[0]) if key and isinstance(key[0], int) else None
+    session = context.session()
     rows: list[Schedule] = []
     next_url, filter_error = None, None
     try:
@@ -69,7 +71,7 @@ def index(ns: str) -> Response:
     except ValidationFailed as exc:
         filter_error = exc.details["errors"][0]["msg"]
     else:
-        rows, next_key = queries.list_schedules(context.session(), view.current, filters, 50, after)
+        rows, next_key = queries.list_schedules(session, view.current, filters, 50, after)
         cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
         # Only the list's own filters go into the link: a stray `ns` or `_external` query
         # argument must not reach url_for (it would clash with the route, or make an absolute URL).
@@ -83,6 +85,7 @@ def index(ns: str) -> Response:
         filter_error=filter_error,
         ns=view,
         schedules=rows,
+        last_runs=runs_overview.latest_runs(session, [row.uid for row in rows]),
         now=context.now(),
         next_url=next_url,
         calendar_text=calendar_text,

@@ -59,6 +59,11 @@ class Run(Base):
         Index("ix_runs_namespace_status", "namespace_id", "status"),
         # Workers claim in (claimable_at, id) order: the index yields it without a sort.
         Index("ix_runs_claim", "claimable_at", "id"),
+        # The newest-first runs list per namespace, and (covering, with status) the overview's
+        # runs per hour.
+        Index("ix_runs_namespace_created", "namespace_id", "created_at", "id", "status"),
+        # A schedule's runs, newest first (its detail page, `GET /runs?schedule_id=`).
+        Index("ix_runs_schedule_created", "namespace_id", "schedule_id", "created_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,3 +55,35 @@ def scheduler_enabled(config: Mapping[str, Any]) -> bool:
 
 def _last_beat(session: Session) -> datetime | None:
     return session.scalar(select(func.max(TickerBeat.last_tick_at)))
+
+
+# The console warns when no ticker has ticked for this many tick periods.
+STALE_PERIODS = 3
+
+
+@dataclass(frozen=True)
+class TickerState:
+    """The newest beat of any ticker, how long ago it was (wall clock), and whether that is late."""
+
+    last_tick_at: datetime | None
+    last_tick_clock: datetime | None
+    lag_seconds: float | None
+    period_seconds: float
+
+    @property
+    def stale(self) -> bool:
+        """No ticker has ticked for `STALE_PERIODS` periods (or ever)."""
+        return self.lag_seconds is None or self.lag_seconds > STALE_PERIODS * self.period_seconds
+
+
+def ticker_state(session: Session, wall_now: datetime, period_seconds: float) -> TickerState:
+    """The newest beat as `/health` reads it: `wall_now` is real time, as the beats are."""
+    row = session.execute(
+        select(TickerBeat.last_tick_at, TickerBeat.last_tick_clock)
+        .order_by(TickerBeat.last_tick_at.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return TickerState(None, None, None, period_seconds)
+    lag = round((wall_now - row[0]).total_seconds(), 3)
+    return TickerState(row[0], row[1], lag, period_seconds)

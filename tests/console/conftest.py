@@ -182,7 +182,7 @@ def sign_in(page: object, server: LiveServer) -> None:
     page.get_by_label("Username").fill(server.username)  # type: ignore[attr-defined]
     page.get_by_label("Password").fill(server.password)  # type: ignore[attr-defined]
     page.get_by_role("button", name="Sign in").click()  # type: ignore[attr-defined]
-    page.wait_for_url("**/ns/default/schedules")  # type: ignore[attr-defined]
+    page.wait_for_url("**/ns/default/")  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

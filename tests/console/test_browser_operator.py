@@ -46,6 +46,7 @@ def test_create_schedule_with_live_preview_and_field_error(
     live_server, live_api, workflows, page, artifacts
 ):
     sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules")  # sign-in lands on the overview
     page.get_by_role("link", name="New schedule").click()
     page.get_by_label("Schedule id").fill("nightly-report")
     page.get_by_label("Cron expressions").fill("30 2 * * *")
@@ -110,6 +111,7 @@ def test_history_modal_loads_every_page(live_server, live_api, workflows, page, 
         live_api.post(f"/schedules/busy/{verb}", {}, **{"If-Match": str(revision)})
         revision += 1
     sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules")  # sign-in lands on the overview
     opener = page.locator("#history-open-busy")
     opener.click()
     modal = page.locator("#modal")
@@ -190,7 +192,7 @@ def test_task_inbox_completes_task(live_server, live_api, workflows, page, artif
     live_api.post("/runs", {"workflow": "review", "run_id": "review-1"})
     live_api.work()
     sign_in(page, live_server)
-    page.get_by_role("link", name="Tasks").click()
+    page.get_by_role("link", name="Tasks", exact=True).click()
     task = page.locator("article.task", has_text="Check totals")
     task.get_by_label("Output").fill('{"ok": true}')
     page.screenshot(path=str(artifacts / "console-task-inbox.png"), full_page=True)
@@ -211,7 +213,7 @@ def test_load_chart_shows_busiest_slots(live_server, live_api, workflows, page, 
             },
         )
     sign_in(page, live_server)
-    page.get_by_role("link", name="Load").click()
+    page.get_by_role("link", name="Load", exact=True).click()
     chart = page.locator("figure.chart svg")
     assert chart.locator("rect.busiest").count() >= 1
     assert "runs starting in the next 24 h" in page.locator("figcaption").inner_text()
