@@ -11,6 +11,7 @@ from app import context
 from app.console import (
     auth,
     filters,
+    incidents,
     load,
     overview,
     preferences,
@@ -46,6 +47,7 @@ def init_app(app: Flask) -> None:
         schedule_forms,
         schedule_actions,
         runs,
+        incidents,
         load,
         workflows,
         preferences,

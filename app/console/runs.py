@@ -18,6 +18,7 @@ from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
 from app.console.common import actor, next_cursor, page_key
 from app.console.htmx import render, reply
+from app.console.redirects import local_target
 from app.console.session import NamespaceView, namespace_view
 from app.db import Deadline, Workflow, WorkflowVersion
 from app.errors import AlmanacError, ValidationFailed
@@ -83,9 +84,7 @@ def detail(ns: str, run_id: str) -> Response:
     open_tasks, _ = tasks.list_tasks(
         session, view.current, 20, None, status="open", run_id=run.run_id
     )
-    open_incidents, _ = incidents.list_incidents(
-        session, view.current, 20, None, status="open", run=run
-    )
+    run_incidents, _ = incidents.list_incidents(session, view.current, 20, None, run=run)
     return render(
         "runs/detail.html",
         "runs/_detail_body.html",
@@ -96,7 +95,8 @@ def detail(ns: str, run_id: str) -> Response:
         events=events,
         deadlines=deadlines,
         tasks=open_tasks,
-        incidents=[incident for incident, _run_id in open_incidents],
+        incidents=[incident for incident, _run_id in run_incidents if not incident.resolved_at],
+        resolved=[incident for incident, _run_id in run_incidents if incident.resolved_at],
         now=context.now(),
     )
 
@@ -178,7 +178,9 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
         f"continuations released, {report.get('elapsed_waits', 0)} elapsed waits, "
         f"{report.get('timeouts', 0)} timeouts."
     )
-    return reply(done, True, _detail(ns, run_id))
+    # The incidents page sends `back` so the operator stays on the list.
+    back = request.form.get("back")
+    return reply(done, True, local_target(back) if back else _detail(ns, run_id))
 
 
 @bp.get("/ns/<ns>/tasks")
