@@ -9,6 +9,7 @@ from typing import Any
 from flask import Flask
 
 from app.console.event_lines import event_line
+from app.console.gantt import short_duration
 from app.console.timefmt import absolute, in_zone, other, relative, shown_zone, utc
 
 
@@ -31,4 +32,5 @@ def register(app: Flask) -> None:
         "pretty_json": pretty_json,
         "fromiso": fromiso,
         "event_line": event_line,
+        "short_duration": short_duration,
     }

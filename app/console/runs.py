@@ -17,6 +17,7 @@ from app import context, inputs
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
 from app.console.common import actor, next_cursor, page_key
+from app.console.gantt import gantt
 from app.console.htmx import render, reply
 from app.console.redirects import local_target
 from app.console.session import NamespaceView, namespace_view
@@ -24,8 +25,11 @@ from app.db import Deadline, Workflow, WorkflowVersion
 from app.errors import AlmanacError, ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
+from app.runs.steps_view import derive_steps
 
 bp = Blueprint("console_runs", __name__)
+STEP_EVENTS = 5000
+TIMELINE_EVENTS = 500
 RUN_STATUSES = (
     "pending",
     "running",
@@ -73,7 +77,10 @@ def detail(ns: str, run_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session = context.session()
     run = runs_service.get_run(session, view.current, run_id)
-    events, _ = runs_service.history(session, run, 500, None)
+    # The steps are derived from the whole history (up to a bound); the timeline shows its start.
+    events, more = runs_service.history(session, run, STEP_EVENTS, None)
+    now = context.now()
+    steps = derive_steps(events, now)
     deadlines = list(
         session.scalars(
             select(Deadline)
@@ -92,12 +99,15 @@ def detail(ns: str, run_id: str) -> Response:
         run=run,
         workflow=session.get(Workflow, run.workflow_id),
         version=session.get(WorkflowVersion, run.workflow_version_id),
-        events=events,
+        events=events[:TIMELINE_EVENTS],
+        more_events=len(events) > TIMELINE_EVENTS or more is not None,
+        steps=steps,
+        chart=gantt(steps, now),
         deadlines=deadlines,
         tasks=open_tasks,
         incidents=[incident for incident, _run_id in run_incidents if not incident.resolved_at],
         resolved=[incident for incident, _run_id in run_incidents if incident.resolved_at],
-        now=context.now(),
+        now=now,
     )
 
 
