@@ -64,6 +64,13 @@ def short_duration(delta: timedelta) -> str:
     return f"{days} d {hours} h" if hours else f"{days} d"
 
 
+def tick_label(seconds: float, span: float) -> str:
+    """An offset from the run's start; tenths of a second when the whole run took seconds."""
+    if span <= 10:
+        return f"+{seconds:.1f} s"
+    return "+" + short_duration(timedelta(seconds=seconds))
+
+
 def status_class(row: StepRow) -> str:
     return "step-" + row.status.replace(" ", "-")
 
@@ -87,11 +94,6 @@ def gantt(steps: RunSteps, now: datetime) -> Gantt | None:
         label_x = 6 + INDENT * row.depth
         css, band = status_class(row), row.depth > 0
         bars.append(Bar(row, y, x, width, label_x, css, band, row.duration(end)))
-    ticks = [
-        Tick(
-            LABEL + plot * i / (TICKS - 1),
-            "+" + short_duration(timedelta(seconds=span * i / (TICKS - 1))),
-        )
-        for i in range(TICKS)
-    ]
+    steps_at = [span * i / (TICKS - 1) for i in range(TICKS)]
+    ticks = [Tick(LABEL + plot * at / span, tick_label(at, span)) for at in steps_at]
     return Gantt(bars, ticks, TOP + ROW * len(bars) + 8, timedelta(seconds=span))

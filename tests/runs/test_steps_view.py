@@ -102,6 +102,14 @@ def test_the_gantt_places_bars_on_one_time_axis():
     assert eu_load.label_x > prepare.label_x and eu_load.lane_band and not prepare.lane_band
     assert (prepare.css, eu_check.css) == ("step-completed", "step-waiting")
     assert chart.ticks[0].label == "+0 s" and chart.ticks[-1].label == "+20 s"
+    short = derive_steps(PARALLEL_RUN[:3], T0 + timedelta(seconds=2))
+    assert [t.label for t in gantt(short, T0 + timedelta(seconds=2)).ticks] == [
+        "+0.0 s",
+        "+0.5 s",
+        "+1.0 s",
+        "+1.5 s",
+        "+2.0 s",
+    ]
     assert gantt(derive_steps([], T0), T0) is None
 
 
