@@ -19,6 +19,7 @@ from app.console import (
     schedule_actions,
     schedule_forms,
     schedules,
+    simulation,
     workflows,
 )
 from app.console.session import ConsoleUser
@@ -46,6 +47,7 @@ def init_app(app: Flask) -> None:
         schedules,
         schedule_forms,
         schedule_actions,
+        simulation,
         runs,
         incidents,
         load,

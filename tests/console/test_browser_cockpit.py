@@ -148,7 +148,8 @@ def test_every_console_page_passes_axe(live_server, cockpit, page, watched, arti
     pages = {
         "overview": (f"{ns}/", True),
         "schedules": (f"{ns}/schedules", True),
-        "schedule": (f"{ns}/schedules/{cockpit['schedule']}", False),
+        "schedule": (f"{ns}/schedules/{cockpit['schedule']}", True),
+        "simulation": (f"{ns}/schedules/{cockpit['schedule']}/simulate?horizon=7d&minutes=7", True),
         "new-schedule": (f"{ns}/schedules/new", False),
         "edit-schedule": (f"{ns}/schedules/{cockpit['schedule']}/edit", False),
         "not-found": (f"{ns}/schedules/no-such-schedule", False),
@@ -286,4 +287,18 @@ def test_a_branch_incident_is_resolved_from_the_incidents_page(
     page.goto(live_server.url + "/ns/default/runs/cockpit-fan-2")
     assert page.locator(".recovery-report").inner_text().startswith("0 held continuations")
     assert page.locator("svg .step-bar").count() == 5
+    assert page.evaluate("window.__csp") == [] and watched["errors"] == []
+
+
+def test_the_simulation_panel_follows_its_inputs(live_server, live_api, cockpit, page, watched):
+    sign_in(page, live_server)
+    page.goto(f"{live_server.url}/ns/default/schedules/{cockpit['schedule']}")
+    started = page.locator("#simulation [data-sim='started']")
+    started.wait_for()
+    day = int(started.inner_text())
+    assert day > 0 and page.locator("#simulation svg .sim-bar").count() == day
+    with page.expect_response(lambda r: "horizon=7d" in r.url):
+        page.get_by_label("Over the next").select_option("7d")
+    page.wait_for_function(f"document.querySelector('[data-sim=started]').textContent != '{day}'")
+    assert int(started.inner_text()) > day
     assert page.evaluate("window.__csp") == [] and watched["errors"] == []
