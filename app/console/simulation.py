@@ -8,6 +8,7 @@ reloads it as the inputs change; without script the form opens it as a page.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from flask import Blueprint, current_app, request, url_for
 from flask_login import login_required
@@ -49,7 +50,7 @@ def stored(ns: str, schedule_id: str) -> Response:
     horizon = horizon if horizon in HORIZONS else "24h"
     raw = request.args.get("minutes", "0")
     minutes = _minutes(raw)
-    ctx = {
+    ctx: dict[str, Any] = {
         "ns": view,
         "schedule": schedule,
         "horizon": horizon,
