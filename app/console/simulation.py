@@ -16,13 +16,16 @@ from werkzeug.wrappers import Response
 
 from app import context
 from app.auth.grants import RUN_READ
+from app.calendar import CalendarError, SpecRangeError
 from app.console import errors
+from app.console.forms import request_from_form
 from app.console.htmx import render
 from app.console.session import namespace_view
 from app.console.sim_chart import sim_chart
 from app.db import Schedule
+from app.errors import AlmanacError
 from app.schedules import simulate_start, store
-from app.schedules.simulate import Result, simulate
+from app.schedules.simulate import Result, Start, simulate
 
 bp = Blueprint("console_simulation", __name__)
 errors.register(bp)
@@ -78,12 +81,61 @@ def stored(ns: str, schedule_id: str) -> Response:
     )
 
 
+@bp.post("/ns/<ns>/schedules/simulate-form")
+@login_required
+def from_form(ns: str) -> Response:
+    """The schedule form's panel: what the form as typed would do if saved now (htmx, debounced).
+
+    `?schedule_id=` names the schedule being edited, so its jitter is its own."""
+    view = namespace_view(ns, RUN_READ)
+    session, now = context.session(), context.now()
+    horizon = request.form.get("sim_horizon", "24h")
+    horizon = horizon if horizon in HORIZONS else "24h"
+    minutes = _minutes(request.form.get("sim_minutes", "0"))
+    ctx: dict[str, Any] = {"ns": view, "schedule": None, "now": now, "live": True}
+    if minutes is None:
+        error = f"Enter a whole number of minutes from 0 to {MAX_MINUTES}."
+        return render(
+            "schedules/_simulation.html", "schedules/_simulation.html", error=error, **ctx
+        )
+    if not any(request.form.get(name, "").strip() for name in ("cron_expressions", "intervals")):
+        # Nothing typed yet is not a mistake (as in the calendar preview).
+        return render("schedules/_simulation.html", "schedules/_simulation.html", hint=True, **ctx)
+    begin, end = now, now + HORIZONS[horizon]
+    try:
+        body = request_from_form(request.form)
+        if request.args.get("schedule_id"):
+            body["schedule_id"] = request.args["schedule_id"]
+        start = simulate_start.from_body(session, now, view.current, body, begin)
+        result = _run(start, begin, end, minutes)
+    except (AlmanacError, CalendarError, SpecRangeError) as exc:
+        session.rollback()
+        message = exc.message if isinstance(exc, AlmanacError) else str(exc)
+        error = f"Nothing to simulate until the form is valid: {message}"
+        return render(
+            "schedules/_simulation.html", "schedules/_simulation.html", error=error, **ctx
+        )
+    return render(
+        "schedules/_simulation.html",
+        "schedules/_simulation.html",
+        result=result,
+        summary=_summary(result),
+        chart=sim_chart(result.items, begin, end),
+        begin=begin,
+        end=end,
+        **ctx,
+    )
+
+
 def _simulate(schedule: Schedule, begin: datetime, end: datetime, minutes: int) -> Result:
+    return _run(simulate_start.from_stored(context.session(), schedule), begin, end, minutes)
+
+
+def _run(start: Start, begin: datetime, end: datetime, minutes: int) -> Result:
     """As the API does: the window checked by its parser, then the pure simulation."""
     window = simulate_start.parse_window(
         {"from": begin.isoformat(), "to": end.isoformat(), "run_duration": f"PT{minutes}M"}
     )
-    start = simulate_start.from_stored(context.session(), schedule)
     # Reads only: end the read transaction without committing anything.
     context.session().rollback()
     grace = timedelta(seconds=float(current_app.config["MISFIRE_GRACE_SECONDS"]))

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.console.conftest import sign_in
 
@@ -150,7 +151,7 @@ def test_every_console_page_passes_axe(live_server, cockpit, page, watched, arti
         "schedules": (f"{ns}/schedules", True),
         "schedule": (f"{ns}/schedules/{cockpit['schedule']}", True),
         "simulation": (f"{ns}/schedules/{cockpit['schedule']}/simulate?horizon=7d&minutes=7", True),
-        "new-schedule": (f"{ns}/schedules/new", False),
+        "new-schedule": (f"{ns}/schedules/new", True),
         "edit-schedule": (f"{ns}/schedules/{cockpit['schedule']}/edit", False),
         "not-found": (f"{ns}/schedules/no-such-schedule", False),
         "history": (f"{ns}/schedules/{cockpit['schedule']}/history", False),
@@ -299,6 +300,22 @@ def test_the_simulation_panel_follows_its_inputs(live_server, live_api, cockpit,
     assert day > 0 and page.locator("#simulation svg .sim-bar").count() == day
     with page.expect_response(lambda r: "horizon=7d" in r.url):
         page.get_by_label("Over the next").select_option("7d")
-    page.wait_for_function(f"document.querySelector('[data-sim=started]').textContent != '{day}'")
+    expect(started).not_to_have_text(str(day))
     assert int(started.inner_text()) > day
+    assert page.evaluate("window.__csp") == [] and watched["errors"] == []
+
+
+def test_the_form_simulates_as_it_changes(live_server, cockpit, page, watched):
+    sign_in(page, live_server)
+    page.goto(f"{live_server.url}/ns/default/schedules/new")
+    page.get_by_label("Cron expressions").fill("*/5 * * * *")
+    page.get_by_label("Workflow", exact=False).first.fill("cockpit-report")
+    started = page.locator("#form-simulation [data-sim='started']")
+    started.wait_for()
+    page.wait_for_load_state("networkidle")
+    every_run = int(started.inner_text())
+    assert every_run > 0
+    page.get_by_label("if every run took").fill("12")
+    expect(page.locator("#form-simulation [data-sim='skipped']")).not_to_have_text("0")
+    assert int(started.inner_text()) < every_run
     assert page.evaluate("window.__csp") == [] and watched["errors"] == []

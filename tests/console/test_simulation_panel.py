@@ -79,3 +79,76 @@ def test_a_bad_run_length_is_named_and_a_paused_schedule_does_nothing(h, client,
     paused = client.get("/ns/default/schedules/hourly/simulate", headers={"HX-Request": "true"})
     assert counts_on(paused.get_data(as_text=True))["started"] == 0
     assert client.get("/ns/default/schedules/missing/simulate").status_code == 404
+
+
+def form_fields(**changes: str) -> dict[str, str]:
+    fields = {
+        "cron_expressions": "*/5 * * * *",
+        "intervals": "",
+        "timezone": "UTC",
+        "jitter_seconds": "0",
+        "workflow": "report",
+        "input": "{}",
+        "overlap_policy": "buffer_one",
+        "missed_policy": "skip",
+        "memo": "{}",
+        "search_attributes": "{}",
+        "sim_horizon": "24h",
+        "sim_minutes": "12",
+    }
+    return fields | changes
+
+
+def test_the_form_simulates_what_it_would_save(h, client, accounts, admin_api):
+    h.workflow("report")
+    h.set_clock("12:00")
+    account = accounts.create("oscar", role="operator")
+    sign_in(client, "oscar", account.password)
+    page = client.get("/ns/default/schedules/new")
+    html = page.get_data(as_text=True)
+    assert 'hx-post="/ns/default/schedules/simulate-form"' in html
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    before = h.counts()
+    answer = client.post(
+        "/ns/default/schedules/simulate-form",
+        data=form_fields(csrf_token=token),
+        headers={"HX-Request": "true"},
+    )
+    body = answer.get_data(as_text=True)
+    assert answer.status_code == 200 and "<html" not in body
+    now = at("12:00")
+    expected = admin_api.post(
+        "/schedules/simulate",
+        json={
+            "cron": "*/5 * * * *",
+            "action": {"workflow": "report"},
+            "overlap_policy": "buffer_one",
+            "from": now.isoformat(),
+            "to": (now + timedelta(hours=24)).isoformat(),
+            "run_duration": "PT12M",
+        },
+    )
+    assert expected.status_code == 200, expected.get_json()
+    assert counts_on(body) == expected.get_json()["summary"]
+    # As the inputs change, so does the answer; a form that cannot be saved says why.
+    longer = client.post(
+        "/ns/default/schedules/simulate-form",
+        data=form_fields(csrf_token=token, sim_horizon="7d", sim_minutes="0"),
+        headers={"HX-Request": "true"},
+    ).get_data(as_text=True)
+    assert counts_on(longer)["started"] > counts_on(body)["started"]
+    broken = client.post(
+        "/ns/default/schedules/simulate-form",
+        data=form_fields(csrf_token=token, cron_expressions="*/5 * * *", workflow="report"),
+        headers={"HX-Request": "true"},
+    ).get_data(as_text=True)
+    assert "Nothing to simulate until the form is valid" in broken
+    empty = client.post(
+        "/ns/default/schedules/simulate-form",
+        data=form_fields(csrf_token=token, cron_expressions=""),
+        headers={"HX-Request": "true"},
+    ).get_data(as_text=True)
+    assert "Fill in the calendar" in empty and "field-error" not in empty
+    assert h.counts() == before
+    no_token = client.post("/ns/default/schedules/simulate-form", data=form_fields())
+    assert no_token.status_code == 400
