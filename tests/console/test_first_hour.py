@@ -167,11 +167,11 @@ def test_landing_is_the_last_namespace_used_else_default(client, app, accounts):
     accounts.create("nina-default", role="operator", namespace="default")
     _member(app, "nina", "default")
     sign_in(client, "nina", account.password)
-    assert client.get("/").headers["Location"].endswith("/ns/default/schedules")
+    assert client.get("/").headers["Location"].endswith("/ns/default/")
     assert client.get("/ns/billing/schedules").status_code == 200
     client.post("/logout", data={"csrf_token": csrf_from(client.get("/ns/billing/schedules"))})
     sign_in(client, "nina", account.password)
-    assert client.get("/").headers["Location"].endswith("/ns/billing/schedules")
+    assert client.get("/").headers["Location"].endswith("/ns/billing/")
 
 
 def test_landing_without_default_is_the_first_namespace(client, app, accounts):
