@@ -11,6 +11,8 @@ routing, session, queries, templates. p50/p95 over `--repeat` requests of:
   (cursor near the end of 100,000),
 - one schedule's detail page,
 - the history modal's page at the deepest `after_sequence` of the busiest schedule,
+- the incidents page (10,000 incidents, half open) and the page of a run of 200 steps in
+  four parallel lanes (its steps table and Gantt chart derived from ~400 history events),
 - the overview (full page and its htmx refresh): counts by status, overdue and blocked ones,
   runs of the last 24 h per hour by outcome (runs are spread evenly over the last 7 days, so
   about 143,000 fall in the chart's window), open tasks.
@@ -51,6 +53,7 @@ from app.db import (  # noqa: E402
     normalize_url,
 )
 from app.paging import encode_cursor  # noqa: E402
+from bench import cockpit_rows  # noqa: E402
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 PG_ADMIN = os.environ.get(
@@ -59,6 +62,7 @@ PG_ADMIN = os.environ.get(
 CHUNK = 10_000
 RUN_STATUSES = ["completed"] * 14 + ["failed", "cancelled", "running", "waiting", "timed_out"]
 WEEK_SECONDS = 7 * 86400
+INCIDENTS = 10_000
 
 
 def schedule_rows(namespace_id: int, user_id: int, count: int) -> Any:
@@ -202,6 +206,7 @@ def populate(url: str, schedules: int, events: int, runs: int) -> tuple[str, int
             {"workflow_id": flow, "version": 1, "definition": definition, "created_at": NOW},
         ).scalar_one()
         bulk(conn, Run.__table__, run_rows(namespace_id, (flow, version), schedules, runs))
+        cockpit_rows.load(conn, namespace_id, flow, NOW, INCIDENTS)
     if engine.dialect.name == "postgresql":
         # What autovacuum does after a bulk load: statistics, and the visibility map that lets
         # the overview count runs from the index alone.
@@ -255,6 +260,8 @@ def measure(
     cursor = re.search(r'cursor=([^"&]+)', first)
     assert cursor, "the first page has no next page"
     assert first.count('class="square run-') == 500, "every row shows its last 10 runs"
+    steps = client.get(f"/ns/default/runs/{cockpit_rows.STEPS_RUN_ID}").get_data(as_text=True)
+    assert steps.count('class="step-bar ') == 200, "the run page draws every step"
     # Walk the keyset to the last pages by building a cursor near the end directly.
     with app.test_request_context():
         deep = encode_cursor("default", "console-schedules", [60])
@@ -269,6 +276,9 @@ def measure(
         ("history, first page", f"/ns/default/schedules/{busiest}/history"),
         ("overview", "/ns/default/"),
         ("overview, htmx refresh", "/ns/default/"),
+        ("incidents, open (5,000)", "/ns/default/incidents"),
+        ("incidents, resolved (5,000)", "/ns/default/incidents?status=resolved"),
+        ("run detail, 200 steps", f"/ns/default/runs/{cockpit_rows.STEPS_RUN_ID}"),
     ]
     partial = {"HX-Request": "true"}
     results = []

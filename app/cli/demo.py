@@ -26,8 +26,8 @@ from app.context import clock, database
 from app.db import ClockState, Database, Namespace, Task, User
 from app.db.clock import ManualClock
 from app.db.session import begin_write
+from app.runs import incidents, tasks, workflows
 from app.runs import service as runs_service
-from app.runs import tasks, workflows
 from app.schedules import service as schedules_service
 from app.schedules import store
 from app.schedules.audit import CommandContext
@@ -70,9 +70,7 @@ class Replay:
             phase(ctx)
 
 
-# A stage runs at one instant of the replay (a fraction of its span). Later features add
-# theirs here — TODO(engine): an open incident and a run with parallel branches, once the
-# run-kernel engine is merged (start them through its services at a replay instant).
+# A stage runs at one instant of the replay (a fraction of its span).
 Stage = Callable[[Replay, datetime], None]
 
 
@@ -143,13 +141,46 @@ def approve_open_tasks(replay: Replay, at: datetime) -> None:
             session.commit()
 
 
+def _start(replay: Replay, at: datetime, workflow: str, run_id: str) -> None:
+    with replay.session() as session:
+        request = runs_service.RunRequest(workflow=workflow, run_id=run_id, input={})
+        runs_service.start(session, at, replay.namespace(session), request)
+        session.commit()
+
+
+def sync_regions(replay: Replay, at: datetime) -> None:
+    """A run with parallel branches (two regions at a time), started by hand."""
+    _start(replay, at, "region-sync", f"region-sync-{at:%H%M}")
+
+
+def charge_cards(replay: Replay, at: datetime) -> None:
+    """A card batch whose charge step fails into an incident: the run is suspended."""
+    _start(replay, at, "card-charge", f"card-charge-{at:%H%M}")
+
+
+def skip_open_incidents(replay: Replay, at: datetime) -> None:
+    """An operator skips every incident open at `at` (later ones stay open on the page)."""
+    with replay.session() as session:
+        namespace = replay.namespace(session)
+        rows, _ = incidents.list_incidents(session, namespace, 100, None, status="open")
+        for incident, run_id in rows:
+            output = {"charged": False, "note": "retried by hand at the gateway"}
+            incidents.resolve(session, at, namespace, run_id, incident.id, "skip", output)
+            session.commit()
+
+
 # Each stage at a fraction of the replayed span, so a shorter replay keeps every feature.
 STAGES: list[tuple[float, Stage]] = [
     (0, setup),
     (1 / 12, ask_for_review),
+    (1 / 8, sync_regions),
+    (1 / 6, charge_cards),
     (1 / 4, approve_open_tasks),
     (3 / 8, ship_v2),
     (1 / 2, pause_vendor),
+    (7 / 12, skip_open_incidents),
+    (3 / 4, sync_regions),
+    (5 / 6, charge_cards),
     # Left waiting: the inbox has a task whatever the day's calendars did.
     (11 / 12, ask_for_review),
 ]

@@ -8,6 +8,19 @@ NAMESPACE = "acme"
 USERNAME = "demo"
 PASSWORD = "demo-password"
 
+
+def _region(region: str, transfer: str) -> dict[str, Any]:
+    """One branch of region-sync: extract, wait for the transfer, load."""
+    return {
+        "id": region,
+        "steps": [
+            {"id": f"{region}-extract", "type": "action", "action": "echo", "args": region},
+            {"id": f"{region}-transfer", "type": "wait", "duration": transfer},
+            {"id": f"{region}-load", "type": "action", "action": "noop"},
+        ],
+    }
+
+
 WORKFLOWS: list[dict[str, Any]] = [
     {
         "name": "nightly-report",
@@ -65,6 +78,42 @@ WORKFLOWS: list[dict[str, Any]] = [
                 "args": {"message": "ftp.legacy.example: connection refused"},
                 "retry": {"max_attempts": 2, "backoff_seconds": 5},
             },
+        ],
+    },
+    {
+        "name": "region-sync",
+        "description": "Sync three regions in parallel, two at a time, then publish",
+        "input_schema": {"type": "object"},
+        "steps": [
+            {"id": "snapshot", "type": "action", "action": "echo", "args": {"tables": 42}},
+            {
+                "id": "regions",
+                "type": "parallel",
+                "max_concurrency": 2,
+                "branches": [
+                    _region("eu", "PT10M"),
+                    _region("us", "PT20M"),
+                    _region("apac", "PT10M"),
+                ],
+            },
+            {"id": "publish", "type": "action", "action": "noop"},
+        ],
+    },
+    {
+        "name": "card-charge",
+        "description": "Charge the monthly cards; a declined batch waits for an operator",
+        "input_schema": {"type": "object"},
+        "on_step_failure": "incident",
+        "steps": [
+            {"id": "prepare-batch", "type": "action", "action": "echo", "args": {"cards": 310}},
+            {
+                "id": "charge",
+                "type": "action",
+                "action": "fail",
+                "args": {"message": "payment gateway: batch declined (HTTP 502)"},
+                "retry": {"max_attempts": 2, "backoff_seconds": 5},
+            },
+            {"id": "receipt", "type": "action", "action": "noop"},
         ],
     },
 ]

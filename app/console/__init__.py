@@ -11,6 +11,7 @@ from app import context
 from app.console import (
     auth,
     filters,
+    incidents,
     load,
     overview,
     preferences,
@@ -18,6 +19,7 @@ from app.console import (
     schedule_actions,
     schedule_forms,
     schedules,
+    simulation,
     workflows,
 )
 from app.console.session import ConsoleUser
@@ -45,7 +47,9 @@ def init_app(app: Flask) -> None:
         schedules,
         schedule_forms,
         schedule_actions,
+        simulation,
         runs,
+        incidents,
         load,
         workflows,
         preferences,

@@ -17,14 +17,19 @@ from app import context, inputs
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
 from app.console.common import actor, next_cursor, page_key
+from app.console.gantt import gantt
 from app.console.htmx import render, reply
+from app.console.redirects import local_target
 from app.console.session import NamespaceView, namespace_view
 from app.db import Deadline, Workflow, WorkflowVersion
 from app.errors import AlmanacError, ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
+from app.runs.steps_view import derive_steps
 
 bp = Blueprint("console_runs", __name__)
+STEP_EVENTS = 5000
+TIMELINE_EVENTS = 500
 RUN_STATUSES = (
     "pending",
     "running",
@@ -72,7 +77,10 @@ def detail(ns: str, run_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session = context.session()
     run = runs_service.get_run(session, view.current, run_id)
-    events, _ = runs_service.history(session, run, 500, None)
+    # The steps are derived from the whole history (up to a bound); the timeline shows its start.
+    events, more = runs_service.history(session, run, STEP_EVENTS, None)
+    now = context.now()
+    steps = derive_steps(events, now)
     deadlines = list(
         session.scalars(
             select(Deadline)
@@ -83,9 +91,7 @@ def detail(ns: str, run_id: str) -> Response:
     open_tasks, _ = tasks.list_tasks(
         session, view.current, 20, None, status="open", run_id=run.run_id
     )
-    open_incidents, _ = incidents.list_incidents(
-        session, view.current, 20, None, status="open", run=run
-    )
+    run_incidents, _ = incidents.list_incidents(session, view.current, 20, None, run=run)
     return render(
         "runs/detail.html",
         "runs/_detail_body.html",
@@ -93,11 +99,15 @@ def detail(ns: str, run_id: str) -> Response:
         run=run,
         workflow=session.get(Workflow, run.workflow_id),
         version=session.get(WorkflowVersion, run.workflow_version_id),
-        events=events,
+        events=events[:TIMELINE_EVENTS],
+        more_events=len(events) > TIMELINE_EVENTS or more is not None,
+        steps=steps,
+        chart=gantt(steps, now),
         deadlines=deadlines,
         tasks=open_tasks,
-        incidents=[incident for incident, _run_id in open_incidents],
-        now=context.now(),
+        incidents=[incident for incident, _run_id in run_incidents if not incident.resolved_at],
+        resolved=[incident for incident, _run_id in run_incidents if incident.resolved_at],
+        now=now,
     )
 
 
@@ -178,7 +188,9 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
         f"continuations released, {report.get('elapsed_waits', 0)} elapsed waits, "
         f"{report.get('timeouts', 0)} timeouts."
     )
-    return reply(done, True, _detail(ns, run_id))
+    # The incidents page sends `back` so the operator stays on the list.
+    back = request.form.get("back")
+    return reply(done, True, local_target(back) if back else _detail(ns, run_id))
 
 
 @bp.get("/ns/<ns>/tasks")

@@ -117,17 +117,7 @@ def count_skipped(
     """Add `count` to the skip counters and queue the `ScheduleTriggerSkipped` event."""
     schedule.skipped_trigger_count += count
     schedule.last_skip_reason, schedule.last_skipped_at = reason, now
-    w.event(
-        schedule,
-        now,
-        "ScheduleTriggerSkipped",
-        {
-            "reason": reason,
-            "skipped_trigger_count": schedule.skipped_trigger_count,
-            "last_skipped_at": format_utc(now),
-            "command_context": context.to_json(),
-        },
-    )
+    audit_skip(w, schedule, now, reason, context)
 
 
 def audit_skip(

@@ -6,7 +6,7 @@ from sqlalchemy import func, select
 
 from app.cli import demo_data
 from app.context import database
-from app.db import Run, Schedule, ScheduleOccurrence, Task
+from app.db import Run, RunBranch, RunIncident, Schedule, ScheduleOccurrence, Task
 from tests.console.test_pages import sign_in
 
 
@@ -44,10 +44,31 @@ def test_seed_builds_a_living_namespace(app, runner, client):
         tasks = dict(session.execute(select(Task.status, func.count()).group_by(Task.status)).all())
         # Tasks open at a quarter of the replay were approved; a later one waits in the inbox.
         assert tasks["completed"] >= 1 and tasks["open"] >= 1
+        # An incident skipped by an operator (with its report) and a later one still open.
+        opened = list(session.scalars(select(RunIncident).order_by(RunIncident.opened_at)))
+        assert [i.resolution for i in opened] == ["skip", None]
+        assert opened[0].report == {"held_continuations": 0, "elapsed_waits": 0, "timeouts": 0}
+        suspended = session.get(Run, opened[1].run_pk)
+        assert suspended is not None and suspended.status == "suspended"
+        # Runs with parallel branches, all three regions of each started and completed.
+        branches = list(session.scalars(select(RunBranch)))
+        assert len(branches) == 6 and all(b.completed_at for b in branches)
     # The printed login works and the overview shows the namespace alive.
     assert sign_in(client, "demo", "demo-password").status_code == 302
     page = client.get("/ns/acme/").get_data(as_text=True)
     assert 'data-count="blocked">1<' in page
     assert f'data-count="tasks">{tasks["open"]}<' in page
+    assert 'data-count="incidents">1<' in page
+    listed = client.get("/ns/acme/incidents").get_data(as_text=True)
+    assert "payment gateway: batch declined" in listed and "Retry</button>" in listed
+    sync = session_run_ids(app, "region-sync")[0]
+    detail = client.get(f"/ns/acme/runs/{sync}").get_data(as_text=True)
+    assert detail.count('class="step-bar step-completed"') == 3 + 3 * 3
     again = runner.invoke(args=["demo", "seed"])
     assert again.exit_code != 0 and "use a fresh file" in again.output
+
+
+def session_run_ids(app, workflow_prefix: str) -> list[str]:
+    with database(app).session() as session:
+        query = select(Run.run_id).where(Run.run_id.like(f"{workflow_prefix}-%")).order_by(Run.id)
+        return list(session.scalars(query))

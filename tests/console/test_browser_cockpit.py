@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.console.conftest import sign_in
 
@@ -22,6 +23,34 @@ window.__csp = [];
 document.addEventListener('securitypolicyviolation',
   (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile));
 """
+# Parallel branches, one of which fails into an incident.
+FAN_OUT = {
+    "name": "cockpit-fan",
+    "on_step_failure": "incident",
+    "steps": [
+        {"id": "prepare", "type": "action", "action": "noop"},
+        {
+            "id": "fan-out",
+            "type": "parallel",
+            "branches": [
+                {"id": "eu", "steps": [{"id": "eu-load", "type": "action", "action": "noop"}]},
+                {
+                    "id": "us",
+                    "steps": [
+                        {
+                            "id": "us-load",
+                            "type": "action",
+                            "action": "fail",
+                            "args": {"message": "us endpoint down"},
+                            "retry": {"max_attempts": 1},
+                        }
+                    ],
+                },
+            ],
+        },
+        {"id": "report", "type": "action", "action": "noop"},
+    ],
+}
 SIZES = {"1280": {"width": 1280, "height": 900}, "390": {"width": 390, "height": 844}}
 
 
@@ -52,9 +81,14 @@ def cockpit(live_api) -> dict[str, str]:
             "/admin/clock", {"now": f"2026-03-07T{minute}:00Z", "tick": True, "work": True}
         )
     live_api.post("/runs", {"workflow": "cockpit-review", "run_id": "cockpit-review-1"})
-    live_api.work()
+    live_api.post("/workflows", FAN_OUT)
+    live_api.post("/activations", {"workflow": "cockpit-fan"})
+    for run_id in ("cockpit-fan-1", "cockpit-fan-2"):
+        live_api.post("/runs", {"workflow": "cockpit-fan", "run_id": run_id})
+    for _ in range(3):
+        live_api.work()
     runs = live_api.get("/runs?schedule_id=cockpit-paris&limit=10")["items"]
-    return {"schedule": "cockpit-paris", "run": runs[0]["run_id"]}
+    return {"schedule": "cockpit-paris", "run": runs[0]["run_id"], "fan": "cockpit-fan-1"}
 
 
 @pytest.fixture
@@ -115,8 +149,9 @@ def test_every_console_page_passes_axe(live_server, cockpit, page, watched, arti
     pages = {
         "overview": (f"{ns}/", True),
         "schedules": (f"{ns}/schedules", True),
-        "schedule": (f"{ns}/schedules/{cockpit['schedule']}", False),
-        "new-schedule": (f"{ns}/schedules/new", False),
+        "schedule": (f"{ns}/schedules/{cockpit['schedule']}", True),
+        "simulation": (f"{ns}/schedules/{cockpit['schedule']}/simulate?horizon=7d&minutes=7", True),
+        "new-schedule": (f"{ns}/schedules/new", True),
         "edit-schedule": (f"{ns}/schedules/{cockpit['schedule']}/edit", False),
         "not-found": (f"{ns}/schedules/no-such-schedule", False),
         "history": (f"{ns}/schedules/{cockpit['schedule']}/history", False),
@@ -126,6 +161,9 @@ def test_every_console_page_passes_axe(live_server, cockpit, page, watched, arti
         "tasks": (f"{ns}/tasks", False),
         "load": (f"{ns}/load", False),
         "busiest": (f"{ns}/overview/busiest", True),
+        "incidents": (f"{ns}/incidents", True),
+        "resolved-incidents": (f"{ns}/incidents?status=resolved", False),
+        "parallel-run": (f"{ns}/runs/{cockpit['fan']}", True),
     }
     for name, (url, shoot) in pages.items():
         page.goto(url)
@@ -229,3 +267,55 @@ def test_keyboard_reaches_the_page_with_visible_focus(live_server, cockpit, page
     # The chart's links and the busiest slots (loaded after the page) are reached too.
     assert {"All runs", "see the load chart"} <= set(reached), " | ".join(reached)
     assert any(text.startswith("Times:") for text in reached)
+
+
+def test_a_branch_incident_is_resolved_from_the_incidents_page(
+    live_server, live_api, cockpit, page, watched
+):
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/incidents")
+    card = page.locator("article.incident", has=page.get_by_role("link", name="cockpit-fan-2"))
+    assert "us endpoint down" in card.inner_text() and "fan-out/us" in card.inner_text()
+    page.once("dialog", lambda dialog: dialog.accept())
+    card.get_by_label("Skip with output").fill('"skipped by hand"')
+    card.get_by_role("button", name="Skip").click()
+    page.wait_for_load_state("networkidle")
+    assert "Incident resolved (skip)" in page.locator(".flash").inner_text()
+    assert page.get_by_role("link", name="cockpit-fan-2").count() == 0
+    for _ in range(3):
+        live_api.work()
+    assert live_api.get("/runs/cockpit-fan-2")["status"] == "completed"
+    page.goto(live_server.url + "/ns/default/runs/cockpit-fan-2")
+    assert page.locator(".recovery-report").inner_text().startswith("0 held continuations")
+    assert page.locator("svg .step-bar").count() == 5
+    assert page.evaluate("window.__csp") == [] and watched["errors"] == []
+
+
+def test_the_simulation_panel_follows_its_inputs(live_server, live_api, cockpit, page, watched):
+    sign_in(page, live_server)
+    page.goto(f"{live_server.url}/ns/default/schedules/{cockpit['schedule']}")
+    started = page.locator("#simulation [data-sim='started']")
+    started.wait_for()
+    day = int(started.inner_text())
+    assert day > 0 and page.locator("#simulation svg .sim-bar").count() == day
+    with page.expect_response(lambda r: "horizon=7d" in r.url):
+        page.get_by_label("Over the next").select_option("7d")
+    expect(started).not_to_have_text(str(day))
+    assert int(started.inner_text()) > day
+    assert page.evaluate("window.__csp") == [] and watched["errors"] == []
+
+
+def test_the_form_simulates_as_it_changes(live_server, cockpit, page, watched):
+    sign_in(page, live_server)
+    page.goto(f"{live_server.url}/ns/default/schedules/new")
+    page.get_by_label("Cron expressions").fill("*/5 * * * *")
+    page.get_by_label("Workflow", exact=False).first.fill("cockpit-report")
+    started = page.locator("#form-simulation [data-sim='started']")
+    started.wait_for()
+    page.wait_for_load_state("networkidle")
+    every_run = int(started.inner_text())
+    assert every_run > 0
+    page.get_by_label("if every run took").fill("12")
+    expect(page.locator("#form-simulation [data-sim='skipped']")).not_to_have_text("0")
+    assert int(started.inner_text()) < every_run
+    assert page.evaluate("window.__csp") == [] and watched["errors"] == []

@@ -339,4 +339,6 @@ def test_conflict_banner_names_fields_as_the_form_labels_them(client, olga, api_
 def test_relative_times_say_just_now_rather_than_in_zero_seconds():
     assert relative(FIXED_NOW, FIXED_NOW) == "just now"
     assert relative(FIXED_NOW + timedelta(seconds=90), FIXED_NOW) == "in 1 min"
+    # Within ten seconds either way reads "just now" (docs/console.md); beyond, seconds ago.
+    assert relative(FIXED_NOW - timedelta(seconds=5), FIXED_NOW) == "just now"
     assert relative(FIXED_NOW - timedelta(seconds=15), FIXED_NOW) == "15 s ago"

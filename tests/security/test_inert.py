@@ -103,6 +103,7 @@ def test_viewer_sees_no_mutating_control_on_any_page(client, accounts, admin_api
         "/ns/default/tasks",
         "/ns/default/",
         "/ns/default/workflows",
+        "/ns/default/incidents",
     ):
         html = client.get(path).get_data(as_text=True)
         forms = re.findall(r'<form[^>]*method="post"[^>]*action="([^"]+)"', html)

@@ -1,0 +1,54 @@
+"""The incidents of a namespace: open or resolved, newest first, with Retry / Skip / Fail.
+
+Resolving goes through the run page's own route (`console_runs.resolve_incident`), which comes
+back here when the form says so.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, request, url_for
+from flask_login import login_required
+from werkzeug.wrappers import Response
+
+from app import context
+from app.auth.grants import RUN_READ
+from app.console import errors
+from app.console.common import next_cursor, page_key
+from app.console.htmx import render
+from app.console.session import namespace_view
+from app.runs import incidents
+
+bp = Blueprint("console_incidents", __name__)
+PAGE_SIZE = 50
+
+
+@bp.get("/ns/<ns>/incidents")
+@login_required
+def index(ns: str) -> Response:
+    """Open incidents (or resolved ones), one keyset page; controls for run.manage only."""
+    view = namespace_view(ns, RUN_READ)
+    status = request.args.get("status", "open")
+    status = status if status in incidents.STATUSES else "open"
+    rows, key = incidents.list_incidents(
+        context.session(),
+        view.current,
+        PAGE_SIZE,
+        page_key(ns, f"incidents-{status}"),
+        status=status,
+    )
+    cursor = next_cursor(ns, f"incidents-{status}", key)
+    next_url = url_for(".index", ns=ns, status=status, cursor=cursor) if cursor else None
+    return render(
+        "incidents/index.html",
+        "incidents/_rows.html",
+        ns=view,
+        incidents=rows,
+        incident_status=status,
+        statuses=incidents.STATUSES,
+        next_url=next_url,
+        back=url_for(".index", ns=ns, status=status),
+        now=context.now(),
+    )
+
+
+errors.register(bp)

@@ -1,0 +1,149 @@
+"""What a stored schedule would do over the next 24 hours or 7 days, for an assumed run length.
+
+The same simulation as the API's (app/api/simulate.py): the stored schedule's state, the
+ticker's own decisions, nothing written. The schedule page loads it as an htmx partial and
+reloads it as the inputs change; without script the form opens it as a page.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import Blueprint, current_app, request, url_for
+from flask_login import login_required
+from werkzeug.wrappers import Response
+
+from app import context
+from app.auth.grants import RUN_READ
+from app.calendar import CalendarError, SpecRangeError
+from app.console import errors
+from app.console.forms import request_from_form
+from app.console.htmx import render
+from app.console.session import namespace_view
+from app.console.sim_chart import sim_chart
+from app.db import Schedule
+from app.errors import AlmanacError
+from app.schedules import simulate_start, store
+from app.schedules.simulate import Result, Start, simulate
+
+bp = Blueprint("console_simulation", __name__)
+errors.register(bp)
+HORIZONS = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
+MAX_MINUTES = 7 * 24 * 60
+
+
+def _minutes(raw: str) -> int | None:
+    """The assumed run length in whole minutes, or None when it is not one we take."""
+    try:
+        minutes = int(raw.strip() or "0")
+    except ValueError:
+        return None
+    return minutes if 0 <= minutes <= MAX_MINUTES else None
+
+
+@bp.get("/ns/<ns>/schedules/<schedule_id>/simulate")
+@login_required
+def stored(ns: str, schedule_id: str) -> Response:
+    """The simulation partial (htmx) or page: counts, a timeline, the first occurrences."""
+    view = namespace_view(ns, RUN_READ)
+    session, now = context.session(), context.now()
+    schedule = store.get(session, view.current, schedule_id)
+    horizon = request.args.get("horizon", "24h")
+    horizon = horizon if horizon in HORIZONS else "24h"
+    raw = request.args.get("minutes", "0")
+    minutes = _minutes(raw)
+    ctx: dict[str, Any] = {
+        "ns": view,
+        "schedule": schedule,
+        "horizon": horizon,
+        "minutes": raw,
+        "sim_url": url_for(".stored", ns=ns, schedule_id=schedule_id),
+        "now": now,
+    }
+    if minutes is None:
+        error = f"Enter a whole number of minutes from 0 to {MAX_MINUTES}."
+        return render(
+            "schedules/simulation.html", "schedules/_simulation.html", 422, error=error, **ctx
+        )
+    begin, end = now, now + HORIZONS[horizon]
+    result = _simulate(schedule, begin, end, minutes) if schedule.status != "deleted" else None
+    chart = sim_chart(result.items, begin, end) if result else None
+    return render(
+        "schedules/simulation.html",
+        "schedules/_simulation.html",
+        result=result,
+        summary=_summary(result),
+        chart=chart,
+        begin=begin,
+        end=end,
+        **ctx,
+    )
+
+
+@bp.post("/ns/<ns>/schedules/simulate-form")
+@login_required
+def from_form(ns: str) -> Response:
+    """The schedule form's panel: what the form as typed would do if saved now (htmx, debounced).
+
+    `?schedule_id=` names the schedule being edited, so its jitter is its own."""
+    view = namespace_view(ns, RUN_READ)
+    session, now = context.session(), context.now()
+    horizon = request.form.get("sim_horizon", "24h")
+    horizon = horizon if horizon in HORIZONS else "24h"
+    minutes = _minutes(request.form.get("sim_minutes", "0"))
+    ctx: dict[str, Any] = {"ns": view, "schedule": None, "now": now, "live": True}
+    if minutes is None:
+        error = f"Enter a whole number of minutes from 0 to {MAX_MINUTES}."
+        return render(
+            "schedules/_simulation.html", "schedules/_simulation.html", error=error, **ctx
+        )
+    if not any(request.form.get(name, "").strip() for name in ("cron_expressions", "intervals")):
+        # Nothing typed yet is not a mistake (as in the calendar preview).
+        return render("schedules/_simulation.html", "schedules/_simulation.html", hint=True, **ctx)
+    begin, end = now, now + HORIZONS[horizon]
+    try:
+        body = request_from_form(request.form)
+        if request.args.get("schedule_id"):
+            body["schedule_id"] = request.args["schedule_id"]
+        start = simulate_start.from_body(session, now, view.current, body, begin)
+        result = _run(start, begin, end, minutes)
+    except (AlmanacError, CalendarError, SpecRangeError) as exc:
+        session.rollback()
+        message = exc.message if isinstance(exc, AlmanacError) else str(exc)
+        error = f"Nothing to simulate until the form is valid: {message}"
+        return render(
+            "schedules/_simulation.html", "schedules/_simulation.html", error=error, **ctx
+        )
+    return render(
+        "schedules/_simulation.html",
+        "schedules/_simulation.html",
+        result=result,
+        summary=_summary(result),
+        chart=sim_chart(result.items, begin, end),
+        begin=begin,
+        end=end,
+        **ctx,
+    )
+
+
+def _simulate(schedule: Schedule, begin: datetime, end: datetime, minutes: int) -> Result:
+    return _run(simulate_start.from_stored(context.session(), schedule), begin, end, minutes)
+
+
+def _run(start: Start, begin: datetime, end: datetime, minutes: int) -> Result:
+    """As the API does: the window checked by its parser, then the pure simulation."""
+    window = simulate_start.parse_window(
+        {"from": begin.isoformat(), "to": end.isoformat(), "run_duration": f"PT{minutes}M"}
+    )
+    # Reads only: end the read transaction without committing anything.
+    context.session().rollback()
+    grace = timedelta(seconds=float(current_app.config["MISFIRE_GRACE_SECONDS"]))
+    return simulate(start, (window.begin, window.end), window.run_duration, grace)
+
+
+def _summary(result: Result | None) -> dict[str, int]:
+    counts = {"started": 0, "buffered": 0, "skipped": 0}
+    for item in result.items if result else []:
+        counts[item.outcome] += 1
+    return counts
