@@ -12,6 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULTS: dict[str, Any] = {
     "DATABASE_URL": None,
+    # The owner login `db upgrade` and `db create-roles` use (default: DATABASE_URL).
+    "MIGRATION_DATABASE_URL": None,
+    # The login the ticker uses on PostgreSQL (default: DATABASE_URL), docs/postgres.md.
+    "SCHEDULER_DATABASE_URL": None,
     "SECRET_KEY": None,
     "SCHEDULER": "on",
     "TICK_SECONDS": 1.0,

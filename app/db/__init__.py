@@ -24,7 +24,7 @@ from app.db.schedules import (
     ScheduleRevision,
 )
 from app.db.session import Database, make_engine, normalize_url
-from app.db.system import ClockState, TickerBeat
+from app.db.system import ClockState, SchedulerCursor, TickerBeat
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
@@ -49,6 +49,7 @@ __all__ = [
     "JSONType",
     "Membership",
     "Namespace",
+    "SchedulerCursor",
     "TickerBeat",
     "UTCDateTime",
     "User",

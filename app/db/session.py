@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import rls
+from app.db.rls import Scope
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -53,20 +57,33 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
 
 class Database:
-    """An engine and its session factory, owned by one app (or one CLI process)."""
+    """An engine and its session factory, owned by one app (or one CLI process).
 
-    def __init__(self, url: str) -> None:
+    Sessions carry a row-security scope (`app.db.rls`): `scope` is the one `session()` gives
+    them unless told otherwise; `bound(scope)` is a view of the same engine with another.
+    """
+
+    def __init__(self, url: str, *, scope: Scope = rls.NOTHING) -> None:
         self.engine = make_engine(url)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.scope = scope
+        rls.install(self.sessions)
+
+    def bound(self, scope: Scope) -> Database:
+        """This database (same engine and pool) whose sessions get `scope`."""
+        view = copy.copy(self)
+        view.scope = scope
+        return view
 
     @property
     def is_sqlite(self) -> bool:
         return self.engine.dialect.name == "sqlite"
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        """Yield a session that is rolled back on error and always closed."""
+    def session(self, scope: Scope | None = None) -> Iterator[Session]:
+        """Yield a session (with `scope`, else this database's) rolled back on error, closed."""
         session = self.sessions()
+        rls.bind(session, self.scope if scope is None else scope)
         try:
             yield session
         except BaseException:

@@ -6,7 +6,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,10 +16,12 @@ from sqlalchemy.orm import Session
 
 from app.calendar import format_utc
 from app.context import clock as app_clock
-from app.context import database
+from app.context import database, ticker_database
 from app.db import Database, TickerBeat
 from app.db.clock import ManualClock, SystemClock
+from app.db.rls import Scope
 from app.db.session import begin_write
+from app.ticker import rotation
 
 TICKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -32,6 +34,9 @@ class TickResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     deadlines: int = 0
     steps: int = 0
+    # Namespaces visited (PostgreSQL) and phases that failed, with their cause.
+    namespaces: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -39,6 +44,7 @@ class TickResult:
             "rows": self.rows,
             "deadlines": self.deadlines,
             "steps": self.steps,
+            "failures": self.failures,
         }
 
 
@@ -76,18 +82,27 @@ def workers() -> list[Phase]:
 
 
 def run_tick(app: Flask, *, work: bool = False) -> TickResult:
-    """Run one tick at the clock's current time and record the beat."""
-    db = database(app)
+    """Run one tick at the clock's current time and record the beat.
+
+    On PostgreSQL the phases run namespace by namespace in bound transactions (rotation.py);
+    on SQLite once over all. Either way a failing phase is logged and the others still run.
+    """
+    db = ticker_database(app)
     with db.session() as session:
         now = app_clock(app).now(session)
     started = time.monotonic()
     budget = float(app.config["TICK_BUDGET_SECONDS"])
     ctx = TickContext(db, now, app.config, TickResult(now), started + budget)
-    for phase in phases():
-        phase(ctx)
+    if db.is_sqlite:
+        for phase in phases():
+            rotation.run_guarded(ctx, phase, "")
+    else:
+        max_pages = app.config.get("TICK_MAX_NAMESPACE_PAGES")
+        rotation.run_bound(ctx, phases(), int(max_pages) if max_pages else None)
     if work:
+        wctx = replace(ctx, db=database(app).bound(Scope.all()))
         for worker in workers():
-            worker(ctx)
+            worker(wctx)
     _record_beat(db, now, int((time.monotonic() - started) * 1000))
     return ctx.result
 

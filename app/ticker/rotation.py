@@ -1,0 +1,83 @@
+"""Namespace-bound, bounded tick phases (docs/postgres.md).
+
+On PostgreSQL the ticker finds namespaces with due work only through
+`almanac_due_namespaces(now, 16)`, which pages from a durable rotating cursor, and runs every
+phase for one namespace at a time in transactions bound to it. Each phase of each namespace has
+its own budget (`PHASE_BUDGET_SECONDS`), a statement timeout
+and a lock timeout, so one stuck namespace or phase costs a second, not the tick. A phase that
+fails is rolled back (its occurrences stay due), logged with its cause, and the rest go on.
+SQLite has one writer and no row security: its phases run once over every namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import text
+
+from app.db import Database
+from app.db.rls import Scope
+
+log = logging.getLogger(__name__)
+
+PAGE = 16
+PHASE_BUDGET_SECONDS = 5.0
+PHASE_LIMITS = {"statement_timeout": "4s", "lock_timeout": "1s"}
+
+Phase = Callable[[Any], None]
+
+
+def due_namespaces(db: Database, now: Any, page: int = PAGE) -> list[int]:
+    """The next (at most 16) namespaces with due work; moves the shared cursor past them."""
+    with db.session() as session:
+        ids = list(
+            session.scalars(
+                text("SELECT almanac_due_namespaces(:now, :page)"), {"now": now, "page": page}
+            )
+        )
+        session.commit()
+    return ids
+
+
+def rotation(db: Database, now: Any, max_pages: int | None, deadline: float) -> Iterator[list[int]]:
+    """Pages of due namespaces until one brings nothing new (the rotation came round), the
+    tick's budget is spent, or `max_pages` were taken. A page taken is always served whole,
+    so the cursor never passes a namespace the tick did not visit."""
+    seen: set[int] = set()
+    pages = 0
+    while (max_pages is None or pages < max_pages) and time.monotonic() < deadline:
+        fresh = [ns for ns in due_namespaces(db, now) if ns not in seen]
+        pages += 1
+        if not fresh:
+            return
+        seen.update(fresh)
+        yield fresh
+
+
+def run_guarded(ctx: Any, phase: Phase, where: str) -> bool:
+    """Run `phase`; on failure (rolled back already) log the cause and return False."""
+    try:
+        phase(ctx)
+    except Exception as exc:  # noqa: BLE001 - one failed phase must not stop the others
+        cause = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        log.error("tick phase %s failed %s: %s", phase.__name__, where, cause)
+        ctx.result.failures.append({"phase": phase.__name__, "where": where, "cause": cause})
+        return False
+    return True
+
+
+def run_bound(ctx: Any, phases: Sequence[Phase], max_pages: int | None) -> None:
+    """Every phase for each due namespace in turn, each in transactions bound to it."""
+    db: Database = ctx.db
+    for namespaces in rotation(db, ctx.now, max_pages, ctx.deadline_monotonic):
+        for namespace_id in namespaces:
+            bound = db.bound(Scope.of([namespace_id]).limited(**PHASE_LIMITS))
+            for phase in phases:
+                deadline = time.monotonic() + PHASE_BUDGET_SECONDS
+                nctx = replace(ctx, db=bound, deadline_monotonic=deadline)
+                run_guarded(nctx, phase, f"in namespace {namespace_id}")
+            ctx.result.namespaces += 1
