@@ -31,6 +31,8 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_POLL_SECONDS": 0.5,
     "WORKER_BATCH": 1,
     "CLOCK": "system",
+    # Test-only (refused unless TESTING): skews this process's own clock by this many seconds.
+    "CLOCK_OFFSET_SECONDS": 0,
     "TESTING": False,
     # 1 MiB of request body is plenty for any definition, schedule or signal (413 beyond).
     "MAX_CONTENT_LENGTH": 1024 * 1024,

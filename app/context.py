@@ -18,7 +18,11 @@ def init_app(app: Flask) -> None:
     # The ticker may log in as another role (the scheduler login, docs/postgres.md).
     ticker_url = app.config.get("SCHEDULER_DATABASE_URL")
     app.extensions["almanac.ticker_db"] = Database(ticker_url) if ticker_url else db
-    app.extensions["almanac.clock"] = make_clock(str(app.config["CLOCK"]), app.config["TESTING"])
+    app.extensions["almanac.clock"] = make_clock(
+        str(app.config["CLOCK"]),
+        app.config["TESTING"],
+        float(app.config.get("CLOCK_OFFSET_SECONDS") or 0),
+    )
     app.teardown_appcontext(_close_session)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, event, text
@@ -21,6 +22,7 @@ SETTING = "almanac.namespaces"
 # 'on' lets a transaction touch every namespace, even one created after it began.
 ALL_SETTING = "almanac.all_namespaces"
 _INFO_KEY = "almanac.scope"
+_BEGAN_KEY = "almanac.began"
 
 # Tables with a namespace column, and children that reach one through their parent's key.
 # (The policies of children use their parent's, so they follow it.)
@@ -107,15 +109,30 @@ def _statement(scope: Scope) -> tuple[str, dict[str, Any]]:
     for index, (name, setting) in enumerate(scope.limits):
         calls.append(f"set_config(:name_{index}, :value_{index}, true)")
         params |= {f"name_{index}": name, f"value_{index}": setting}
-    return "SELECT " + ", ".join(calls), params
+    # The same round trip reads the database's clock (app.db.clock uses it as "now").
+    return "SELECT clock_timestamp(), " + ", ".join(calls), params
 
 
-def apply(connection: Connection, scope: Scope) -> None:
-    """Set `scope` (one statement) for the connection's current transaction; PostgreSQL only."""
+def apply(connection: Connection, scope: Scope) -> datetime | None:
+    """Set `scope` (one statement) for the connection's current transaction; PostgreSQL only.
+    Returns the database's clock at that moment."""
     if connection.dialect.name != "postgresql":
-        return
+        return None
     sql, params = _statement(scope)
-    connection.execute(text(sql), params)
+    began: datetime = connection.execute(text(sql), params).scalar_one()
+    return began
+
+
+def began_at(session: Session) -> datetime | None:
+    """The database's clock when the session's current transaction began (PostgreSQL), so
+    reading "now" costs no round trip of its own; None where there is no such reading."""
+    if session.get_bind().dialect.name != "postgresql":
+        return None
+    session.connection()  # begins the transaction if needed, and `_on_begin` reads the clock
+    stamp = session.info.get(_BEGAN_KEY)
+    if stamp is None or stamp[0] is not session.get_transaction():
+        return None
+    return stamp[1]  # type: ignore[no-any-return]
 
 
 def scope_of(session: Session) -> Scope:
@@ -133,7 +150,8 @@ def install(factory: sessionmaker[Session]) -> None:
     """Make every session of `factory` set its scope when a transaction begins."""
 
     @event.listens_for(factory, "after_begin")
-    def _on_begin(session: Session, _transaction: Any, connection: Connection) -> None:
-        scope = scope_of(session)
-        if not scope.empty:
-            apply(connection, scope)
+    def _on_begin(session: Session, transaction: Any, connection: Connection) -> None:
+        # A savepoint shares its transaction's settings.
+        if transaction.nested:
+            return
+        session.info[_BEGAN_KEY] = (transaction, apply(connection, scope_of(session)))

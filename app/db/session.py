@@ -14,6 +14,7 @@ from app.db import rls
 from app.db.rls import Scope
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_WRITE_KEY = "almanac.write_transaction"
 
 
 def normalize_url(url: str) -> str:
@@ -100,10 +101,15 @@ def begin_write(session: Session) -> None:
     """Start a write transaction now: `BEGIN IMMEDIATE` on SQLite, so a writer that read first
     queues on the lock instead of failing to upgrade a stale read (PostgreSQL locks rows).
 
-    A transaction with only reads so far (authentication, lookups) is committed first.
+    A transaction with only reads so far (authentication, lookups) is committed first; one
+    that `begin_write` began already is kept (nested service calls need no second commit).
     """
+    current = session.get_transaction()
+    if current is not None and session.info.get(_WRITE_KEY) is current:
+        return
     if session.in_transaction():
         if session.new or session.dirty or session.deleted:
             raise RuntimeError("begin_write with unflushed changes pending")
         session.commit()
     session.connection(execution_options={"sqlite_immediate": True})
+    session.info[_WRITE_KEY] = session.get_transaction()

@@ -20,7 +20,7 @@ from sqlalchemy import distinct, select, tuple_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.calendar import Spec, format_utc
+from app.calendar import Spec, format_utc, parse_instant
 from app.db import Database, Namespace, Schedule
 from app.db.session import begin_write
 from app.schedules import rows as rows_module
@@ -45,10 +45,12 @@ def fire_due(
     *,
     budget_deadline: float,
     on_page: Callable[[int], None] | None = None,
+    recheck: Callable[[Session], datetime] | None = None,
 ) -> list[dict[str, Any]]:
     """Fire every due schedule, page by page and namespace by namespace, within the budget.
 
     `on_page(claimed)` is called after each page commits (the benchmark times them).
+    `recheck(session)` reads the clock again right before a page commits (see `_stale_at`).
     """
     rows: list[dict[str, Any]] = []
     with db.session() as session:
@@ -67,7 +69,7 @@ def fire_due(
     while namespaces and time.monotonic() < budget_deadline:
         for namespace_id in list(namespaces):
             claimed, keys[namespace_id] = _fire_page(
-                db, now, grace, namespace_id, keys[namespace_id], rows
+                db, now, grace, namespace_id, keys[namespace_id], rows, recheck
             )
             if on_page is not None:
                 on_page(claimed)
@@ -108,6 +110,7 @@ def _fire_page(
     namespace_id: int,
     key: tuple[datetime, int] | None,
     rows: list[dict[str, Any]],
+    recheck: Callable[[Session], datetime] | None = None,
 ) -> tuple[int, tuple[datetime, int] | None]:
     with db.session() as session:
         begin_write(session)
@@ -119,6 +122,12 @@ def _fire_page(
         next_key = (last.next_fire_at, last.id)
         try:
             page_rows = _fire_schedules(session, now, grace, schedules)
+            later = _stale_at(session, now, page_rows, grace, recheck)
+            if later is not None:
+                # The page waited (on locks) past a start's grace: decide again at that time,
+                # so the occurrence is recorded as missed instead of started stale.
+                session.rollback()
+                return _fire_page(db, later, grace, namespace_id, key, rows, recheck)
             session.commit()
         except IntegrityError:
             # Another writer already holds one of these run ids: redo the page one by one.
@@ -126,6 +135,27 @@ def _fire_page(
             page_rows = _fire_each(db, now, grace, [s.id for s in schedules])
     rows.extend(page_rows)
     return len(schedules), next_key
+
+
+def _stale_at(
+    session: Session,
+    now: datetime,
+    rows: list[dict[str, Any]],
+    grace: timedelta,
+    recheck: Callable[[Session], datetime] | None,
+) -> datetime | None:
+    """The clock's time now, if a start of `rows` that was within its grace at `now` is past
+    it by then; else None. (`fire_once` starts an overdue occurrence on purpose: not stale.)"""
+    if recheck is None:
+        return None
+    ends = [
+        parse_instant(r["occurrence_time"]) + grace for r in rows if r["outcome"] == "triggered"
+    ]
+    ends = [end for end in ends if end > now]
+    if not ends:
+        return None
+    current = recheck(session)
+    return current if current >= min(ends) else None
 
 
 def _fire_each(
