@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import text
@@ -31,30 +31,55 @@ PHASE_LIMITS = {"statement_timeout": "4s", "lock_timeout": "1s"}
 Phase = Callable[[Any], None]
 
 
-def due_namespaces(db: Database, now: Any, page: int = PAGE) -> list[int]:
+# Which phase each flag of the discovery function stands for; a phase not named always runs.
+PHASE_FLAGS = {
+    "drain_buffers": "buffers",
+    "process_deadlines": "deadlines_due",
+    "fire_due_schedules": "schedules_due",
+    "recover_leases": "leases_expired",
+}
+
+
+@dataclass(frozen=True)
+class DueNamespace:
+    """A namespace with due work, and which kinds of work are due there."""
+
+    id: int
+    due: frozenset[str]
+
+    def needs(self, phase: Phase) -> bool:
+        flag = PHASE_FLAGS.get(phase.__name__)
+        return flag is None or flag in self.due
+
+
+def due_namespaces(db: Database, now: Any, page: int = PAGE) -> list[DueNamespace]:
     """The next (at most 16) namespaces with due work; moves the shared cursor past them."""
     with db.session() as session:
-        ids = list(
-            session.scalars(
-                text("SELECT almanac_due_namespaces(:now, :page)"), {"now": now, "page": page}
-            )
-        )
+        rows = session.execute(
+            text("SELECT * FROM almanac_due_namespaces(:now, :page)"), {"now": now, "page": page}
+        ).mappings()
+        found = [
+            DueNamespace(row["ns_id"], frozenset(k for k, v in row.items() if v is True))
+            for row in rows
+        ]
         session.commit()
-    return ids
+    return found
 
 
-def rotation(db: Database, now: Any, max_pages: int | None, deadline: float) -> Iterator[list[int]]:
+def rotation(
+    db: Database, now: Any, max_pages: int | None, deadline: float
+) -> Iterator[list[DueNamespace]]:
     """Pages of due namespaces until one brings nothing new (the rotation came round), the
     tick's budget is spent, or `max_pages` were taken. A page taken is always served whole,
     so the cursor never passes a namespace the tick did not visit."""
     seen: set[int] = set()
     pages = 0
     while (max_pages is None or pages < max_pages) and time.monotonic() < deadline:
-        fresh = [ns for ns in due_namespaces(db, now) if ns not in seen]
+        fresh = [ns for ns in due_namespaces(db, now) if ns.id not in seen]
         pages += 1
         if not fresh:
             return
-        seen.update(fresh)
+        seen.update(ns.id for ns in fresh)
         yield fresh
 
 
@@ -74,10 +99,10 @@ def run_bound(ctx: Any, phases: Sequence[Phase], max_pages: int | None) -> None:
     """Every phase for each due namespace in turn, each in transactions bound to it."""
     db: Database = ctx.db
     for namespaces in rotation(db, ctx.now, max_pages, ctx.deadline_monotonic):
-        for namespace_id in namespaces:
-            bound = db.bound(Scope.of([namespace_id]).limited(**PHASE_LIMITS))
-            for phase in phases:
+        for namespace in namespaces:
+            bound = db.bound(Scope.of([namespace.id]).limited(**PHASE_LIMITS))
+            for phase in filter(namespace.needs, phases):
                 deadline = time.monotonic() + PHASE_BUDGET_SECONDS
                 nctx = replace(ctx, db=bound, deadline_monotonic=deadline)
-                run_guarded(nctx, phase, f"in namespace {namespace_id}")
+                run_guarded(nctx, phase, f"in namespace {namespace.id}")
             ctx.result.namespaces += 1

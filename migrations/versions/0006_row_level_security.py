@@ -47,7 +47,8 @@ REQUIRES = {
 
 DUE_FUNCTION = """
 CREATE FUNCTION almanac_due_namespaces(as_of timestamptz, page integer)
-RETURNS SETOF integer
+RETURNS TABLE (ns_id integer, schedules_due boolean, buffers boolean, deadlines_due boolean,
+               leases_expired boolean)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, public
@@ -60,8 +61,8 @@ BEGIN
     INSERT INTO scheduler_cursors (name, last_namespace_id) VALUES ('due', 0)
         ON CONFLICT (name) DO NOTHING;
     -- One caller at a time moves the cursor: concurrent schedulers get different pages.
-    SELECT last_namespace_id INTO after FROM scheduler_cursors WHERE name = 'due' FOR UPDATE;
-    SELECT array_agg(id ORDER BY id) INTO picked FROM (
+    SELECT c.last_namespace_id INTO after FROM scheduler_cursors c WHERE c.name = 'due' FOR UPDATE;
+    SELECT array_agg(later.id ORDER BY later.id) INTO picked FROM (
         SELECT n.id FROM namespaces n
         WHERE n.id > after AND almanac_namespace_is_due(n.id, as_of)
         ORDER BY n.id LIMIT size) later;
@@ -76,8 +77,18 @@ BEGIN
         RETURN;
     END IF;
     UPDATE scheduler_cursors SET last_namespace_id = picked[array_length(picked, 1)]
-        WHERE name = 'due';
-    RETURN QUERY SELECT unnest(picked);
+        WHERE scheduler_cursors.name = 'due';
+    -- Which phases have work there, so the ticker skips the others.
+    RETURN QUERY SELECT p.id,
+        EXISTS (SELECT 1 FROM schedules s WHERE s.status = 'active'
+                AND s.namespace_id = p.id AND s.next_fire_at <= as_of),
+        EXISTS (SELECT 1 FROM schedules s WHERE s.status = 'active'
+                AND s.namespace_id = p.id AND s.buffered_count > 0),
+        EXISTS (SELECT 1 FROM deadlines d JOIN runs r ON r.id = d.run_pk
+                WHERE r.namespace_id = p.id AND d.consumed_at IS NULL AND d.due_at <= as_of),
+        EXISTS (SELECT 1 FROM runs r WHERE r.namespace_id = p.id
+                AND r.lease_owner IS NOT NULL AND r.lease_expires_at <= as_of)
+        FROM unnest(picked) WITH ORDINALITY AS p(id, ord) ORDER BY p.ord;
 END
 $fn$
 """
