@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import create_engine, insert, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from app.cli.database import upgrade_database  # noqa: E402
 from app.db import (  # noqa: E402
     Activation,
     Base,
@@ -48,7 +49,6 @@ from app.db import (  # noqa: E402
     make_engine,
     normalize_url,
 )
-from app.cli.database import upgrade_database  # noqa: E402
 from app.db.rls import Scope  # noqa: E402
 from app.db.roles import SCHEDULER_ROLE, create_roles  # noqa: E402
 from app.schedules.ticking import fire_due  # noqa: E402
