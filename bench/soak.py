@@ -14,6 +14,7 @@ Reported: commit lag (when a run row first became visible to an outside observer
 0.2 s, minus its due time) and start lag (the run's `started_at`, set when a worker claimed its
 first step, minus due), p50/p99/max; doubles (ledger rows sharing a schedule and instant);
 lost occurrences (canonical occurrences due in the measured window with no ledger row);
+with `--kill`, a scheduler and a worker are SIGKILLed halfway (and started again);
 5xx answers; RSS per process (first sample after warm-up, last, max); PostgreSQL connections.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -113,9 +115,22 @@ class Soak:
         return base
 
     def spawn(self, name: str, command: list[str], env: dict[str, str]) -> None:
-        self.processes[name] = subprocess.Popen(
+        process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
+        process.args_env = (command, env)  # type: ignore[attr-defined]
+        self.processes[name] = process
+
+    def kill_and_replace(self, names: list[str]) -> None:
+        """SIGKILL these processes mid-work and start replacements (a crash and a supervisor)."""
+        for name in names:
+            process = self.processes[name]
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            print(
+                f"  killed {name} (pid {process.pid}) at {datetime.now(UTC):%H:%M:%S}", flush=True
+            )
+            self.spawn(name, *process.args_env)  # type: ignore[attr-defined]
 
     def wait_ready(self, base: str) -> None:
         for _ in range(600):
@@ -319,6 +334,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--reads", type=float, default=20)
     parser.add_argument(
+        "--kill", action="store_true", help="SIGKILL a scheduler and a worker halfway, restart them"
+    )
+    parser.add_argument(
         "--postgres", default=os.environ.get("ALMANAC_TEST_POSTGRES_URL", PG_DEFAULT)
     )
     args = parser.parse_args()
@@ -335,7 +353,12 @@ def main() -> None:
             thread.start()
         began = datetime.now(UTC)
         print(f"soaking {minutes} min: {args} ", flush=True)
-        time.sleep(minutes * 60)
+        if args.kill:
+            time.sleep(minutes * 30)
+            soak.kill_and_replace(["scheduler0", "worker0"])
+            time.sleep(minutes * 30)
+        else:
+            time.sleep(minutes * 60)
         # Measure whole minutes after the first (warm-up) and before the last (still firing).
         start = began.replace(second=0, microsecond=0) + timedelta(minutes=1)
         end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
