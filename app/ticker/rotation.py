@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from app.db import Database
 from app.db.rls import Scope
@@ -96,9 +97,23 @@ def run_guarded(ctx: Any, phase: Phase, where: str) -> bool:
 
 
 def run_bound(ctx: Any, phases: Sequence[Phase], max_pages: int | None) -> None:
-    """Every phase for each due namespace in turn, each in transactions bound to it."""
+    """Every phase for each due namespace in turn, each in transactions bound to it.
+
+    If discovery itself fails (the database is away, or this login may not call the function:
+    run the ticker as `almanac_scheduler`), the tick records why and ends; the next one retries.
+    """
     db: Database = ctx.db
-    for namespaces in rotation(db, ctx.now, max_pages, ctx.deadline_monotonic):
+    pages = rotation(db, ctx.now, max_pages, ctx.deadline_monotonic)
+    while True:
+        try:
+            namespaces = next(pages)
+        except StopIteration:
+            return
+        except DBAPIError as exc:
+            cause = f"{type(exc.orig).__name__}: {str(exc.orig).splitlines()[0]}"
+            log.error("tick discovery of due namespaces failed: %s", cause)
+            ctx.result.failures.append({"phase": "discovery", "where": "", "cause": cause})
+            return
         for namespace in namespaces:
             bound = db.bound(Scope.of([namespace.id]).limited(**PHASE_LIMITS))
             for phase in filter(namespace.needs, phases):

@@ -90,3 +90,16 @@ def test_a_phase_stuck_on_a_lock_fails_alone_and_consumes_no_occurrence(h, owner
     rows = h.tick()
     assert [(r["namespace"], r["run_id"]) for r in rows] == [("alpha", RUN_ID)]
     assert [item["kind"] for item in _ledger(h, "alpha")] == ["started"]
+
+
+def test_a_ticker_on_the_app_login_may_not_discover_and_says_so(h, db_url):
+    from app.ticker.tick import run_tick
+    from tests.conftest import make_test_app
+
+    app = make_test_app(db_url, SCHEDULER_DATABASE_URL=None)
+    result = run_tick(app)
+    assert result.rows == []
+    assert [f["phase"] for f in result.failures] == ["discovery"]
+    assert result.failures[0]["cause"].startswith("InsufficientPrivilege: permission denied")
+    # Nothing was consumed: the right login fires both namespaces.
+    assert sorted(r["namespace"] for r in h.tick()) == ["alpha", "beta"]
