@@ -27,8 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import create_app  # noqa: E402
 from app.auth.service import create_namespace  # noqa: E402
+from app.cli.database import upgrade_database  # noqa: E402
 from app.context import clock, database  # noqa: E402
 from app.db import Base, Run, normalize_url  # noqa: E402
+from app.db.rls import Scope  # noqa: E402
+from app.db.roles import APP_ROLE, create_roles  # noqa: E402
 from app.runs import deadlines, engine, lifecycle, workflows  # noqa: E402
 
 START = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -93,7 +96,10 @@ def bench(url: str, n_runs: int, threads: int, batch: int) -> None:
         }
     )
     db = database(app)
-    Base.metadata.create_all(db.engine)
+    if db.is_sqlite:
+        Base.metadata.create_all(db.engine)
+    # Workers see every namespace (as `worker_pool` binds them); so does the setup here.
+    db.scope = Scope.all()
     with db.session() as session:
         clock(app).set(session, START)  # type: ignore[union-attr]
         session.commit()
@@ -153,9 +159,16 @@ def main() -> None:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
         url = make_url(normalize_url(args.postgres_url)).set(database=name)
-        rendered = url.render_as_string(hide_password=False)
+        owner = url.render_as_string(hide_password=False)
+        # As in production: migrated by the owner, worked as the app login under row security.
+        engine = create_engine(owner)
+        with engine.begin() as conn:
+            create_roles(conn)
+        engine.dispose()
+        upgrade_database(owner)
+        login = url.set(username=APP_ROLE, password=None).render_as_string(hide_password=False)
         try:
-            bench(rendered, args.runs, args.threads or 4, args.batch)
+            bench(login, args.runs, args.threads or 4, args.batch)
         finally:
             with admin.connect() as conn:
                 conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -22,6 +22,7 @@ depends_on = None
 
 CATALOG_ROLE = "almanac_catalog"
 SCHEDULER_ROLE = "almanac_scheduler"
+APP_ROLE = "almanac_app"
 FUNCTION = "almanac_due_namespaces(timestamptz, integer)"
 BOUND = "coalesce(nullif(current_setting('almanac.namespaces', true), ''), '{}')::integer[]"
 EVERY = "coalesce(current_setting('almanac.all_namespaces', true), '') = 'on'"
@@ -40,9 +41,9 @@ CATALOG_READS = ("schedules", "runs", "deadlines")
 
 # Checked by `db upgrade` before anything changes (app/db/privileges.py).
 REQUIRES = {
-    "own": NAMESPACE_TABLES + tuple(CHILD_TABLES),
+    "own": NAMESPACE_TABLES + tuple(CHILD_TABLES) + ("namespaces",),
     "member_of": (CATALOG_ROLE,),
-    "roles": (CATALOG_ROLE, SCHEDULER_ROLE),
+    "roles": (CATALOG_ROLE, SCHEDULER_ROLE, APP_ROLE),
 }
 
 DUE_FUNCTION = """
@@ -143,6 +144,16 @@ def upgrade() -> None:
         )
     op.execute(f"GRANT SELECT ON namespaces TO {CATALOG_ROLE}")
     op.execute(f"GRANT SELECT, INSERT, UPDATE ON scheduler_cursors TO {CATALOG_ROLE}")
+    # The scheduler login sees only the namespaces its transaction is bound to; the app login
+    # and the catalog reader see the whole catalog (not forced: the owner is not filtered).
+    op.execute("ALTER TABLE namespaces ENABLE ROW LEVEL SECURITY")
+    op.execute(
+        f"CREATE POLICY whole_catalog ON namespaces TO {APP_ROLE}, {CATALOG_ROLE} USING (true)"
+    )
+    op.execute(
+        f"CREATE POLICY bound_catalog ON namespaces FOR SELECT TO {SCHEDULER_ROLE} "
+        f"USING (id = ANY ({BOUND}) OR {EVERY})"
+    )
     op.execute(IS_DUE_FUNCTION)
     op.execute(DUE_FUNCTION)
     # Only for the ownership transfer: the new owner needs CREATE on the schema.
@@ -165,6 +176,9 @@ def downgrade() -> None:
             op.execute(f"DROP POLICY IF EXISTS catalog_reads ON {table}")
             op.execute(f"REVOKE SELECT ON {table} FROM {CATALOG_ROLE}")
         op.execute(f"REVOKE SELECT ON namespaces FROM {CATALOG_ROLE}")
+        op.execute("DROP POLICY IF EXISTS whole_catalog ON namespaces")
+        op.execute("DROP POLICY IF EXISTS bound_catalog ON namespaces")
+        op.execute("ALTER TABLE namespaces DISABLE ROW LEVEL SECURITY")
         for table in NAMESPACE_TABLES + tuple(CHILD_TABLES):
             op.execute(f"DROP POLICY IF EXISTS namespace_scope ON {table}")
             op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")

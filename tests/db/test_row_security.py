@@ -148,6 +148,9 @@ def test_sessions_bind_their_scope_at_every_transaction(app, app_engine):
 
 @postgres_only
 def test_the_scheduler_and_catalog_logins(app, app_engine, postgres_owner_url):
+    with database(app).session() as session:
+        session.add(Namespace(name="default", created_at=FIXED_NOW))
+        session.commit()
     _seed(app)
     with app_engine.connect() as conn, pytest.raises(ProgrammingError, match="permission denied"):
         conn.execute(text("SELECT almanac_due_namespaces(now(), 16)"))
@@ -155,6 +158,12 @@ def test_the_scheduler_and_catalog_logins(app, app_engine, postgres_owner_url):
     try:
         with scheduler.connect() as conn:
             assert _count(conn, "workflows") == 0
+            # No namespace either, unless its transaction is bound to it.
+            assert _count(conn, "namespaces") == 0
+            conn.rollback()
+            _bind(conn, 1)
+            assert list(conn.scalars(text("SELECT name FROM namespaces"))) == ["default"]
+            conn.rollback()
             with pytest.raises(DBAPIError, match="permission denied"), conn.begin_nested():
                 conn.execute(text("SELECT count(*) FROM api_tokens"))
         with scheduler.connect() as conn:
