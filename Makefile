@@ -4,16 +4,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 export ALMANAC_BIND ?= 127.0.0.1:8000
 
-.PHONY: run test install install-dev browser lint bench clean
+.PHONY: run demo test install install-dev browser lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-install: $(BIN)/python
+# The remote client (`almanac/`, the `almanac` command) is installed editable beside the server;
+# it is reinstalled only when pyproject.toml changes.
+$(BIN)/almanac: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+install: $(BIN)/python $(BIN)/almanac
 	$(BIN)/pip install --quiet -r requirements.txt
 
-install-dev: $(BIN)/python
+install-dev: $(BIN)/python $(BIN)/almanac
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 
 # Debian's Chromium for the Playwright tests (never `playwright install`: it downloads browsers).
@@ -27,15 +33,25 @@ run: install
 	$(BIN)/flask --app wsgi admin bootstrap
 	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 --access-logfile - wsgi:app
 
+# The console on its own SQLite file (instance/demo.db, made afresh each time) with a replayed day
+# of a realistic namespace; the login is printed. Your own database is not touched.
+demo: export ALMANAC_DATABASE_URL = sqlite:///$(CURDIR)/instance/demo.db
+demo: install
+	mkdir -p instance && rm -f instance/demo.db
+	$(BIN)/flask --app wsgi db upgrade
+	ALMANAC_SCHEDULER=off $(BIN)/flask --app wsgi demo seed
+	@echo "Open http://$(ALMANAC_BIND)/ (Ctrl-C stops)."
+	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 wsgi:app
+
 # Exit code 5 (no test collected) is a failure, never a pass.
 test: install-dev browser
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 lint: install-dev
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench wsgi.py
-	$(BIN)/mypy app/calendar app/auth app/db app/runs app/schedules app/console
+	$(BIN)/ruff check app almanac tests bench
+	$(BIN)/ruff format --check app almanac tests bench wsgi.py
+	$(BIN)/mypy app/calendar app/auth app/db app/runs app/schedules app/console app/api app/paging.py app/errors.py
 
 # The benchmarks print their figures (docs/benchmarks.md); the tick and console ones take minutes.
 bench: install-dev
@@ -43,6 +59,7 @@ bench: install-dev
 	$(BIN)/python bench/runs_bench.py
 	$(BIN)/python bench/tick_bench.py
 	$(BIN)/python bench/console_bench.py
+	$(BIN)/python bench/client_bench.py
 
 clean:
 	rm -rf $(VENV) instance tests/artifacts

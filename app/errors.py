@@ -1,8 +1,29 @@
-"""Domain errors shared by every service; delivery maps `code` to an HTTP status in one place."""
+"""Domain errors shared by every service, and the one table both faces map `code` to HTTP with."""
 
 from __future__ import annotations
 
 from typing import Any
+
+HTTP_STATUS = {
+    "BAD_REQUEST": 400,
+    "INVALID_CURSOR": 400,
+    "UNAUTHENTICATED": 401,
+    "FORBIDDEN": 403,
+    "NOT_FOUND": 404,
+    "METHOD_NOT_ALLOWED": 405,
+    "CONFLICT": 409,
+    "SCHEDULE_REVISION": 409,
+    "SCHEDULE_DELETED": 409,
+    "PAYLOAD_TOO_LARGE": 413,
+    "VALIDATION": 422,
+    "CALENDAR_INVALID": 422,
+    "SCHEDULE_RANGE": 422,
+    "INPUT_SCHEMA": 422,
+    "BACKFILL_TOO_LARGE": 422,
+    "CAPACITY": 429,
+    "INTERNAL": 500,
+    "BACKEND_BUSY": 503,
+}
 
 
 class AlmanacError(Exception):
@@ -14,6 +35,11 @@ class AlmanacError(Exception):
         super().__init__(message)
         self.message = message
         self.details = details
+
+    @property
+    def http_status(self) -> int:
+        """The HTTP status both faces answer this error with."""
+        return HTTP_STATUS.get(self.code, 400)
 
 
 class BadRequest(AlmanacError):

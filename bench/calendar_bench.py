@@ -45,7 +45,7 @@ Case = tuple[str, str, datetime]
 
 
 def random_field(rng: random.Random, low: int, high: int) -> str:
-    """One field in one of the forms §4.1 allows."""
+    """One field in one of the forms the grammar allows (docs/calendar.md)."""
     form = rng.choice(("*", "number", "list", "range", "range_step", "star_step"))
     if form == "*":
         return "*"

@@ -1,14 +1,21 @@
-"""Benchmark: console page server time with 100,000 schedules and 1,000,000 history events.
+"""Benchmark: console page server time with 100,000 schedules, 1,000,000 history events and
+1,000,000 runs.
 
 Run: .venv/bin/python bench/console_bench.py [--schedules 100000] [--events 1000000]
-     [--backend sqlite|postgres|both] [--repeat 30]
+     [--runs 1000000] [--backend sqlite|postgres|both] [--repeat 30]
 
 Data goes in through SQLAlchemy Core in bulk (one namespace); the pages are then requested
 through the app in-process (Flask test client), so the figure is the server's time per request:
 routing, session, queries, templates. p50/p95 over `--repeat` requests of:
-- the schedules list, first page and a deep page (cursor near the end of 100,000),
+- the schedules list (each row with its last 10 runs as squares), first page and a deep page
+  (cursor near the end of 100,000),
 - one schedule's detail page,
-- the history modal's page at the deepest `after_sequence` of the busiest schedule.
+- the history modal's page at the deepest `after_sequence` of the busiest schedule,
+- the overview (full page and its htmx refresh): counts by status, overdue and blocked ones,
+  runs of the last 24 h per hour by outcome (runs are spread evenly over the last 7 days, so
+  about 143,000 fall in the chart's window), open tasks.
+The overview's busiest slots (every active schedule's next 24 h expanded, as the load page does)
+load in their own request; it is timed apart, with fewer repeats.
 """
 
 from __future__ import annotations
@@ -32,14 +39,26 @@ from sqlalchemy import create_engine, insert, text  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.auth import service as auth_service  # noqa: E402
-from app.context import database  # noqa: E402
-from app.db import Base, Schedule, ScheduleHistoryEvent, make_engine, normalize_url  # noqa: E402
+from app.context import clock, database  # noqa: E402
+from app.db import (  # noqa: E402
+    Base,
+    Run,
+    Schedule,
+    ScheduleHistoryEvent,
+    Workflow,
+    WorkflowVersion,
+    make_engine,
+    normalize_url,
+)
+from app.paging import encode_cursor  # noqa: E402
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 PG_ADMIN = os.environ.get(
     "ALMANAC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 CHUNK = 10_000
+RUN_STATUSES = ["completed"] * 14 + ["failed", "cancelled", "running", "waiting", "timed_out"]
+WEEK_SECONDS = 7 * 86400
 
 
 def schedule_rows(namespace_id: int, user_id: int, count: int) -> Any:
@@ -113,6 +132,32 @@ def event_rows(schedule_pks: list[int], per: dict[int, int]) -> Any:
             }
 
 
+def run_rows(namespace_id: int, flow: tuple[int, int], schedules: int, count: int) -> Any:
+    """`count` runs, each schedule's in turn, created evenly over the week before NOW."""
+    for i in range(count):
+        schedule = i % schedules
+        yield {
+            "uid": str(uuid.UUID(int=(1 << 64) + i)),
+            "namespace_id": namespace_id,
+            "run_id": f"schedule:sched-{schedule:06d}:{i}",
+            "workflow_id": flow[0],
+            "workflow_version_id": flow[1],
+            "schedule_uid": str(uuid.UUID(int=schedule + 1)),
+            "schedule_id": f"sched-{schedule:06d}",
+            "status": RUN_STATUSES[i % len(RUN_STATUSES)],
+            "input": {},
+            "step_index": 1,
+            "step_outputs": {},
+            "attempt": 1,
+            "labels": {},
+            "memo": {},
+            "search_attributes": {},
+            "last_sequence": 3,
+            # Older runs first, as ticks would have written them.
+            "created_at": NOW - timedelta(seconds=WEEK_SECONDS * (count - i) / count),
+        }
+
+
 def bulk(conn: Any, table: Any, rows: Any) -> None:
     batch: list[dict[str, Any]] = []
     for row in rows:
@@ -124,7 +169,7 @@ def bulk(conn: Any, table: Any, rows: Any) -> None:
         conn.execute(insert(table), batch)
 
 
-def populate(url: str, schedules: int, events: int) -> tuple[str, int]:
+def populate(url: str, schedules: int, events: int, runs: int) -> tuple[str, int]:
     """Fill the database; return the busiest schedule's id and its last sequence."""
     engine = make_engine(url)
     Base.metadata.create_all(engine)
@@ -147,44 +192,70 @@ def populate(url: str, schedules: int, events: int) -> tuple[str, int]:
             per[pks[1 + index % (len(pks) - 1)]] += 1
         bulk(conn, ScheduleHistoryEvent.__table__, event_rows(pks, per))
         conn.execute(text("UPDATE schedules SET history_sequence = 0"))
+        flow = conn.execute(
+            insert(Workflow).returning(Workflow.id),
+            {"namespace_id": namespace_id, "name": "report", "created_at": NOW},
+        ).scalar_one()
+        definition = {"name": "report", "steps": [{"id": "a", "type": "action", "action": "noop"}]}
+        version = conn.execute(
+            insert(WorkflowVersion).returning(WorkflowVersion.id),
+            {"workflow_id": flow, "version": 1, "definition": definition, "created_at": NOW},
+        ).scalar_one()
+        bulk(conn, Run.__table__, run_rows(namespace_id, (flow, version), schedules, runs))
     if engine.dialect.name == "postgresql":
+        # What autovacuum does after a bulk load: statistics, and the visibility map that lets
+        # the overview count runs from the index alone.
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("ANALYZE"))
+            conn.execute(text("VACUUM ANALYZE"))
     else:
         with engine.begin() as conn:
             conn.execute(text("ANALYZE"))
     engine.dispose()
     print(
-        f"  loaded {schedules:,} schedules and {events:,} events in "
+        f"  loaded {schedules:,} schedules, {events:,} events and {runs:,} runs in "
         f"{time.perf_counter() - started:.1f} s"
     )
     return "sched-000000", per[busiest]
 
 
-def timed(client: Any, path: str, repeat: int) -> tuple[float, float]:
+def timed(
+    client: Any, path: str, repeat: int, headers: dict[str, str] | None = None
+) -> tuple[float, float]:
     samples = []
     for _ in range(repeat):
         began = time.perf_counter()
-        response = client.get(path)
+        response = client.get(path, headers=headers or {})
         samples.append((time.perf_counter() - began) * 1000)
         assert response.status_code == 200, (path, response.status_code)
     samples.sort()
     return statistics.median(samples), samples[max(0, int(len(samples) * 0.95) - 1)]
 
 
-def measure(url: str, schedules: int, events: int, repeat: int) -> list[tuple[str, float, float]]:
-    busiest, last_sequence = populate(url, schedules, events)
+def measure(
+    url: str, schedules: int, events: int, runs: int, repeat: int
+) -> list[tuple[str, float, float]]:
+    busiest, last_sequence = populate(url, schedules, events, runs)
+    # The data is laid out around NOW: the pages read the same instant from the manual clock.
     app = create_app(
-        {"DATABASE_URL": url, "SCHEDULER": "off", "SECRET_KEY": "bench", "WTF_CSRF_ENABLED": False}
+        {
+            "DATABASE_URL": url,
+            "SCHEDULER": "off",
+            "SECRET_KEY": "bench",
+            "WTF_CSRF_ENABLED": False,
+            "CLOCK": "manual",
+            "TESTING": True,
+        }
     )
+    with database(app).session() as session:
+        clock(app).set(session, NOW)  # type: ignore[union-attr]
+        session.commit()
     client = app.test_client()
     client.post("/login", data={"username": "bench", "password": "bench-password"})
     first = client.get("/ns/default/schedules").get_data(as_text=True)
     cursor = re.search(r'cursor=([^"&]+)', first)
     assert cursor, "the first page has no next page"
+    assert first.count('class="square run-') == 500, "every row shows its last 10 runs"
     # Walk the keyset to the last pages by building a cursor near the end directly.
-    from app.api.cursors import encode_cursor
-
     with app.test_request_context():
         deep = encode_cursor("default", "console-schedules", [60])
     rows = [
@@ -196,12 +267,19 @@ def measure(url: str, schedules: int, events: int, repeat: int) -> list[tuple[st
             f"/ns/default/schedules/{busiest}/history?after_sequence={max(0, last_sequence - 100)}",
         ),
         ("history, first page", f"/ns/default/schedules/{busiest}/history"),
+        ("overview", "/ns/default/"),
+        ("overview, htmx refresh", "/ns/default/"),
     ]
+    partial = {"HX-Request": "true"}
     results = []
     for label, path in rows:
-        timed(client, path, 3)  # warm caches and connections
-        p50, p95 = timed(client, path, repeat)
+        headers = partial if "refresh" in label else None
+        timed(client, path, 3, headers)  # warm caches and connections
+        p50, p95 = timed(client, path, repeat, headers)
         results.append((label, p50, p95))
+    busiest_slots = "/ns/default/overview/busiest"
+    p50, p95 = timed(client, busiest_slots, 3, partial)
+    results.append(("overview busiest slots (own request)", p50, p95))
     database(app).dispose()
     return results
 
@@ -218,11 +296,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--schedules", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
     print(
-        f"console bench: {args.schedules:,} schedules, {args.events:,} history events; "
+        f"console bench: {args.schedules:,} schedules, {args.events:,} history events, "
+        f"{args.runs:,} runs; "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"
     )
@@ -233,20 +313,20 @@ def main() -> None:
         if backend == "sqlite":
             folder = tempfile.mkdtemp()
             results = measure(
-                f"sqlite:///{folder}/bench.db", args.schedules, args.events, args.repeat
+                f"sqlite:///{folder}/bench.db", args.schedules, args.events, args.runs, args.repeat
             )
         else:
             url, (admin, name) = postgres_url()
             try:
-                results = measure(url, args.schedules, args.events, args.repeat)
+                results = measure(url, args.schedules, args.events, args.runs, args.repeat)
             finally:
                 with admin.connect() as conn:
                     conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         table += [(backend, *row) for row in results]
-    print(f"\n{'backend':<9} {'page':<36} {'p50 ms':>8} {'p95 ms':>8}  target p95 <= 100")
+    print(f"\n{'backend':<9} {'page':<40} {'p50 ms':>8} {'p95 ms':>8}  target p95 <= 50")
     for backend, label, p50, p95 in table:
-        verdict = "ok" if p95 <= 100 else "OVER"
-        print(f"{backend:<9} {label:<36} {p50:>8.1f} {p95:>8.1f}  {verdict}")
+        verdict = "ok" if p95 <= 50 else "OVER"
+        print(f"{backend:<9} {label:<40} {p50:>8.1f} {p95:>8.1f}  {verdict}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,16 @@
-"""Runs benchmark: N runs of `action -> wait PT1S -> action`, on SQLite and PostgreSQL.
+"""Runs benchmark on SQLite and PostgreSQL: a linear and a parallel scenario.
 
-The wait is advanced with the manual clock (no real sleeping): start N runs, run every runnable
-step (first action, entering the wait), move the clock 1 s, let the deadline scanner elapse the
-waits, run the remaining steps. Prints runs/s and steps/s (3 steps per run) per phase and overall.
+Linear: N runs of `action -> wait PT1S -> action`. The wait is advanced with the manual clock (no
+real sleeping): start N runs, run every runnable step (first action, entering the wait), move the
+clock 1 s, let the deadline scanner elapse the waits, run the remaining steps. Prints runs/s and
+steps/s (3 steps per run) per phase and overall.
 
-    .venv/bin/python bench/runs_bench.py                  # both databases, N=10000
-    .venv/bin/python bench/runs_bench.py --db sqlite -n 2000 --threads 1
+Parallel: N runs of one parallel step with 5 branches (capacity 2) of 2 actions each: 10 action
+steps per run, run until none is left. Prints action steps/s and the p99 step latency (from the
+claim transaction that leased a step to the commit of its result).
+
+    .venv/bin/python bench/runs_bench.py                  # both databases and scenarios
+    .venv/bin/python bench/runs_bench.py --db sqlite -n 2000 --threads 1 --scenario parallel
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from app import create_app  # noqa: E402
 from app.auth.service import create_namespace  # noqa: E402
 from app.cli.database import upgrade_database  # noqa: E402
 from app.context import clock, database  # noqa: E402
-from app.db import Base, Run, normalize_url  # noqa: E402
+from app.db import Base, Run, RunHistoryEvent, normalize_url  # noqa: E402
 from app.db.rls import Scope  # noqa: E402
 from app.db.roles import APP_ROLE, create_roles  # noqa: E402
 from app.runs import deadlines, engine, lifecycle, workflows  # noqa: E402
@@ -45,6 +50,28 @@ DEFINITION = {
 }
 
 
+PARALLEL = {
+    "name": "bench",
+    "steps": [
+        {
+            "id": "fan",
+            "type": "parallel",
+            "max_concurrency": 2,
+            "branches": [
+                {
+                    "id": f"b{b}",
+                    "steps": [
+                        {"id": f"b{b}-one", "type": "action", "action": "noop"},
+                        {"id": f"b{b}-two", "type": "action", "action": "noop"},
+                    ],
+                }
+                for b in range(5)
+            ],
+        }
+    ],
+}
+
+
 def _timed(label: str, fn: Callable[[], int], n_runs: int) -> float:
     began = time.perf_counter()
     count = fn()
@@ -53,13 +80,23 @@ def _timed(label: str, fn: Callable[[], int], n_runs: int) -> float:
     return took
 
 
-def _work(app, threads: int, batch: int) -> int:
-    """Run every runnable step with `threads` in-process workers; return the steps advanced."""
+def _work(app, threads: int, batch: int, latencies: list[float] | None = None) -> int:
+    """Run every runnable step with `threads` in-process workers; return the steps advanced.
+
+    With `latencies`, each step advanced gets the wall time of the claim-execute-commit cycle
+    that advanced it.
+    """
     done = [0] * threads
 
     def loop(index: int) -> None:
         settings = engine.WorkerSettings(name=f"bench-{index}", queue=engine.ANY_QUEUE, batch=batch)
-        while advanced := engine.work_once(database(app), clock(app), settings):
+        while True:
+            began = time.perf_counter()
+            advanced = engine.work_once(database(app), clock(app), settings)
+            if not advanced:
+                return
+            if latencies is not None:
+                latencies.extend([time.perf_counter() - began] * advanced)
             done[index] += advanced
 
     pool = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
@@ -70,11 +107,11 @@ def _work(app, threads: int, batch: int) -> int:
     return sum(done)
 
 
-def _start_runs(app, n_runs: int, batch: int = 500) -> int:
+def _start_runs(app, n_runs: int, definition: dict, batch: int = 500) -> int:
     db = database(app)
     with db.session() as session:
         namespace = create_namespace(session, START, "bench")
-        workflows.deploy(session, START, namespace, DEFINITION)
+        workflows.deploy(session, START, namespace, definition)
         workflows.activate(session, START, namespace, "bench")
         session.commit()
         target = lifecycle.resolve_target(session, namespace, workflow="bench")
@@ -85,7 +122,7 @@ def _start_runs(app, n_runs: int, batch: int = 500) -> int:
     return n_runs
 
 
-def bench(url: str, n_runs: int, threads: int, batch: int) -> None:
+def _app(url: str):
     app = create_app(
         {
             "TESTING": True,
@@ -103,11 +140,23 @@ def bench(url: str, n_runs: int, threads: int, batch: int) -> None:
     with db.session() as session:
         clock(app).set(session, START)  # type: ignore[union-attr]
         session.commit()
+    return app, db
+
+
+def _completed(db) -> int:
+    with db.session() as session:
+        return session.scalar(
+            select(func.count()).select_from(Run).where(Run.status == "completed")
+        )
+
+
+def bench(url: str, n_runs: int, threads: int, batch: int) -> None:
+    app, db = _app(url)
     print(
         f"{db.engine.dialect.name}: {n_runs} runs x 3 steps, {threads} worker thread(s), "
         f"{batch} run(s) claimed per transaction"
     )
-    create = _timed("start runs", lambda: _start_runs(app, n_runs), n_runs)
+    create = _timed("start runs", lambda: _start_runs(app, n_runs, DEFINITION), n_runs)
     phase1 = _timed("first action + enter wait", lambda: _work(app, threads, batch), n_runs)
     with db.session() as session:
         clock(app).set(session, START + timedelta(seconds=1))  # type: ignore[union-attr]
@@ -118,10 +167,7 @@ def bench(url: str, n_runs: int, threads: int, batch: int) -> None:
         n_runs,
     )
     phase2 = _timed("second action + complete", lambda: _work(app, threads, batch), n_runs)
-    with db.session() as session:
-        completed = session.scalar(
-            select(func.count()).select_from(Run).where(Run.status == "completed")
-        )
+    completed = _completed(db)
     assert completed == n_runs, f"only {completed} of {n_runs} runs completed"
     execute = phase1 + scan + phase2
     print(
@@ -132,10 +178,52 @@ def bench(url: str, n_runs: int, threads: int, batch: int) -> None:
     db.dispose()
 
 
+def bench_parallel(url: str, n_runs: int, threads: int, batch: int) -> None:
+    app, db = _app(url)
+    print(
+        f"{db.engine.dialect.name}: {n_runs} runs x parallel(5 branches, capacity 2) x 2 actions, "
+        f"{threads} worker thread(s), {batch} step(s) claimed per transaction"
+    )
+    create = _timed("start runs", lambda: _start_runs(app, n_runs, PARALLEL), n_runs)
+    latencies: list[float] = []
+    took = _timed("all steps", lambda: _work(app, threads, batch, latencies), n_runs)
+    completed = _completed(db)
+    assert completed == n_runs, f"only {completed} of {n_runs} runs completed"
+    with db.session() as session:
+        started = session.scalar(
+            select(func.count())
+            .select_from(RunHistoryEvent)
+            .where(RunHistoryEvent.event_type == "step_started")
+        )
+    # Each run enters its parallel step once and leases each of its 10 actions exactly once.
+    assert started == 11 * n_runs, f"{started} step_started events, expected {11 * n_runs}"
+    actions = 10 * n_runs
+    latencies.sort()
+    p50 = latencies[len(latencies) // 2] * 1000
+    p99 = latencies[int(len(latencies) * 0.99)] * 1000
+    print(
+        f"  executing: {actions / took:.0f} action steps/s ({took:.1f} s; {len(latencies)} steps "
+        f"incl. entering the parallel step); step latency p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
+        f"including creation: {actions / (took + create):.0f} action steps/s"
+    )
+    db.dispose()
+
+
+def _scenarios(args: argparse.Namespace) -> list[tuple[Callable[..., None], int]]:
+    chosen = []
+    if args.scenario in ("linear", "both"):
+        chosen.append((bench, args.runs))
+    if args.scenario in ("parallel", "both"):
+        chosen.append((bench_parallel, args.parallel_runs))
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("-n", "--runs", type=int, default=10_000)
+    parser.add_argument("--scenario", choices=["linear", "parallel", "both"], default="both")
+    parser.add_argument("--parallel-runs", type=int, default=2_000)
     parser.add_argument(
         "--threads",
         type=int,
@@ -150,28 +238,34 @@ def main() -> None:
     )
     parser.add_argument("--postgres-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     args = parser.parse_args()
-    if args.db in ("sqlite", "both"):
-        with tempfile.TemporaryDirectory() as tmp:
-            bench(f"sqlite:///{tmp}/bench.db", args.runs, args.threads or 1, args.batch)
-    if args.db in ("postgres", "both"):
-        admin = create_engine(normalize_url(args.postgres_url), isolation_level="AUTOCOMMIT")
-        name = f"almanac_bench_{uuid.uuid4().hex[:8]}"
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        url = make_url(normalize_url(args.postgres_url)).set(database=name)
-        owner = url.render_as_string(hide_password=False)
-        # As in production: migrated by the owner, worked as the app login under row security.
+    for scenario, n_runs in _scenarios(args):
+        if args.db in ("sqlite", "both"):
+            with tempfile.TemporaryDirectory() as tmp:
+                scenario(f"sqlite:///{tmp}/bench.db", n_runs, args.threads or 1, args.batch)
+        if args.db in ("postgres", "both"):
+            _on_postgres(args, scenario, n_runs)
+
+
+def _on_postgres(args: argparse.Namespace, scenario: Callable[..., None], n_runs: int) -> None:
+    """Run `scenario` in a fresh PostgreSQL database, dropped afterwards: migrated by the owner
+    and worked as the app login under row security, as in production."""
+    admin = create_engine(normalize_url(args.postgres_url), isolation_level="AUTOCOMMIT")
+    name = f"almanac_bench_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(normalize_url(args.postgres_url)).set(database=name)
+    owner = url.render_as_string(hide_password=False)
+    try:
         engine = create_engine(owner)
         with engine.begin() as conn:
             create_roles(conn)
         engine.dispose()
         upgrade_database(owner)
         login = url.set(username=APP_ROLE, password=None).render_as_string(hide_password=False)
-        try:
-            bench(login, args.runs, args.threads or 4, args.batch)
-        finally:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        scenario(login, n_runs, args.threads or 4, args.batch)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 if __name__ == "__main__":

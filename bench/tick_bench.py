@@ -51,7 +51,7 @@ from app.db import (  # noqa: E402
 )
 from app.db.rls import Scope  # noqa: E402
 from app.db.roles import SCHEDULER_ROLE, create_roles  # noqa: E402
-from app.schedules.ticking import fire_due  # noqa: E402
+from app.schedules.tick.due import fire_due  # noqa: E402
 from app.ticker.rotation import PHASE_LIMITS  # noqa: E402
 
 DUE = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)

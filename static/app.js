@@ -8,11 +8,29 @@
     if (el instanceof HTMLSelectElement && el.hasAttribute("data-autosubmit")) el.form.submit();
   });
 
+  // A live region marked [data-pause-on-focus] skips its refresh while focus is inside it:
+  // swapping it would throw keyboard focus back to the top of the page.
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const el = event.detail.elt;
+    const active = document.activeElement;
+    if (el instanceof Element && el.hasAttribute("data-pause-on-focus") && active &&
+        active !== document.body && el.contains(active)) {
+      event.preventDefault();
+    }
+  });
+
   // Plain (non-htmx) forms that need a confirmation.
   document.addEventListener("submit", (event) => {
     const form = event.target;
     const question = form.getAttribute && form.getAttribute("data-confirm");
     if (question && !window.confirm(question)) event.preventDefault();
+  });
+
+  // A form answered with mistakes: focus its error summary, so they are read first (at 390 px
+  // the first error may be far below the fold).
+  document.addEventListener("DOMContentLoaded", () => {
+    const summary = document.querySelector("[data-error-summary]");
+    if (summary) summary.focus();
   });
 
   // The modal: a native <dialog> opened by [data-modal-opener] buttons that load its body.
@@ -49,8 +67,50 @@
     }
   });
 
+  // History rows are one Tab stop (a roving tabindex): the arrow keys, Home and End move
+  // between events, so Load more is a few Tabs away however many rows are loaded.
+  const historyRows = () =>
+    Array.from(document.querySelectorAll("#history-events > li > details > summary"));
+  let rowsBeforeLoad = 0;
+
+  function makeTabStop(summary) {
+    for (const row of historyRows()) row.setAttribute("tabindex", "-1");
+    summary.setAttribute("tabindex", "0");
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const el = event.target;
+    if (!(el instanceof HTMLElement) || !el.matches("#history-events summary")) return;
+    const rows = historyRows();
+    const at = rows.indexOf(el);
+    const to = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: rows.length - 1 }[event.key];
+    if (to === undefined || to < 0 || to >= rows.length) return;
+    event.preventDefault();
+    makeTabStop(rows[to]);
+    rows[to].focus();
+  });
+
+  document.addEventListener("focusin", (event) => {
+    const el = event.target;
+    if (el instanceof HTMLElement && el.matches("#history-events summary")) makeTabStop(el);
+  });
+
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const target = event.detail.target;
+    if (target && target.id === "history-events") rowsBeforeLoad = historyRows().length;
+  });
+
   document.addEventListener("htmx:afterSwap", (event) => {
-    if (event.detail.target && event.detail.target.id === "modal-body") focusTitle();
+    const target = event.detail.target;
+    if (target && target.id === "modal-body") focusTitle();
+    // After Load more, focus the first event it loaded (not <body>).
+    if (target && target.id === "history-events") {
+      const first = historyRows()[rowsBeforeLoad];
+      if (first) {
+        makeTabStop(first);
+        first.focus();
+      }
+    }
   });
 
   function showError() {

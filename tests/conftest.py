@@ -29,6 +29,8 @@ PG_URL = os.environ.get(
     "ALMANAC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 ARTIFACTS = Path(__file__).parent / "artifacts"
+# Shared harnesses as plugins: any folder's tests may ask for `h`, `operator` or `scenario`.
+pytest_plugins = ["tests.support.schedules_harness", "tests.support.runs_scenario"]
 
 
 def _require(name: str) -> bool:

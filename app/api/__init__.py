@@ -1,20 +1,19 @@
-"""The JSON API under `/api/v1` (SPEC §7): blueprints, error handling, no CSRF (bearer tokens)."""
+"""The JSON API under `/api/v1`: blueprints, error handling, no CSRF (bearer tokens)."""
 
 from __future__ import annotations
 
 from flask import Flask
 
-from app.api import errors
+from app.api import calendar, errors, incidents, runs, schedules, simulate, system, workflows
 
 PREFIX = "/api/v1"
 
 
 def init_app(app: Flask) -> None:
-    """Register every API blueprint under the prefix, exempt from CSRF, and the error handlers."""
-    from app.api import calendar, runs, schedules, system, workflows
-
+    """Register every API blueprint under the prefix, exempt from CSRF; JSON for unmatched paths."""
     csrf = app.extensions["csrf"]
-    for bp in (system.bp, calendar.bp, workflows.bp, runs.bp, schedules.bp):
+    blueprints = (system.bp, calendar.bp, workflows.bp, runs.bp, incidents.bp, simulate.bp)
+    for bp in (*blueprints, schedules.bp):
         csrf.exempt(bp)
         app.register_blueprint(bp, url_prefix=PREFIX)
-    errors.register(app)
+    errors.init_app(app)

@@ -1,4 +1,4 @@
-"""Calendar preview (SPEC §4.5)."""
+"""Calendar preview (docs/calendar.md)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ from typing import Any
 from flask import Blueprint, jsonify
 
 from app import calendar, context
-from app.api.errors import located
+from app.api import errors
 from app.api.models import PreviewIn
 from app.api.routing import operation, parse_body
 from app.auth.grants import RUN_READ
 from app.db import Namespace
+from app.schedules.config import spec_error, spec_request
 
 bp = Blueprint("api_calendar", __name__)
+errors.register(bp)
 
 
 @operation(
@@ -28,8 +30,11 @@ bp = Blueprint("api_calendar", __name__)
 def preview(namespace: Namespace) -> Any:
     """Return the next due times of a spec, with DST notes."""
     body = parse_body(PreviewIn)
-    with located("spec"):
-        spec = calendar.Spec.from_dict(body.spec)
+    calendar_fields = body.model_dump(include={"spec", "cron", "timezone"}, exclude_unset=True)
+    try:
+        spec = calendar.Spec.from_dict(spec_request(calendar_fields))
+    except calendar.CalendarError as exc:
+        raise spec_error(calendar_fields, exc) from None
     after = calendar.parse_instant(body.after, ("after",)) if body.after else context.now()
     items = calendar.preview(spec, after, body.count, jitter_seconds=body.jitter_seconds)
     return jsonify({"occurrences": [item.to_dict() for item in items]})

@@ -1,4 +1,8 @@
-"""Map domain errors and HTTP errors to the SPEC §7 JSON error body, for every `/api` path."""
+"""Map domain errors and HTTP errors to the JSON error body (docs/api.md), for every `/api` path.
+
+The statuses come from `app/errors.py`, the table the console shares; the console's HTML error
+pages live in `app/console/errors.py`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from app.calendar import CalendarError, SpecRangeError
@@ -15,26 +19,6 @@ from app.errors import AlmanacError, BackendBusy, CapacityExceeded
 
 log = logging.getLogger(__name__)
 
-STATUS_BY_CODE = {
-    "BAD_REQUEST": 400,
-    "INVALID_CURSOR": 400,
-    "UNAUTHENTICATED": 401,
-    "FORBIDDEN": 403,
-    "NOT_FOUND": 404,
-    "METHOD_NOT_ALLOWED": 405,
-    "CONFLICT": 409,
-    "SCHEDULE_REVISION": 409,
-    "SCHEDULE_DELETED": 409,
-    "PAYLOAD_TOO_LARGE": 413,
-    "VALIDATION": 422,
-    "CALENDAR_INVALID": 422,
-    "SCHEDULE_RANGE": 422,
-    "INPUT_SCHEMA": 422,
-    "BACKFILL_TOO_LARGE": 422,
-    "CAPACITY": 429,
-    "INTERNAL": 500,
-    "BACKEND_BUSY": 503,
-}
 CODE_BY_STATUS = {
     400: "BAD_REQUEST",
     401: "UNAUTHENTICATED",
@@ -56,48 +40,38 @@ def error_response(status: int, code: str, message: str, details: dict[str, Any]
 
 
 def _from_domain(exc: AlmanacError) -> Response:
-    status = STATUS_BY_CODE.get(exc.code, 400)
-    response = error_response(status, exc.code, exc.message, exc.details)
+    response = error_response(exc.http_status, exc.code, exc.message, exc.details)
     if isinstance(exc, CapacityExceeded | BackendBusy):
         response.headers["Retry-After"] = str(exc.retry_after)
     return response
 
 
-def _is_api() -> bool:
-    return request.path.startswith("/api/")
+def _from_http(exc: HTTPException) -> Response:
+    status = exc.code or 500
+    code = CODE_BY_STATUS.get(status, "INTERNAL" if status >= 500 else "BAD_REQUEST")
+    return error_response(status, code, exc.description or exc.name, {})
 
 
-def register(app: Flask) -> None:
-    """Install the handlers; non-API paths keep Flask's own error pages."""
+def _unexpected(exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return error_response(500, "INTERNAL", "an internal error occurred; it was logged", {})
 
-    @app.errorhandler(AlmanacError)
-    def _domain(exc: AlmanacError) -> Any:
-        if _is_api():
-            return _from_domain(exc)
-        status = STATUS_BY_CODE.get(exc.code, 400)
-        return render_template("error.html", status=status, message=exc.message), status
 
-    @app.errorhandler(CalendarError)
-    @app.errorhandler(SpecRangeError)
-    def _calendar(exc: CalendarError | SpecRangeError) -> Any:
-        if _is_api():
-            return _calendar_response(exc)
-        return render_template("error.html", status=422, message=str(exc)), 422
+def register(bp: Blueprint) -> None:
+    """Answer every error raised in `bp` with the JSON error body, never HTML."""
+    bp.register_error_handler(AlmanacError, _from_domain)
+    bp.register_error_handler(CalendarError, _calendar_response)
+    bp.register_error_handler(SpecRangeError, _calendar_response)
+    bp.register_error_handler(HTTPException, _from_http)
+    bp.register_error_handler(Exception, _unexpected)
+
+
+def init_app(app: Flask) -> None:
+    """JSON for `/api` paths no blueprint matched (404, 405); other paths keep Flask's pages."""
 
     @app.errorhandler(HTTPException)
-    def _http(exc: HTTPException) -> Any:
-        if not _is_api():
-            return exc
-        status = exc.code or 500
-        code = CODE_BY_STATUS.get(status, "INTERNAL" if status >= 500 else "BAD_REQUEST")
-        return error_response(status, code, exc.description or exc.name, {})
-
-    @app.errorhandler(Exception)
-    def _unexpected(exc: Exception) -> Any:
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        if not _is_api():
-            return render_template("error.html", status=500, message="Internal error"), 500
-        return error_response(500, "INTERNAL", "an internal error occurred; it was logged", {})
+    def _routing(exc: HTTPException) -> Response | HTTPException:
+        return _from_http(exc) if request.path.startswith("/api/") else exc
 
 
 @contextmanager
@@ -106,14 +80,12 @@ def located(*prefix: str | int) -> Iterator[None]:
     try:
         yield
     except CalendarError as exc:
-        raise CalendarError(exc.msg, loc=(*prefix, *exc.loc)) from exc
+        raise CalendarError(exc.msg, loc=(*prefix, *exc.loc), code=exc.code) from exc
 
 
 def _calendar_response(exc: CalendarError | SpecRangeError) -> Response:
     if isinstance(exc, SpecRangeError):
         return error_response(422, "SCHEDULE_RANGE", str(exc), {})
     loc = list(exc.loc)
-    message = f"{'.'.join(map(str, loc))}: {exc.msg}" if loc else exc.msg
-    return error_response(
-        422, "CALENDAR_INVALID", message, {"errors": [{"loc": loc, "msg": exc.msg}]}
-    )
+    message = exc.located()
+    return error_response(422, exc.code, message, {"errors": [{"loc": loc, "msg": exc.msg}]})

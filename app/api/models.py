@@ -13,11 +13,16 @@ class Strict(BaseModel):
 
 class NamespaceIn(Strict):
     name: str = Field(min_length=1, max_length=64)
-    max_active_runs: int | None = Field(default=None, ge=1)
+    # An Integer column: a larger limit would not fit (and no namespace needs it).
+    max_active_runs: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class PreviewIn(Strict):
-    spec: dict[str, Any]
+    """A spec, or the `cron` and `timezone` shorthands a save accepts."""
+
+    spec: dict[str, Any] | None = None
+    cron: str | None = Field(default=None, max_length=256)
+    timezone: str | None = Field(default=None, max_length=64)
     after: str | None = Field(default=None, max_length=64)
     count: int = Field(default=10, ge=1, le=100)
     jitter_seconds: int = Field(default=0, ge=0, le=3600)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from pydantic import BaseModel
+
+from app.api.response_schemas import response_schema
 from app.api.routing import OPERATIONS, Operation
 
 ERROR_SCHEMA = {
@@ -43,14 +47,41 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
                 "in": "query",
                 "required": False,
                 "description": description,
-                "schema": {"type": "string"},
+                "schema": _query_schema(name, description),
             }
         )
     return params
 
 
+# Query parameters that are integers (ASCII digits), with their default range; a range in the
+# description ("1-500") overrides it.
+INTEGER_QUERY = {
+    "limit": (1, 100),
+    "upcoming": (0, 100),
+    "version": (1, 2**31 - 1),
+    "after_sequence": (0, 10**18 - 1),
+}
+_RANGE = re.compile(r"\b([0-9]+)-([0-9]+)\b")
+
+
+def _query_schema(name: str, description: str) -> dict[str, Any]:
+    if name in INTEGER_QUERY:
+        low, high = INTEGER_QUERY[name]
+        match = _RANGE.search(description)
+        if match and name != "after_sequence":
+            low, high = int(match.group(1)), int(match.group(2))
+        return {"type": "integer", "minimum": low, "maximum": high}
+    return {"type": "string"}
+
+
 def _path_names(path: str) -> list[str]:
     return [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+
+def _success(op: Operation) -> dict[str, Any]:
+    schema = response_schema(op.method, op.path)
+    content = {"application/json": {"schema": schema} if schema is not None else {}}
+    return {"description": "Success", "content": content}
 
 
 def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
@@ -59,7 +90,7 @@ def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
         "operationId": f"{op.method}_{op.path}".replace("/", "_").replace("{", "").replace("}", ""),
         "parameters": _parameters(op),
         "responses": {
-            str(op.status): {"description": "Success", "content": {"application/json": {}}},
+            str(op.status): _success(op),
             "default": {
                 "description": "Error",
                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -71,15 +102,27 @@ def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
     if op.auth:
         doc["security"] = [{"bearer": []}]
     if op.body is not None:
-        name = op.body.__name__
-        schema = op.body.model_json_schema(ref_template="#/components/schemas/{model}")
-        schemas.update(schema.pop("$defs", {}))
-        schemas[name] = schema
         doc["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+            "content": {
+                "application/json": {"schema": _schema_ref(op.body, schemas, "validation")}
+            },
         }
+    if op.response is not None:
+        content = doc["responses"][str(op.status)]["content"]["application/json"]
+        content["schema"] = _schema_ref(op.response, schemas, "serialization")
     return doc
+
+
+def _schema_ref(model: type[BaseModel], schemas: dict[str, Any], mode: str) -> dict[str, str]:
+    """Register `model` (and the models it uses) under components; return a reference to it."""
+    schema = model.model_json_schema(
+        ref_template="#/components/schemas/{model}",
+        mode=mode,  # type: ignore[arg-type]
+    )
+    schemas.update(schema.pop("$defs", {}))
+    schemas[model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
 def build_document() -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,11 +11,12 @@ from typing import Any, TypeVar
 from flask import Blueprint, g, request
 from pydantic import BaseModel, ValidationError
 
-from app import context
+from app import context, inputs
 from app.auth import service as auth_service
 from app.auth.grants import require_grant
 from app.db import User
-from app.errors import BadRequest, Forbidden, Unauthenticated, ValidationFailed
+from app.errors import Forbidden, Unauthenticated, ValidationFailed
+from app.paging import decode_cursor, encode_cursor
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,6 +34,7 @@ class Operation:
     status: int
     query: list[tuple[str, str]] = field(default_factory=list)
     namespaced: bool = False
+    response: type[BaseModel] | None = None
 
 
 OPERATIONS: list[Operation] = []
@@ -71,6 +72,7 @@ def operation(
     status: int = 200,
     query: list[tuple[str, str]] | None = None,
     namespaced: bool = False,
+    response: type[BaseModel] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a view; namespaced views get `namespace` and are also served at the bare path."""
     grants = (grant,) if isinstance(grant, str) else tuple(grant or ())
@@ -105,6 +107,7 @@ def operation(
                     status=status,
                     query=list(query or []),
                     namespaced=namespaced,
+                    response=response,
                 )
             )
         return wrapped
@@ -114,11 +117,7 @@ def operation(
 
 def parse_body(model: type[M]) -> M:
     """Parse the JSON object body into `model`, or raise a 400/422 naming the field."""
-    raw = request.get_data(cache=True)
-    try:
-        data = json.loads(raw or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+    data = inputs.loads(request.get_data(cache=True) or b"{}", ["body"])
     if not isinstance(data, dict):
         raise ValidationFailed([{"loc": ["body"], "msg": "must be a JSON object"}])
     try:
@@ -136,7 +135,23 @@ def query_int(name: str, default: int, low: int, high: int) -> int:
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    value = inputs.ascii_int(raw)
+    if value is None or not low <= value <= high:
         msg = f"must be an integer from {low} to {high}"
         raise ValidationFailed([{"loc": ["query", name], "msg": msg}])
-    return int(raw)
+    return value
+
+
+def page_args(namespace: str, collection: str) -> tuple[int, list[Any] | None]:
+    """`limit` (1-100, default 50) and the decoded `cursor` of this request, if any."""
+    limit = query_int("limit", 50, 1, 100)
+    token = request.args.get("cursor")
+    return limit, decode_cursor(token, namespace, collection) if token else None
+
+
+def page_json(
+    namespace: str, collection: str, items: list[dict[str, Any]], key: list[Any] | None
+) -> dict[str, Any]:
+    """A list's body: its items and the signed cursor of the next page (or null)."""
+    cursor = encode_cursor(namespace, collection, key) if key is not None else None
+    return {"items": items, "next_cursor": cursor}

@@ -1,8 +1,8 @@
-"""Request bodies of the workflow, activation, run, signal and task routes (SPEC §7)."""
+"""Request bodies of the workflow, activation, run, signal and task routes (docs/api.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -14,22 +14,25 @@ class StepIn(Strict):
 
     model_config = ConfigDict(extra="allow")
     id: str
-    type: str = Field(description="action | wait | signal | task")
+    type: str = Field(description="action | wait | signal | task | parallel")
 
 
 class DefinitionIn(Strict):
-    """A workflow definition (SPEC §6.1)."""
+    """A workflow definition (docs/runs.md)."""
 
     name: str = Field(min_length=1, max_length=128)
     description: str | None = None
     input_schema: dict[str, Any] = Field(default_factory=dict)
-    timeout_seconds: int | None = Field(default=None, ge=1)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
+    on_step_failure: str = Field(
+        default="fail", description="fail | incident (suspend the run for an operator)"
+    )
     steps: list[StepIn]
 
 
 class ActivationIn(Strict):
     workflow: str = Field(min_length=1, max_length=128)
-    version: int | None = Field(default=None, ge=1)
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class RunIn(Strict):
@@ -57,4 +60,11 @@ class ReasonIn(Strict):
 
 
 class TaskCompleteIn(Strict):
+    output: Any = None
+
+
+class IncidentResolveIn(Strict):
+    """Resolve an incident: run the step again, complete it with `output`, or fail the run."""
+
+    action: Literal["retry", "skip", "fail"]
     output: Any = None

@@ -1,4 +1,4 @@
-"""Runs, their history and replay, signals, cancel and terminate, and tasks: routes of SPEC §7."""
+"""Runs, their history and replay, signals, cancel and terminate, and tasks (docs/api.md)."""
 
 from __future__ import annotations
 
@@ -8,24 +8,22 @@ from flask import Blueprint, jsonify, request
 from sqlalchemy.orm import Session
 
 from app import context
-from app.api.cursors import encode_cursor, page_args
-from app.api.routing import current_user, operation, parse_body
+from app.api import errors
+from app.api.routing import current_user, operation, page_args, page_json, parse_body
 from app.api.run_models import ReasonIn, RunIn, SignalIn, TaskCompleteIn
 from app.auth.grants import RUN_MANAGE, RUN_READ, RUN_START
-from app.calendar import format_utc
+from app.calendar import format_utc, format_utc_or_none
 from app.db import Namespace, Run, RunHistoryEvent, Task, Workflow, WorkflowVersion
 from app.db.runs import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES
 from app.errors import ValidationFailed
 from app.runs import replay, service, signals, tasks
+from app.schedules.config import label_pair
 
 bp = Blueprint("api_runs", __name__)
+errors.register(bp)
 
 PAGE = [("limit", "1-100, default 50"), ("cursor", "next_cursor of the last page")]
 RUN_STATUSES = (*ACTIVE_RUN_STATUSES, *FINAL_RUN_STATUSES)
-
-
-def _iso(value: Any) -> str | None:
-    return format_utc(value) if value is not None else None
 
 
 def run_json(session: Session, run: Run, namespace: Namespace) -> dict[str, Any]:
@@ -46,21 +44,25 @@ def run_json(session: Session, run: Run, namespace: Namespace) -> dict[str, Any]
         "error": run.error,
         "current_step": run.current_step,
         "queue": run.queue,
-        "created_at": _iso(run.created_at),
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
+        "created_at": format_utc_or_none(run.created_at),
+        "started_at": format_utc_or_none(run.started_at),
+        "finished_at": format_utc_or_none(run.finished_at),
     }
 
 
 def event_json(event: RunHistoryEvent) -> dict[str, Any]:
-    return {
+    body = {
         "id": event.id,
         "sequence": event.sequence,
         "event_type": event.event_type,
         "node_id": event.node_id,
         "payload": event.payload,
-        "recorded_at": _iso(event.recorded_at),
+        "recorded_at": format_utc_or_none(event.recorded_at),
     }
+    if event.branch_path:
+        # Only events inside parallel branches carry the branches they happened in.
+        body["branch_path"] = list(event.branch_path)
+    return body
 
 
 def task_json(task: Task, run_id: str) -> dict[str, Any]:
@@ -72,23 +74,19 @@ def task_json(task: Task, run_id: str) -> dict[str, Any]:
         "role": task.role,
         "status": task.status,
         "output": task.output,
-        "created_at": _iso(task.created_at),
-        "due_at": _iso(task.due_at),
-        "completed_at": _iso(task.completed_at),
+        "created_at": format_utc_or_none(task.created_at),
+        "due_at": format_utc_or_none(task.due_at),
+        "completed_at": format_utc_or_none(task.completed_at),
         "completed_by": task.completed_by,
     }
-
-
-def _page(
-    namespace: Namespace, collection: str, items: list[dict[str, Any]], key: list[Any] | None
-) -> dict[str, Any]:
-    cursor = encode_cursor(namespace.name, collection, key) if key is not None else None
-    return {"items": items, "next_cursor": cursor}
 
 
 def _pairs(name: str) -> dict[str, str]:
     """Repeated `name=key:value` query parameters as a dict, else 422."""
     pairs = {}
+    if name == "label":
+        # Labels read as everywhere else: key:value, or key=value.
+        return dict(label_pair(raw, ("query", name)) for raw in request.args.getlist(name))
     for raw in request.args.getlist(name):
         key, sep, value = raw.partition(":")
         if not sep or not key:
@@ -157,7 +155,7 @@ def list_runs(namespace: Namespace) -> Any:
     session = context.session()
     rows, key = service.list_runs(session, namespace, limit, after, where)
     items = [run_json(session, run, namespace) for run, _name in rows]
-    return jsonify(_page(namespace, "runs", items, key))
+    return jsonify(page_json(namespace.name, "runs", items, key))
 
 
 @operation(bp, "GET", "/runs/<run_id>", summary="A run", grant=RUN_READ, namespaced=True)
@@ -182,7 +180,9 @@ def run_history(namespace: Namespace, run_id: str) -> Any:
     run = service.get_run(session, namespace, run_id)
     limit, after = page_args(namespace.name, f"run-history:{run.uid}")
     events, key = service.history(session, run, limit, after)
-    return jsonify(_page(namespace, f"run-history:{run.uid}", [event_json(e) for e in events], key))
+    return jsonify(
+        page_json(namespace.name, f"run-history:{run.uid}", [event_json(e) for e in events], key)
+    )
 
 
 @operation(
@@ -295,7 +295,7 @@ def list_tasks(namespace: Namespace) -> Any:
         status=status,
         run_id=request.args.get("run_id") or None,
     )
-    return jsonify(_page(namespace, "tasks", [task_json(t, r) for t, r in rows], key))
+    return jsonify(page_json(namespace.name, "tasks", [task_json(t, r) for t, r in rows], key))
 
 
 @operation(

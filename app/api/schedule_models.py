@@ -1,4 +1,4 @@
-"""Request bodies of the schedule routes (§5.1, §5.5); the service normalizes the shorthands."""
+"""Request bodies of the schedule routes; the service normalizes the shorthands."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ class ActionIn(Strict):
 
 
 class ScheduleIn(Strict):
-    """A save request; `cron`, `timezone`, `activation_id`, `input` and `id` are shorthands."""
+    """A save request; `cron`, `timezone`, `workflow`, `activation_id`, `input` and `id` are
+    shorthands."""
 
     schedule_id: str | None = Field(default=None, max_length=128)
     id: str | None = Field(default=None, max_length=128)
@@ -32,6 +33,7 @@ class ScheduleIn(Strict):
     cron: str | None = Field(default=None, max_length=256)
     timezone: str | None = Field(default=None, max_length=64)
     action: ActionIn | None = None
+    workflow: str | None = Field(default=None, min_length=1, max_length=128)
     activation_id: str | None = Field(default=None, min_length=1, max_length=36)
     input: Any = None
     overlap_policy: OverlapPolicy | None = None

@@ -1,18 +1,26 @@
-"""Schedules routes of SPEC §7: save, read, list, patch, pause/resume, delete, trigger, backfill,
-the occurrence ledger and the audit stream."""
+"""Schedule routes (docs/api.md): save, read, list, patch, pause/resume, delete, trigger,
+backfill, the occurrence ledger and the audit stream."""
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
 from app import context
-from app.api.cursors import encode_cursor, page_args
-from app.api.routing import current_user, operation, parse_body, query_int
+from app.api import errors
+from app.api.routing import (
+    current_user,
+    operation,
+    page_args,
+    page_json,
+    parse_body,
+    query_int,
+)
 from app.api.schedule_models import (
     BackfillIn,
     ReasonIn,
@@ -24,16 +32,20 @@ from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor
-from app.schedules import manual, queries, service, status, store
-from app.schedules.audit import CommandContext
+from app.schedules import manual, queries, service, store
+from app.schedules.audit import CommandContext, declared_source
+from app.schedules.config import label_pair
 from app.schedules.errors import invalid
 
 bp = Blueprint("api_schedules", __name__)
+errors.register(bp)
 
 ONE = "/schedules/<schedule_id>"
 CHANGE = (TRIGGER_MANAGE,)
 START = (TRIGGER_MANAGE, RUN_START)
 IF_MATCH = re.compile(r'\s*(?:W/)?"?(\d{1,9})"?\s*')
+# Clients may declare themselves (informational); anything else is recorded as plain `api`.
+DECLARED_SOURCES = frozenset({"cli", "sdk"})
 
 
 def _if_match() -> int | None:
@@ -48,7 +60,7 @@ def _if_match() -> int | None:
 
 
 def _command(reason: str | None = None) -> CommandContext:
-    source = "cli" if request.headers.get("X-Almanac-Source") == "cli" else "api"
+    source = declared_source(request.headers.get("X-Almanac-Source"))
     request_id = (request.headers.get("X-Request-Id") or "")[:128] or str(uuid.uuid4())
     return CommandContext(current_user().username, source, request_id, reason)
 
@@ -94,8 +106,8 @@ def list_schedules(namespace: Namespace) -> Any:
     )
     session = context.session()
     rows, next_key = queries.list_schedules(session, namespace, filters, limit, after)
-    cursor = encode_cursor(namespace.name, "schedules", [next_key]) if next_key else None
-    return jsonify({"items": queries.resources(session, namespace, rows), "next_cursor": cursor})
+    items = queries.resources(session, namespace, rows)
+    return jsonify(page_json(namespace.name, "schedules", items, [next_key] if next_key else None))
 
 
 @operation(
@@ -160,7 +172,7 @@ def patch_schedule(namespace: Namespace, schedule_id: str) -> Any:
 
 def _pause(namespace: Namespace, schedule_id: str) -> Response:
     reason = parse_body(ReasonIn).reason
-    schedule = status.pause(
+    schedule = service.pause(
         context.session(),
         context.now(),
         namespace,
@@ -174,22 +186,17 @@ def _pause(namespace: Namespace, schedule_id: str) -> Response:
 
 
 def _resume(namespace: Namespace, schedule_id: str) -> Response:
-    reason = parse_body(ReasonIn).reason
-    schedule = status.resume(
-        context.session(),
-        context.now(),
-        namespace,
-        current_user(),
-        _command(reason),
-        schedule_id,
-        _if_match(),
-    )
-    return _one(namespace, schedule)
+    return _change(namespace, schedule_id, service.resume)
 
 
 def _delete(namespace: Namespace, schedule_id: str) -> Response:
+    return _change(namespace, schedule_id, service.delete)
+
+
+def _change(namespace: Namespace, schedule_id: str, change: Callable[..., Schedule]) -> Response:
+    """Resume or delete: the same arguments, the schedule as it is afterwards."""
     reason = parse_body(ReasonIn).reason
-    schedule = status.delete(
+    schedule = change(
         context.session(),
         context.now(),
         namespace,
@@ -295,7 +302,6 @@ def trigger_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.session(),
         context.now(),
         namespace,
-        current_user(),
         _command(body.reason),
         schedule_id,
         body.overlap_policy,
@@ -321,7 +327,6 @@ def backfill_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.session(),
         context.now(),
         namespace,
-        current_user(),
         _command(body.reason),
         schedule_id,
         start,
@@ -354,10 +359,8 @@ def list_occurrences(namespace: Namespace, schedule_id: str) -> Any:
             raise InvalidCursor("the cursor belongs to another schedule's ledger")
         after = (parse_instant(key[1]), key[2])
     items, next_key = queries.occurrences(session, schedule, limit, after)
-    cursor = None
-    if next_key is not None:
-        cursor = encode_cursor(namespace.name, "schedule-occurrences", [schedule.uid, *next_key])
-    return jsonify({"items": items, "next_cursor": cursor})
+    key = [schedule.uid, *next_key] if next_key is not None else None
+    return jsonify(page_json(namespace.name, "schedule-occurrences", items, key))
 
 
 @operation(
@@ -394,10 +397,4 @@ def _int_key(key: list[Any] | None) -> int | None:
 
 
 def _labels() -> tuple[tuple[str, str], ...]:
-    pairs = []
-    for raw in request.args.getlist("label"):
-        name, sep, value = raw.partition(":")
-        if not sep or not name:
-            raise invalid(["query", "label"], "must look like key:value")
-        pairs.append((name, value))
-    return tuple(pairs)
+    return tuple(label_pair(raw, ("query", "label")) for raw in request.args.getlist("label"))

@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify
 
 from app import context
+from app.api import errors
 from app.api.models import ClockIn, NamespaceIn, TickIn
 from app.api.openapi import build_document
 from app.api.routing import current_user, operation, parse_body
@@ -15,9 +16,11 @@ from app.calendar import format_utc, parse_instant
 from app.db import Namespace
 from app.db.session import begin_write
 from app.errors import Conflict
-from app.ticker import tick as ticker
+from app.ticker import health as ticker_health
+from app.ticker.tick import run_tick
 
 bp = Blueprint("api_system", __name__)
+errors.register(bp)
 
 
 def namespace_json(namespace: Namespace) -> dict[str, Any]:
@@ -31,7 +34,7 @@ def namespace_json(namespace: Namespace) -> dict[str, Any]:
 @operation(bp, "GET", "/health", summary="Database reachability and ticker liveness", auth=False)
 def health() -> Any:
     """Report whether the database answers and when the ticker last ticked."""
-    report = ticker.health(context.database(), context.clock(), current_app.config)
+    report = ticker_health.health(context.database(), context.clock(), current_app.config)
     return jsonify(report), (200 if report["database"] == "ok" else 503)
 
 
@@ -46,6 +49,20 @@ def list_namespaces() -> Any:
     """List the namespaces visible to the caller."""
     items = auth_service.visible_namespaces(context.session(), current_user())
     return jsonify({"items": [namespace_json(n) for n in items], "next_cursor": None})
+
+
+@operation(bp, "GET", "/me", summary="The caller: username, superuser, namespaces with roles")
+def me() -> Any:
+    """Who the bearer token belongs to, as `almanac auth status` shows it."""
+    session, user = context.session(), current_user()
+    namespaces = [
+        # A superuser holds every grant everywhere, so a namespace without a membership reads admin.
+        {"name": n.name, "role": auth_service.role_in(session, user, n) or "admin"}
+        for n in auth_service.visible_namespaces(session, user)
+    ]
+    return jsonify(
+        {"username": user.username, "superuser": user.is_superuser, "namespaces": namespaces}
+    )
 
 
 @operation(
@@ -85,7 +102,7 @@ def set_clock() -> Any:
     session.commit()
     result: dict[str, Any] = {"now": format_utc(instant)}
     if body.tick:
-        result = ticker.run_tick(current_app, work=body.work).to_json()
+        result = run_tick(current_app, work=body.work).to_json()
     return jsonify(result)
 
 
@@ -93,4 +110,4 @@ def set_clock() -> Any:
 def tick_now() -> Any:
     """Run one tick synchronously and return its rows."""
     body = parse_body(TickIn)
-    return jsonify(ticker.run_tick(current_app, work=body.work).to_json())
+    return jsonify(run_tick(current_app, work=body.work).to_json())

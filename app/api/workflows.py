@@ -1,23 +1,23 @@
-"""Workflows and activations routes of SPEC §7."""
+"""Workflows and activations routes in docs/api.md."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Blueprint, jsonify, request
 
-from app import context
-from app.api.cursors import encode_cursor, page_args
-from app.api.routing import operation, parse_body
+from app import context, inputs
+from app.api import errors
+from app.api.routing import operation, page_args, page_json, parse_body
 from app.api.run_models import ActivationIn, DefinitionIn
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
-from app.calendar import format_utc
+from app.calendar import format_utc, format_utc_or_none
 from app.db import Activation, Namespace, Workflow, WorkflowVersion
-from app.errors import BadRequest, ValidationFailed
+from app.errors import ValidationFailed
 from app.runs import actions, workflows
 
 bp = Blueprint("api_workflows", __name__)
+errors.register(bp)
 
 
 @bp.record_once
@@ -26,12 +26,13 @@ def _load_actions(state: Any) -> None:
     actions.load_modules(state.app.config.get("ACTION_MODULES"))
 
 
+# Versions are 32-bit integers in the database; a larger number can name none of them.
+MAX_VERSION = 2**31 - 1
+
+
 def json_object() -> dict[str, Any]:
     """The request body as a JSON object, unparsed (for bodies a service validates itself)."""
-    try:
-        data = json.loads(request.get_data(cache=True) or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+    data = inputs.loads(request.get_data(cache=True) or b"{}", ["body"])
     if not isinstance(data, dict):
         raise ValidationFailed([{"loc": ["body"], "msg": "must be a JSON object"}])
     return data
@@ -55,15 +56,8 @@ def activation_json(
         "version": version.version,
         "status": activation.status,
         "created_at": format_utc(activation.created_at),
-        "retired_at": format_utc(activation.retired_at) if activation.retired_at else None,
+        "retired_at": format_utc_or_none(activation.retired_at),
     }
-
-
-def _page(
-    namespace: Namespace, collection: str, items: list[dict[str, Any]], key: list[Any] | None
-) -> dict[str, Any]:
-    cursor = encode_cursor(namespace.name, collection, key) if key is not None else None
-    return {"items": items, "next_cursor": cursor}
 
 
 @operation(
@@ -107,7 +101,7 @@ def list_workflows(namespace: Namespace) -> Any:
         }
         for flow, version in rows
     ]
-    return jsonify(_page(namespace, "workflows", items, key))
+    return jsonify(page_json(namespace.name, "workflows", items, key))
 
 
 @operation(
@@ -124,9 +118,10 @@ def get_workflow(namespace: Namespace, name: str) -> Any:
     session = context.session()
     flow = workflows.get_workflow(session, namespace, name)
     raw = request.args.get("version")
-    if raw is not None and not raw.isdigit():
+    number = inputs.ascii_int(raw) if raw else None
+    if raw and (number is None or number > MAX_VERSION):
         raise ValidationFailed([{"loc": ["query", "version"], "msg": "must be a version number"}])
-    version = workflows.get_version(session, flow, int(raw) if raw else None)
+    version = workflows.get_version(session, flow, number)
     versions = [
         {"version": v.version, "created_at": format_utc(v.created_at)}
         for v in workflows.list_versions(session, flow)
@@ -183,7 +178,9 @@ def list_activations(namespace: Namespace) -> Any:
         workflow=request.args.get("workflow") or None,
         status=status,
     )
-    return jsonify(_page(namespace, "activations", [activation_json(*row) for row in rows], key))
+    return jsonify(
+        page_json(namespace.name, "activations", [activation_json(*row) for row in rows], key)
+    )
 
 
 @operation(

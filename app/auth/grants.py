@@ -1,10 +1,11 @@
-"""Roles, grants and the one function every view and route uses to check them (SPEC §3)."""
+"""Roles, grants and the one function every view and route uses to check them (docs/api.md)."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.auth.errors import NamespaceNotFound
 from app.db import Membership, Namespace, User
 from app.errors import Forbidden
 
@@ -48,8 +49,14 @@ def has_grant(session: Session, user: User, namespace: Namespace, grant: str) ->
 
 
 def require_grant(session: Session, user: User, namespace: Namespace, *grants: str) -> None:
-    """Raise `Forbidden` naming the first of `grants` that `user` lacks in `namespace`."""
+    """Raise `Forbidden` naming the first of `grants` that `user` lacks in `namespace`.
+
+    A user with no role there gets the same `NamespaceNotFound` as for a namespace that does
+    not exist, so namespace names cannot be probed.
+    """
     held = grants_of(session, user, namespace)
+    if not held:
+        raise NamespaceNotFound(namespace.name)
     for grant in grants:
         if grant not in held:
             raise Forbidden(grant, namespace.name)

@@ -1,4 +1,4 @@
-"""Users, passwords, API tokens, memberships and namespaces (SPEC §2, §3)."""
+"""Users, passwords, API tokens, memberships and namespaces (docs/foundation.md, docs/api.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from app.auth import sessions as console_sessions
 from app.auth.errors import AlreadyExists, NamespaceNotFound, TokenNotFound, UserNotFound
 from app.auth.grants import ROLE_GRANTS
 from app.db import ApiToken, Membership, Namespace, User
@@ -18,13 +19,15 @@ from app.db.session import begin_write
 from app.errors import ValidationFailed
 
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# Stored in a 32-bit column.
+MAX_ACTIVE_RUNS_LIMIT = 2**31 - 1
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Compared against when the user does not exist, so failures take the same time either way.
 _DUMMY_HASH = generate_password_hash("not-a-real-password")
 
 
 def _check_name(value: str, field: str) -> str:
-    if not NAME_RE.match(value):
+    if not NAME_RE.fullmatch(value):
         msg = "must be 1-64 characters of letters, digits, '.', '_' or '-', starting alphanumeric"
         raise ValidationFailed([{"loc": [field], "msg": msg}])
     return value
@@ -49,8 +52,9 @@ def create_namespace(
 ) -> Namespace:
     """Create a namespace; the caller commits."""
     _check_name(name, "name")
-    if max_active_runs is not None and max_active_runs < 1:
-        raise ValidationFailed([{"loc": ["max_active_runs"], "msg": "must be at least 1"}])
+    if max_active_runs is not None and not 1 <= max_active_runs <= MAX_ACTIVE_RUNS_LIMIT:
+        msg = f"must be from 1 to {MAX_ACTIVE_RUNS_LIMIT}"
+        raise ValidationFailed([{"loc": ["max_active_runs"], "msg": msg}])
     if session.scalar(select(Namespace.id).where(Namespace.name == name)) is not None:
         raise AlreadyExists("namespace", name)
     namespace = Namespace(name=name, max_active_runs=max_active_runs, created_at=now)
@@ -105,10 +109,27 @@ def create_user(
 
 
 def disable_user(session: Session, now: datetime, username: str) -> User:
+    """Disable `username` and end its console sessions at once; the caller commits."""
     user = get_user(session, username)
     if user.disabled_at is None:
         user.disabled_at = now
+    console_sessions.end_all(session, now, user)
     return user
+
+
+def set_password(session: Session, now: datetime, username: str, password: str) -> User:
+    """Change `username`'s password and end every console session it has; the caller commits."""
+    if len(password) < 8:
+        raise ValidationFailed([{"loc": ["password"], "msg": "must be at least 8 characters"}])
+    user = get_user(session, username)
+    user.password_hash = generate_password_hash(password)
+    console_sessions.end_all(session, now, user)
+    return user
+
+
+def revoke_sessions(session: Session, now: datetime, username: str) -> int:
+    """End every console session of `username`; returns how many were open."""
+    return console_sessions.end_all(session, now, get_user(session, username))
 
 
 def grant_role(session: Session, username: str, namespace_name: str, role: str) -> Membership:
@@ -194,7 +215,7 @@ def authenticate_token(session: Session, now: datetime, token: str) -> User | No
 def bootstrap_admin(
     session: Session, now: datetime, username: str, password: str, token: str | None
 ) -> User | None:
-    """Create the first superuser and `default` namespace if no user exists (SPEC §3)."""
+    """Create the first superuser and `default` namespace if no user exists (docs/api.md)."""
     if session.scalar(select(User.id).limit(1)) is not None:
         return None
     user = create_user(session, now, username, password, superuser=True)

@@ -1,4 +1,4 @@
-"""Pure calendar engine (§4): cron grammar, time zones and DST, intervals, bounds, jitter, preview.
+"""Pure calendar engine: cron grammar, time zones and DST, intervals, bounds, jitter, preview.
 
 No I/O and no clock reads: every function takes the instants it needs. All instants returned are
 timezone-aware UTC datetimes.
@@ -10,7 +10,7 @@ from app.calendar.describe import describe_spec
 from app.calendar.durations import format_duration, parse_duration
 from app.calendar.errors import CalendarError, SpecRangeError
 from app.calendar.grammar import validate_calendar
-from app.calendar.instants import format_utc, parse_instant, validate_timezone
+from app.calendar.instants import format_utc, format_utc_or_none, parse_instant, validate_timezone
 from app.calendar.jitter import due_time, jitter_offset
 from app.calendar.occurrences import check_range, next_occurrence, occurrences_between
 from app.calendar.preview import PreviewItem, preview
@@ -27,6 +27,7 @@ __all__ = [
     "due_time",
     "format_duration",
     "format_utc",
+    "format_utc_or_none",
     "jitter_offset",
     "next_occurrence",
     "occurrences_between",

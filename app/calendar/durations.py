@@ -1,4 +1,4 @@
-"""ISO-8601 durations of fixed length: weeks, days, hours, minutes and seconds (§4.3)."""
+"""ISO-8601 durations of fixed length: weeks, days, hours, minutes and seconds."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ _DURATION = re.compile(
     r"(?:T(?:(?P<hours>[0-9]{1,9})H)?(?:(?P<minutes>[0-9]{1,9})M)?(?:(?P<seconds>[0-9]{1,9})S)?)?",
     re.ASCII,
 )
+# Longer than any real schedule needs, and far from timedelta's own limit (a 500 before).
+MAX_DURATION = timedelta(days=36525)
 _UNITS = (("W", 604800), ("D", 86400), ("H", 3600), ("M", 60), ("S", 1))
 
 
@@ -24,9 +26,12 @@ def parse_duration(text: str, loc: Loc = ()) -> timedelta:
         raise CalendarError(_explain(text), loc)
     parts = {name: int(value) for name, value in match.groupdict().items() if value is not None}
     try:
-        return timedelta(**parts)
+        value = timedelta(**parts)
     except OverflowError:
-        raise CalendarError(f"duration {text!r} is too long", loc) from None
+        value = MAX_DURATION + timedelta(1)
+    if value > MAX_DURATION:
+        raise CalendarError(f"duration {text!r} is too long (at most 100 years)", loc, "VALIDATION")
+    return value
 
 
 def _explain(text: str) -> str:

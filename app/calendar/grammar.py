@@ -1,4 +1,4 @@
-"""The strict five-field cron grammar of §4.1: tokenize, whitelist, expand to value sets."""
+"""The strict five-field cron grammar: tokenize, whitelist, expand to value sets."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ class CronFields:
 
     @property
     def every_hour(self) -> bool:
-        """True when the hour field matches all 24 hours (§4.2 absolute-time mode)."""
+        """True when the hour field matches all 24 hours (the absolute-time mode)."""
         return len(self.hours) == 24
 
     @property
@@ -62,7 +62,7 @@ class CronFields:
 
 
 def validate_calendar(expr: str) -> None:
-    """Raise CalendarError (message and loc naming the field) unless `expr` follows §4.1."""
+    """Raise CalendarError (message and loc naming the field) unless `expr` follows the grammar."""
     parse_calendar(expr)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from app.calendar.errors import CalendarError, Loc
 
@@ -21,7 +21,16 @@ def validate_timezone(name: str, loc: Loc = ("timezone",)) -> ZoneInfo:
         zone = _load_zone(name)
         if zone is not None:
             return zone
+        near = _zone_names().get(name.strip().lower())
+        if near is not None and _load_zone(near) is not None:
+            raise CalendarError(f"unknown time zone {name!r}; did you mean {near!r}?", loc)
     raise CalendarError(f"unknown time zone {name!r}; use an IANA name like 'Europe/Berlin'", loc)
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    """Zone names by their lower case: IANA names are case-sensitive, people often are not."""
+    return {name.lower(): name for name in available_timezones()}
 
 
 @lru_cache(maxsize=1024)
@@ -43,10 +52,27 @@ def require_utc(value: datetime, loc: Loc) -> datetime:
     return value.astimezone(UTC)
 
 
+# Instants a user may send: the epoch of intervals to well before `datetime.max`, so arithmetic
+# on them (a scan ahead, a deadline) never overflows.
+MIN_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_INSTANT = datetime(9000, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+def check_instant_range(value: datetime, loc: Loc = ()) -> datetime:
+    """`value` if it lies within 1970-01-01 … 9000-12-31 (UTC), else a VALIDATION error."""
+    if not MIN_INSTANT <= value <= MAX_INSTANT:
+        msg = "must be between 1970-01-01T00:00:00Z and 9000-12-31T23:59:59Z"
+        raise CalendarError(msg, loc, "VALIDATION")
+    return value
+
+
 def parse_instant(text: str | datetime, loc: Loc = ()) -> datetime:
-    """Parse ISO-8601 with an offset or `Z` into an aware UTC datetime; naive text is rejected."""
+    """Parse ISO-8601 with an offset or `Z` into an aware UTC datetime; naive text is rejected.
+
+    Instants outside 1970-01-01 … 9000-12-31 are refused (VALIDATION).
+    """
     if isinstance(text, datetime):
-        return require_utc(text, loc)
+        return check_instant_range(require_utc(text, loc), loc)
     if not isinstance(text, str):
         raise CalendarError("must be an ISO-8601 date-time string", loc)
     try:
@@ -55,12 +81,21 @@ def parse_instant(text: str | datetime, loc: Loc = ()) -> datetime:
         raise CalendarError(f"{text!r} is not an ISO-8601 date-time", loc) from None
     if value.utcoffset() is None:
         raise CalendarError(f"{text!r} has no UTC offset; add 'Z' or an offset like '+02:00'", loc)
-    return value.astimezone(UTC)
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        utc = MIN_INSTANT - timedelta(days=1) if value.year < 1970 else MAX_INSTANT + timedelta(1)
+    return check_instant_range(utc, loc)
 
 
 def format_utc(dt: datetime) -> str:
     """`2026-03-08T07:00:00Z` (microseconds only when present)."""
     return dt.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
+
+
+def format_utc_or_none(dt: datetime | None) -> str | None:
+    """`format_utc`, with None (an instant not set) passed through."""
+    return None if dt is None else format_utc(dt)
 
 
 def format_offset(offset: timedelta | None) -> str:

@@ -1,4 +1,4 @@
-"""Deterministic jitter (§4.4): every replica derives the same delay for the same occurrence."""
+"""Deterministic jitter: every replica derives the same delay for the same occurrence."""
 
 from __future__ import annotations
 
@@ -32,13 +32,24 @@ def jitter_offset(
     return timedelta(seconds=seconds)
 
 
-def due_time(spec: Spec, uid: str, jitter_seconds: int, occurrence: datetime) -> datetime:
-    """The jittered due time of the canonical `occurrence` of `spec`."""
+def due_time(
+    spec: Spec,
+    uid: str,
+    jitter_seconds: int,
+    occurrence: datetime,
+    following: datetime | None = None,
+) -> datetime:
+    """The jittered due time of the canonical `occurrence` of `spec`.
+
+    `following` is the next canonical occurrence when the caller already knows it (a scan over
+    consecutive occurrences does); None means "look it up".
+    """
     check_jitter_seconds(jitter_seconds)
     occurrence = require_utc(occurrence, ("occurrence",))
     if jitter_seconds == 0:
         return occurrence
-    following = find_next_occurrence(spec, occurrence)
+    if following is None:
+        following = find_next_occurrence(spec, occurrence)
     return occurrence + jitter_offset(uid, occurrence, jitter_seconds, following)
 
 

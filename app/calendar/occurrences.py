@@ -12,7 +12,7 @@ from app.calendar.instants import format_utc, require_utc
 from app.calendar.spec import Interval, Spec
 from app.calendar.walltime import Item
 
-# 50 years of 365.25 days: the SCHEDULE_RANGE search window (§4.4).
+# 50 years of 365.25 days: the SCHEDULE_RANGE search window (docs/calendar.md).
 HORIZON = timedelta(days=18263)
 # Far enough from datetime's limits that local-date arithmetic in any zone cannot overflow.
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)

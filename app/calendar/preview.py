@@ -1,4 +1,4 @@
-"""Preview (§4.5): the next due times of a spec with the DST story of each one."""
+"""Preview (docs/calendar.md): the next due times of a spec with the DST story of each one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from app.calendar.errors import CalendarError
 from app.calendar.instants import format_offset, format_utc, require_utc
-from app.calendar.jitter import check_jitter_seconds, jitter_offset
+from app.calendar.jitter import check_jitter_seconds, due_time
 from app.calendar.occurrences import HORIZON, iter_occurrences
 from app.calendar.spec import Spec
 
@@ -59,7 +59,8 @@ def _due_items(spec: Spec, after: datetime, uid: str, jitter_seconds: int) -> It
         following = next(stream, None)
         canonical, note = current
         next_canonical = None if following is None else following[0]
-        at = canonical + jitter_offset(uid, canonical, jitter_seconds, next_canonical)
+        # The same due time the tick computes (past the horizon it looks the next one up).
+        at = due_time(spec, uid, jitter_seconds, canonical, next_canonical)
         local = at.astimezone(spec.zone)
         yield PreviewItem(at, local, format_offset(local.utcoffset()), note, canonical)
         current = following

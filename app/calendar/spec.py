@@ -1,4 +1,4 @@
-"""Specs (§4.4): cron expressions and intervals in a time zone, with inclusive bounds."""
+"""Specs: cron expressions and intervals in a time zone, with inclusive bounds."""
 
 from __future__ import annotations
 
@@ -11,15 +11,19 @@ from zoneinfo import ZoneInfo
 from app.calendar.durations import format_duration, parse_duration
 from app.calendar.errors import CalendarError, Loc
 from app.calendar.grammar import CronFields, parse_calendar
-from app.calendar.instants import format_utc, parse_instant, validate_timezone
+from app.calendar.instants import format_utc_or_none, parse_instant, validate_timezone
 
+# Each expression and interval costs time on every firing, preview and page render; a spec needs
+# a handful, so a hard cap keeps one schedule's cost bounded.
+MAX_CRON_EXPRESSIONS = 32
+MAX_INTERVALS = 32
 SPEC_KEYS = frozenset({"cron_expressions", "cron", "intervals", "timezone", "start_at", "end_at"})
 INTERVAL_KEYS = frozenset({"every", "offset"})
 
 
 @dataclass(frozen=True)
 class Interval:
-    """Occurrences at epoch + offset + k * every, in UTC (§4.3)."""
+    """Occurrences at epoch + offset + k * every, in UTC (docs/calendar.md)."""
 
     every: timedelta
     offset: timedelta = timedelta(0)
@@ -62,6 +66,8 @@ class Spec:
     def __post_init__(self) -> None:
         if isinstance(self.cron_expressions, str):
             raise CalendarError("must be a list of expressions", ("cron_expressions",))
+        _check_size(self.cron_expressions, "cron_expressions", MAX_CRON_EXPRESSIONS)
+        _check_size(self.intervals, "intervals", MAX_INTERVALS)
         calendars = tuple(
             _parse_expression(expr, ("cron_expressions", index))
             for index, expr in enumerate(self.cron_expressions)
@@ -95,6 +101,7 @@ class Spec:
         _reject_unknown(data, SPEC_KEYS)
         expressions = _expressions(data)
         raw_intervals = _list(data, "intervals")
+        _check_size(raw_intervals, "intervals", MAX_INTERVALS)
         intervals = []
         for index, raw in enumerate(raw_intervals):
             try:
@@ -116,8 +123,8 @@ class Spec:
             "cron_expressions": list(self.cron_expressions),
             "intervals": [interval.to_dict() for interval in self.intervals],
             "timezone": self.timezone,
-            "start_at": None if self.start_at is None else format_utc(self.start_at),
-            "end_at": None if self.end_at is None else format_utc(self.end_at),
+            "start_at": format_utc_or_none(self.start_at),
+            "end_at": format_utc_or_none(self.end_at),
         }
 
 
@@ -134,10 +141,21 @@ def _bound(value: datetime | None, name: str) -> datetime | None:
     return None if value is None else parse_instant(value, (name,))
 
 
+def _check_size(items: Any, key: str, limit: int) -> None:
+    if len(items) > limit:
+        raise CalendarError(f"at most {limit} entries are allowed", (key,), "VALIDATION")
+
+
 def _expressions(data: Mapping[str, Any]) -> tuple[str, ...]:
+    raw = _list(data, "cron_expressions")
+    _check_size(
+        [*raw, *([data["cron"]] if data.get("cron") is not None else [])],
+        "cron_expressions",
+        MAX_CRON_EXPRESSIONS,
+    )
     canonical = [
         _parse_expression(expr, ("cron_expressions", index)).expression
-        for index, expr in enumerate(_list(data, "cron_expressions"))
+        for index, expr in enumerate(raw)
     ]
     if data.get("cron") is not None:
         canonical.append(_parse_expression(data["cron"], ("cron",)).expression)

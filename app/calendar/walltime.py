@@ -1,4 +1,4 @@
-"""Local days and wall-clock times in a zone, with the DST rules of §4.2.
+"""Local days and wall-clock times in a zone, with the DST rules in docs/calendar.md.
 
 A day is "plain" when one UTC offset covers all of its wall-clock times; then a wall time maps to
 exactly one instant and the caller can enumerate lazily. Days touched by a transition are resolved
@@ -78,7 +78,7 @@ def _offsets(wall: datetime) -> tuple[timedelta, timedelta]:
 
 
 def _folds(wall: datetime, label: str, every_hour: bool) -> list[Item]:
-    """The instants an existing wall time fires at: its only one, or the folds §4.2 keeps."""
+    """The instants an existing wall time fires at: its only one, or the folds DST keeps."""
     as_utc = wall.replace(tzinfo=UTC)
     off_before, off_after = _offsets(wall)
     if off_before == off_after:

@@ -62,6 +62,27 @@ def disable_user(name: str) -> None:
     click.echo(f"disabled user {name}")
 
 
+@users.command("set-password")
+@click.argument("name")
+@click.option("--password", default=None, help="The new password (prefer --password-stdin).")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+def set_password(name: str, password: str | None, password_stdin: bool) -> None:
+    """Change user NAME's password; every console session of NAME ends."""
+    secret = _read_password(password, password_stdin)
+    with _transaction() as (session, now):
+        service.set_password(session, now, name, secret)
+    click.echo(f"changed the password of {name}; its console sessions ended")
+
+
+@users.command("revoke-sessions")
+@click.argument("name")
+def revoke_sessions(name: str) -> None:
+    """End every console session of user NAME at once (API tokens are not affected)."""
+    with _transaction() as (session, now):
+        count = service.revoke_sessions(session, now, name)
+    click.echo(f"ended {count} console session(s) of {name}")
+
+
 @users.command("grant")
 @click.argument("name")
 @click.argument("namespace")
@@ -115,7 +136,7 @@ admin = AppGroup("admin", help="First-start bootstrap.")
 
 @admin.command("bootstrap")
 def bootstrap() -> None:
-    """Create the first superuser if no user exists (SPEC §3), generating a password if unset."""
+    """Create the first superuser if no user exists, generating a password if unset."""
     config = current_app.config
     password = config["ADMIN_PASSWORD"] or secrets.token_urlsafe(12)
     username = config["ADMIN_USER"]

@@ -16,10 +16,10 @@ from alembic.script import ScriptDirectory
 from flask import current_app
 from flask.cli import AppGroup
 
-from app import ROOT
 from app.db import make_engine, normalize_url
 from app.db.privileges import missing_privileges
 from app.db.roles import create_roles, grant_privileges
+from app.settings import ROOT
 
 
 def alembic_config(url: str) -> Config:

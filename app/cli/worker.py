@@ -1,4 +1,4 @@
-"""`worker [--queue Q]`: worker threads without the web or the ticker (SPEC §6.2, §10)."""
+"""`worker [--queue Q]`: worker threads without the web or the ticker (docs/runs.md, README.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,25 @@
-"""The operator console (SPEC §8): server-rendered pages, htmx partials, sessions and CSRF."""
+"""The operator console: server-rendered pages, htmx partials, sessions and CSRF."""
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, current_app, send_from_directory
 from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
+from werkzeug.wrappers import Response
 
 from app import context
+from app.console import (
+    auth,
+    filters,
+    load,
+    overview,
+    preferences,
+    runs,
+    schedule_actions,
+    schedule_forms,
+    schedules,
+    workflows,
+)
 from app.console.session import ConsoleUser
 
 login_manager = LoginManager()
@@ -18,7 +31,7 @@ csrf = CSRFProtect()
 
 @login_manager.user_loader
 def _load_user(user_id: str) -> ConsoleUser | None:
-    user = ConsoleUser.load(context.session(), user_id)
+    user = ConsoleUser.load(context.session(), context.now(), user_id)
     if user is not None:
         context.act_as(user.user.id)
     return user
@@ -26,10 +39,25 @@ def _load_user(user_id: str) -> ConsoleUser | None:
 
 def init_app(app: Flask) -> None:
     """Register console blueprints, sessions and CSRF protection."""
-    from app.console import auth, filters, load, runs, schedule_actions, schedule_forms, schedules
-
     filters.register(app)
     login_manager.init_app(app)
     csrf.init_app(app)
-    for module in (auth, schedules, schedule_forms, schedule_actions, runs, load):
+    for module in (
+        auth,
+        overview,
+        schedules,
+        schedule_forms,
+        schedule_actions,
+        runs,
+        load,
+        workflows,
+        preferences,
+    ):
         app.register_blueprint(module.bp)
+    app.add_url_rule("/favicon.ico", "favicon", favicon)
+
+
+def favicon() -> Response:
+    """Browsers ask for /favicon.ico on every site: answer with the vendored icon, not a 404."""
+    folder = current_app.static_folder or "static"
+    return send_from_directory(folder, "favicon.svg", mimetype="image/svg+xml", max_age=86400)

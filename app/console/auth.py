@@ -8,40 +8,67 @@ from werkzeug.wrappers import Response
 
 from app import context
 from app.auth import service as auth_service
-from app.console.session import ConsoleUser
+from app.auth import sessions as console_sessions
+from app.auth import throttle
+from app.console import errors
+from app.console.redirects import local_target
+from app.console.session import ConsoleUser, landing_namespace
+from app.db.session import begin_write
 
 bp = Blueprint("console_auth", __name__)
+errors.register(bp)
 
 
 @bp.get("/login")
 def login() -> str:
     """Show the sign-in form."""
-    return render_template("login.html", next=request.args.get("next", ""))
+    return render_template("login.html", next=local_target(request.args.get("next", "")))
 
 
 @bp.post("/login")
-def login_post() -> Response | tuple[str, int]:
-    """Sign in with a username and password; failures never say which part was wrong."""
+def login_post() -> Response | tuple[str, int, dict[str, str]] | tuple[str, int]:
+    """Sign in with a username and password; failures never say which part was wrong.
+
+    Throttled per username and per client address before the password hash is computed.
+    """
     username = request.form.get("username", "")[:64]
     password = request.form.get("password", "")[:1024]
-    user = auth_service.authenticate_password(context.session(), username, password)
+    target = local_target(request.form.get("next", ""))
+    db, now = context.session(), context.now()
+    address = (request.remote_addr or "unknown")[:64]
+    try:
+        throttle.check(db, now, username, address)
+    except throttle.TooManyAttempts as exc:
+        flash("Too many failed sign-ins. Wait a few minutes, then try again.", "error")
+        page = render_template("login.html", next=target)
+        return page, 429, {"Retry-After": str(exc.retry_after)}
+    user = auth_service.authenticate_password(db, username, password)
+    begin_write(db)
     if user is None:
+        throttle.record_failure(db, now, username, address)
+        db.commit()
         flash("Wrong username or password.", "error")
-        return render_template("login.html", next=request.form.get("next", "")), 401
+        return render_template("login.html", next=target), 401
+    throttle.clear(db, username)
+    if current_user.is_authenticated:
+        # Signing in again from a signed-in browser replaces its session: the old id ends.
+        console_sessions.end(db, now, current_user.token)
+    token = console_sessions.start(db, now, user)
+    db.commit()
+    # A fresh cookie as well as a fresh server-side session: nothing from before survives.
     session.clear()
-    session.permanent = True
-    login_user(ConsoleUser(user))
-    target = request.form.get("next", "")
-    # Only local paths: never redirect to another site after sign-in.
-    if not target.startswith("/") or target.startswith("//"):
-        target = url_for("console_auth.home")
+    login_user(ConsoleUser(user, token))
     return redirect(target)
 
 
 @bp.post("/logout")
 @login_required
 def logout() -> Response:
-    """Sign out."""
+    """Sign out: the server-side session ends, so a copy of the cookie is useless too."""
+    db = context.session()
+    begin_write(db)
+    console_sessions.end(db, context.now(), current_user.token)
+    db.commit()
     logout_user()
     session.clear()
     return redirect(url_for("console_auth.login"))
@@ -50,11 +77,12 @@ def logout() -> Response:
 @bp.get("/")
 @login_required
 def home() -> Response:
-    """Go to the first namespace the user belongs to."""
+    """Go to the overview of the namespace used last, else `default`, else the first one."""
     choices = auth_service.visible_namespaces(context.session(), current_user.user)
-    if not choices:
+    landing = landing_namespace(current_user.user, choices)
+    if landing is None:
         return redirect(url_for("console_auth.no_namespace"))
-    return redirect(url_for("console_schedules.index", ns=choices[0].name))
+    return redirect(url_for("console_overview.index", ns=landing.name))
 
 
 @bp.get("/welcome")
@@ -72,4 +100,4 @@ def switch() -> Response:
     names = {n.name for n in auth_service.visible_namespaces(context.session(), current_user.user)}
     if name not in names:
         abort(404)
-    return redirect(url_for("console_schedules.index", ns=name))
+    return redirect(url_for("console_overview.index", ns=name))

@@ -8,8 +8,8 @@ from typing import Any
 from flask import request
 from flask_login import current_user
 
-from app.api.cursors import decode_cursor, encode_cursor
 from app.db import User
+from app.paging import decode_cursor, encode_cursor
 from app.schedules.audit import CommandContext
 
 
@@ -18,7 +18,7 @@ def actor() -> User:
 
 
 def command(reason: str | None = None) -> CommandContext:
-    """The §5.7 command context of a console action."""
+    """The command context (docs/schedules.md) of a console action."""
     return CommandContext(actor().username, "console", str(uuid.uuid4()), reason or None)
 
 

@@ -1,40 +1,15 @@
-"""Jinja filters for times and JSON: absolute UTC, a zone's wall clock, relative, pretty JSON."""
+"""Jinja filters for times (app/console/timefmt.py) and JSON: absolute, relative, pretty JSON."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from flask import Flask
 
-
-def utc(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "—"
-
-
-def in_zone(value: datetime | None, zone: str) -> str:
-    if value is None:
-        return "—"
-    return value.astimezone(ZoneInfo(zone)).strftime(f"%Y-%m-%d %H:%M:%S %z ({zone})")
-
-
-def relative(value: datetime | None, now: datetime) -> str:
-    """ "in 5 min", "3 h ago": coarse, for scanning a list."""
-    if value is None:
-        return "—"
-    seconds = (value - now).total_seconds()
-    size = abs(seconds)
-    if size < 60:
-        text = f"{int(size)} s"
-    elif size < 3600:
-        text = f"{int(size // 60)} min"
-    elif size < 86400 * 2:
-        text = f"{size / 3600:.1f} h".replace(".0 h", " h")
-    else:
-        text = f"{int(size // 86400)} d"
-    return f"in {text}" if seconds >= 0 else f"{text} ago"
+from app.console.event_lines import event_line
+from app.console.timefmt import absolute, in_zone, other, relative, shown_zone, utc
 
 
 def fromiso(value: str | None) -> datetime | None:
@@ -46,10 +21,14 @@ def pretty_json(value: Any) -> str:
 
 
 def register(app: Flask) -> None:
+    app.jinja_env.globals["shown_zone"] = shown_zone
     app.jinja_env.filters |= {
         "utc": utc,
         "in_zone": in_zone,
         "relative": relative,
+        "absolute": absolute,
+        "other_time": other,
         "pretty_json": pretty_json,
         "fromiso": fromiso,
+        "event_line": event_line,
     }

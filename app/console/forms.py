@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from app.errors import ValidationFailed
+from app import inputs
+from app.calendar import CalendarError, Spec, parse_instant, validate_timezone
+from app.errors import BadRequest, ValidationFailed
+from app.schedules.config import label_pair
 
 TEXT_FIELDS = (
     "schedule_id",
@@ -23,14 +28,6 @@ TEXT_FIELDS = (
 )
 INT_FIELDS = ("execution_timeout_seconds", "run_timeout_seconds", "jitter_seconds", "max_runs")
 JSON_FIELDS = ("input", "memo", "search_attributes")
-ACTION_FIELDS = (
-    "workflow",
-    "activation_id",
-    "input",
-    "execution_timeout_seconds",
-    "run_timeout_seconds",
-    "queue",
-)
 FIELDS = (*TEXT_FIELDS, *INT_FIELDS, *JSON_FIELDS, "cron_expressions", "intervals", "labels")
 
 
@@ -47,18 +44,19 @@ def _json(form: MultiDict[str, str], field: str) -> Any:
     if not raw:
         return {} if field != "input" else {}
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise _fail(field, f"is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        return inputs.loads(raw, [field])
+    except BadRequest as exc:
+        raise _fail(field, exc.details["reason"]) from None
 
 
 def _int(form: MultiDict[str, str], field: str) -> int | None:
     raw = form.get(field, "").strip()
     if not raw:
         return None
-    if not raw.lstrip("-").isdigit():
+    value = inputs.ascii_int(raw, signed=True)
+    if value is None:
         raise _fail(field, "must be a whole number")
-    return int(raw)
+    return value
 
 
 def _intervals(text: str) -> list[dict[str, str]]:
@@ -76,13 +74,8 @@ def _intervals(text: str) -> list[dict[str, str]]:
 
 
 def _labels(text: str) -> dict[str, str]:
-    labels = {}
-    for line in _lines(text):
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip():
-            raise _fail("labels", f"{line!r}: write one 'key=value' per line")
-        labels[key.strip()] = value.strip()
-    return labels
+    """One `key:value` (or `key=value`) per line, read as the list filter reads them."""
+    return dict(label_pair(line, ("labels",)) for line in _lines(text))
 
 
 def spec_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
@@ -98,7 +91,7 @@ def spec_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
 
 
 def request_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
-    """The save request (SPEC §5.1) the form describes; 422 naming the field if unreadable."""
+    """The save request the form describes; 422 naming the field if unreadable."""
     action: dict[str, Any] = {
         "workflow": form.get("workflow", "").strip() or None,
         "activation_id": form.get("activation_id", "").strip() or None,
@@ -141,7 +134,7 @@ def form_from_config(schedule_id: str, config: dict[str, Any]) -> dict[str, str]
         "start_at": spec.get("start_at") or "",
         "end_at": spec.get("end_at") or "",
         "input": json.dumps(action.get("input", {}), indent=2),
-        "labels": "\n".join(f"{k}={v}" for k, v in (config.get("labels") or {}).items()),
+        "labels": "\n".join(f"{k}:{v}" for k, v in (config.get("labels") or {}).items()),
         "memo": json.dumps(config.get("memo") or {}, indent=2),
         "search_attributes": json.dumps(config.get("search_attributes") or {}, indent=2),
         "notes": config.get("notes") or "",
@@ -159,6 +152,101 @@ def form_from_config(schedule_id: str, config: dict[str, Any]) -> dict[str, str]
     for key in ("jitter_seconds", "max_runs"):
         values[key] = "" if config.get(key) is None else str(config[key])
     return values
+
+
+LABELS = {
+    "schedule_id": "Schedule id",
+    "cron_expressions": "Cron expressions",
+    "intervals": "Intervals",
+    "timezone": "Time zone",
+    "start_at": "Start at",
+    "end_at": "End at",
+    "jitter_seconds": "Jitter seconds",
+    "workflow": "Workflow",
+    "activation_id": "Pinned activation id",
+    "input": "Input",
+    "execution_timeout_seconds": "Execution timeout",
+    "run_timeout_seconds": "Run timeout",
+    "queue": "Queue",
+    "overlap_policy": "Overlap policy",
+    "missed_policy": "Missed policy",
+    "max_runs": "Max runs",
+    "labels": "Labels",
+    "memo": "Memo",
+    "search_attributes": "Search attributes",
+    "notes": "Notes",
+}
+# Whole numbers a form field takes: (lowest, highest or None).
+INT_RANGES = {
+    "execution_timeout_seconds": (1, None),
+    "run_timeout_seconds": (1, None),
+    "jitter_seconds": (0, 3600),
+    "max_runs": (1, None),
+}
+
+
+def form_errors(form: MultiDict[str, str]) -> dict[str, str]:
+    """Every mistake the form's fields hold, checked field by field in one pass (the save then
+    checks what needs the database: the workflow, its input schema)."""
+    checks: dict[str, Callable[[], object]] = {
+        "cron_expressions": lambda: [
+            Spec.from_dict({"cron_expressions": [line]})
+            for line in _lines(form.get("cron_expressions", ""))
+        ],
+        "intervals": lambda: _intervals(form.get("intervals", "")),
+        "timezone": lambda: validate_timezone(form.get("timezone", "").strip() or "UTC"),
+        "start_at": lambda: _instant(form, "start_at"),
+        "end_at": lambda: _instant(form, "end_at"),
+        "labels": lambda: _labels(form.get("labels", "")),
+        **{name: partial(_json, form, name) for name in JSON_FIELDS},
+        **{name: partial(_bounded, form, name) for name in INT_FIELDS},
+    }
+    found: dict[str, str] = {}
+    for name, check in checks.items():
+        try:
+            check()
+        except ValidationFailed as exc:
+            found[name] = str(exc.details["errors"][0]["msg"])
+        except CalendarError as exc:
+            found[name] = exc.msg
+    found.update(_whole_form_errors(form, found))
+    return found
+
+
+def _whole_form_errors(form: MultiDict[str, str], found: dict[str, str]) -> dict[str, str]:
+    errors = {}
+    if not any(form.get(name, "").strip() for name in ("cron_expressions", "intervals")):
+        if "cron_expressions" not in found:
+            errors["cron_expressions"] = "give at least one cron expression or interval"
+    targets = [name for name in ("workflow", "activation_id") if form.get(name, "").strip()]
+    if not targets:
+        errors["workflow"] = "name a workflow (or pin an activation id)"
+    elif len(targets) == 2:
+        errors["activation_id"] = "give a workflow or a pinned activation id, not both"
+    return errors
+
+
+def _instant(form: MultiDict[str, str], field: str) -> None:
+    raw = form.get(field, "").strip()
+    if raw:
+        parse_instant(raw, (field,))
+
+
+def _bounded(form: MultiDict[str, str], field: str) -> None:
+    value = _int(form, field)
+    low, high = INT_RANGES.get(field, (0, None))
+    if value is not None and (value < low or (high is not None and value > high)):
+        top = f" to {high}" if high is not None else " or more"
+        raise _fail(field, f"must be a whole number of {low}{top}, or empty")
+
+
+def summary(errors: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The error summary at the top of a form: (field id, its label, the message)."""
+    return [
+        (name, LABELS.get(name, "Form"), message)
+        for name, message in errors.items()
+        if name != "__all__"
+    ]
 
 
 def field_of(loc: list[Any]) -> str:

@@ -1,10 +1,14 @@
-"""The one place that knows how htmx talks to us: partial requests and `Vary`."""
+"""The one place that knows how htmx talks to us: partial requests, `Vary`, and navigation."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from flask import Response, make_response, render_template, request
+from flask import Response, current_app, flash, make_response, redirect, render_template, request
+from werkzeug.wrappers import Response as AnyResponse
+
+V = TypeVar("V", bound=Callable[..., Any])
 
 
 def is_partial() -> bool:
@@ -19,3 +23,33 @@ def render(page: str, partial: str, /, http_status: int = 200, **ctx: Any) -> Re
     response = make_response(render_template(partial if is_partial() else page, **ctx), http_status)
     response.vary.add("HX-Request")
     return response
+
+
+def navigate(target: str) -> AnyResponse:
+    """Redirect; an htmx request is told to navigate instead of swapping the page in."""
+    if is_partial():
+        response = make_response("", 204)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target)
+
+
+def in_place(partial: str) -> Callable[[V], V]:
+    """Mark an action view whose outcome htmx shows in place, rendered with `partial`."""
+
+    def mark(view: V) -> V:
+        view.in_place = partial  # type: ignore[attr-defined]
+        return view
+
+    return mark
+
+
+def reply(message: str, ok: bool, target: str) -> AnyResponse:
+    """Tell how an action went: in place for an htmx swap of an `in_place` view, else flash the
+    message and navigate to `target`."""
+    view = current_app.view_functions.get(request.endpoint or "")
+    partial = getattr(view, "in_place", None)
+    if partial and is_partial():
+        return render(partial, partial, message=message, ok=ok)
+    flash(message, "ok" if ok else "error")
+    return navigate(target)

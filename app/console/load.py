@@ -8,12 +8,14 @@ from werkzeug.wrappers import Response
 
 from app import context
 from app.auth.grants import RUN_READ
+from app.console import errors
 from app.console.charts import load_chart
 from app.console.htmx import render
 from app.console.session import namespace_view
-from app.schedules import forecast
+from app.schedules import queries
 
 bp = Blueprint("console_load", __name__)
+errors.register(bp)
 
 
 @bp.get("/ns/<ns>/load")
@@ -22,7 +24,7 @@ def index(ns: str) -> Response:
     """Show when this namespace's schedules will start runs over the next day."""
     view = namespace_view(ns, RUN_READ)
     now = context.now()
-    starts = forecast.upcoming_starts(context.session(), view.current, now)
+    starts = queries.upcoming_starts(context.session(), view.current, now)
     chart = load_chart(starts, now)
     busiest = sorted((bar for bar in chart.bars if bar.busiest), key=lambda b: -b.count)[:5]
     return render(

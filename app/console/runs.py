@@ -1,30 +1,35 @@
-"""Runs list and detail (timeline, pending deadlines, signal, cancel, terminate); task inbox."""
+"""Runs list and detail (timeline, pending deadlines, signal, cancel, terminate); task inbox.
+
+Refusals are answered by the blueprint's error handler (app/console/errors.py).
+"""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, flash, redirect, request, url_for
+from flask import Blueprint, request, url_for
 from flask_login import login_required
 from sqlalchemy import select
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_MANAGE, RUN_READ
+from app.console import errors
 from app.console.common import actor, next_cursor, page_key
-from app.console.htmx import render
-from app.console.session import namespace_view
-from app.db import Deadline
-from app.errors import AlmanacError
+from app.console.htmx import render, reply
+from app.console.session import NamespaceView, namespace_view
+from app.db import Deadline, Workflow, WorkflowVersion
+from app.errors import AlmanacError, ValidationFailed
+from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
-from app.runs import signals, tasks
 
 bp = Blueprint("console_runs", __name__)
 RUN_STATUSES = (
     "pending",
     "running",
     "waiting",
+    "suspended",
     "completed",
     "failed",
     "cancelled",
@@ -78,69 +83,65 @@ def detail(ns: str, run_id: str) -> Response:
     open_tasks, _ = tasks.list_tasks(
         session, view.current, 20, None, status="open", run_id=run.run_id
     )
+    open_incidents, _ = incidents.list_incidents(
+        session, view.current, 20, None, status="open", run=run
+    )
     return render(
         "runs/detail.html",
         "runs/_detail_body.html",
         ns=view,
         run=run,
+        workflow=session.get(Workflow, run.workflow_id),
+        version=session.get(WorkflowVersion, run.workflow_version_id),
         events=events,
         deadlines=deadlines,
         tasks=open_tasks,
+        incidents=[incident for incident, _run_id in open_incidents],
         now=context.now(),
     )
 
 
+def back_to(args: dict[str, Any]) -> str:
+    """Where a refused action returns: the run's page, or the inbox for a task."""
+    if "run_id" in args:
+        return _detail(args["ns"], args["run_id"])
+    return url_for("console_runs.inbox", ns=args["ns"])
+
+
+errors.register(bp, back_to=back_to)
+
+
+def _detail(ns: str, run_id: str) -> str:
+    return url_for("console_runs.detail", ns=ns, run_id=run_id)
+
+
 def _json_field(name: str) -> object:
     raw = request.form.get(name, "").strip()
-    return json.loads(raw) if raw else None
-
-
-def _act(ns: str, back: str, apply: Any, done: str) -> Response:
-    """Apply one run.manage operation; refusals and bad JSON become a message, then go `back`."""
-    view = namespace_view(ns, RUN_MANAGE)
-    session = context.session()
-    try:
-        message = apply(session, view.current) or done
-    except ValueError as exc:
-        session.rollback()
-        flash(f"That is not valid JSON: {exc}", "error")
-    except AlmanacError as exc:
-        session.rollback()
-        flash(exc.message, "error")
-    else:
-        session.commit()
-        flash(message, "ok")
-    return redirect(back)
-
-
-def _run_action(ns: str, run_id: str, apply: Any, done: str) -> Response:
-    return _act(ns, url_for(".detail", ns=ns, run_id=run_id), apply, done)
+    return inputs.loads(raw, [name]) if raw else None
 
 
 @bp.post("/ns/<ns>/runs/<path:run_id>/signal")
 @login_required
 def signal(ns: str, run_id: str) -> Response:
     """Send a named signal with an optional JSON payload."""
+    view = namespace_view(ns, RUN_MANAGE)
     name = request.form.get("name", "").strip()
-
-    def apply(session, namespace):  # type: ignore[no-untyped-def]
-        outcome = signals.send(
-            session, context.now(), namespace, run_id, name, _json_field("payload")
-        )
-        return f"Signal {name!r}: {outcome.status}" + (
-            f" ({outcome.reason})" if outcome.reason else ""
-        )
-
-    return _run_action(ns, run_id, apply, "")
+    session = context.session()
+    outcome = signals.send(
+        session, context.now(), view.current, run_id, name, _json_field("payload")
+    )
+    session.commit()
+    because = f" ({outcome.reason})" if outcome.reason else ""
+    return reply(f"Signal {name!r}: {outcome.status}{because}", True, _detail(ns, run_id))
 
 
-def _end(ns: str, run_id: str, operation: Any, done: str) -> Response:
+def _end(ns: str, run_id: str, operation: Callable[..., Any], done: str) -> Response:
     """Cancel or terminate the run, recording who asked."""
-
-    def apply(session: Any, namespace: Any) -> None:
-        operation(session, context.now(), namespace, run_id, f"console: {actor().username}")
-
-    return _run_action(ns, run_id, apply, done)
+    view = namespace_view(ns, RUN_MANAGE)
+    session = context.session()
+    operation(session, context.now(), view.current, run_id, f"console: {actor().username}")
+    session.commit()
+    return reply(done, True, _detail(ns, run_id))
 
 
 @bp.post("/ns/<ns>/runs/<path:run_id>/cancel")
@@ -157,12 +158,46 @@ def terminate(ns: str, run_id: str) -> Response:
     return _end(ns, run_id, runs_service.terminate, "Terminated.")
 
 
+@bp.post("/ns/<ns>/runs/<path:run_id>/incidents/<incident_id>/resolve")
+@login_required
+def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
+    """Resolve an open incident: retry the step, skip it (with an optional output), or fail."""
+    view = namespace_view(ns, RUN_MANAGE)
+    action = request.form.get("action", "")
+    if action not in incidents.ACTIONS:
+        raise ValidationFailed([{"loc": ["action"], "msg": "must be retry, skip or fail"}])
+    output = _json_field("output") if action == "skip" else None
+    session = context.session()
+    incident, _run = incidents.resolve(
+        session, context.now(), view.current, run_id, incident_id, action, output
+    )
+    session.commit()
+    report = incident.report or {}
+    done = (
+        f"Incident resolved ({action}): {report.get('held_continuations', 0)} held "
+        f"continuations released, {report.get('elapsed_waits', 0)} elapsed waits, "
+        f"{report.get('timeouts', 0)} timeouts."
+    )
+    return reply(done, True, _detail(ns, run_id))
+
+
 @bp.get("/ns/<ns>/tasks")
 @login_required
 def inbox(ns: str) -> Response:
     """Open human tasks (or another status) with a completion form each."""
     view = namespace_view(ns, RUN_READ)
-    status = request.args.get("status", "open")
+    return _inbox(view, request.args.get("status", "open"))
+
+
+def _inbox(
+    view: NamespaceView,
+    status: str,
+    task_error: tuple[str, str, str] | None = None,
+    http_status: int = 200,
+) -> Response:
+    """The inbox; `task_error` is (task id, what the user typed, why it was refused), shown
+    under that task with the input kept."""
+    ns = view.current.name
     status = status if status in tasks.TASK_STATUSES else "open"
     rows, key = tasks.list_tasks(
         context.session(), view.current, 50, page_key(ns, "tasks"), status=status
@@ -172,27 +207,35 @@ def inbox(ns: str) -> Response:
     return render(
         "runs/tasks.html",
         "runs/_tasks.html",
+        http_status,
         ns=view,
         tasks=rows,
         task_status=status,
         statuses=tasks.TASK_STATUSES,
         next_url=next_url,
         now=context.now(),
+        task_error=task_error,
     )
 
 
 @bp.post("/ns/<ns>/tasks/<task_id>/complete")
 @login_required
 def complete_task(ns: str, task_id: str) -> Response:
-    """Complete a task with a JSON output."""
-    return _act(
-        ns,
-        url_for(".inbox", ns=ns),
-        lambda session, namespace: (
-            tasks.complete(
-                session, context.now(), namespace, actor(), task_id, _json_field("output")
-            )
-            and None
-        ),
-        "Task completed.",
-    )
+    """Complete a task with a JSON output; output it cannot take is shown again under the task."""
+    view = namespace_view(ns, RUN_MANAGE)
+    session = context.session()
+    raw = request.form.get("output", "")
+    try:
+        output = inputs.loads(raw, ["output"]) if raw.strip() else None
+        tasks.complete(session, context.now(), view.current, actor(), task_id, output)
+    except AlmanacError as exc:
+        if exc.http_status not in (400, 422):
+            raise
+        return _refused_output(view, task_id, raw, exc.message)
+    session.commit()
+    return reply("Task completed.", True, url_for(".inbox", ns=ns))
+
+
+def _refused_output(view: NamespaceView, task_id: str, raw: str, why: str) -> Response:
+    context.session().rollback()
+    return _inbox(view, "open", (task_id, raw, why), 422)

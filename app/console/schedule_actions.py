@@ -1,144 +1,110 @@
-"""Pause, resume, trigger, delete and backfill from the console (POST + CSRF, grants checked)."""
+"""Pause, resume, trigger, delete and backfill from the console (POST + CSRF, grants checked).
+
+Refusals are answered by the blueprint's error handler (app/console/errors.py): back to the
+schedule's page with the reason, or the reason in place for trigger and backfill.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
+from app.console import errors
 from app.console.common import actor, command
-from app.console.htmx import is_partial
+from app.console.htmx import in_place, reply
 from app.console.session import namespace_view
-from app.errors import AlmanacError
-from app.schedules import forecast, manual, status, store
-from app.schedules.errors import RevisionConflict
+from app.schedules import manual, service, store
+from app.schedules.config import OVERLAP_POLICIES
 
 bp = Blueprint("console_schedule_actions", __name__)
 ONE = "/ns/<ns>/schedules/<schedule_id>"
+RESULT = "schedules/_action_result.html"
 
 
-def _go(target: str) -> Response:
-    """Redirect; an htmx request is told to navigate instead of swapping the page in."""
-    if is_partial():
-        response = make_response("", 204)
-        response.headers["HX-Redirect"] = target
-        return response
-    return redirect(target)
+def _detail(ns: str, schedule_id: str) -> str:
+    return url_for("console_schedules.detail", ns=ns, schedule_id=schedule_id)
+
+
+def back_to(args: dict[str, Any]) -> str:
+    """Where an action on a schedule returns: the schedule's page."""
+    return _detail(args["ns"], args["schedule_id"])
+
+
+errors.register(bp, back_to=back_to)
 
 
 def _revision() -> int | None:
     raw = request.form.get("revision", "")
-    return int(raw) if raw.isdigit() else None
-
-
-def _change(
-    ns: str,
-    schedule_id: str,
-    needs: tuple[str, ...],
-    apply: Callable[..., Any],
-    done: str,
-    then: str | None = None,
-) -> Response:
-    """Run one state change; conflicts and refusals become a message on the detail page."""
-    view = namespace_view(ns, *needs)
-    session = context.session()
-    detail = url_for("console_schedules.detail", ns=ns, schedule_id=schedule_id)
-    try:
-        apply(session, context.now(), view.current, actor(), schedule_id)
-    except RevisionConflict as exc:
-        session.rollback()
-        flash(
-            f"Someone else changed {schedule_id} (now revision "
-            f"{exc.details.get('current_revision')}); the page is reloaded, try again.",
-            "error",
-        )
-        return _go(detail)
-    except AlmanacError as exc:
-        session.rollback()
-        flash(exc.message, "error")
-        return _go(detail)
-    session.commit()
-    flash(done, "ok")
-    return _go(then or detail)
+    return inputs.ascii_int(raw)
 
 
 @bp.post(f"{ONE}/pause")
 @login_required
 def pause(ns: str, schedule_id: str) -> Response:
     """Pause with an optional reason."""
+    view = namespace_view(ns, TRIGGER_MANAGE)
     reason = request.form.get("reason", "").strip()[:500] or None
-    return _change(
-        ns,
+    session = context.session()
+    service.pause(
+        session,
+        context.now(),
+        view.current,
+        actor(),
+        command(reason),
         schedule_id,
-        (TRIGGER_MANAGE,),
-        lambda s, now, n, a, sid: status.pause(
-            s, now, n, a, command(reason), sid, _revision(), reason
-        ),
-        f"Paused {schedule_id}.",
+        _revision(),
+        reason,
     )
+    session.commit()
+    return reply(f"Paused {schedule_id}.", True, _detail(ns, schedule_id))
 
 
 @bp.post(f"{ONE}/resume")
 @login_required
 def resume(ns: str, schedule_id: str) -> Response:
     """Resume from a fresh future cursor, under the acting user's authority."""
-    return _change(
-        ns,
-        schedule_id,
-        (TRIGGER_MANAGE, RUN_START),
-        lambda s, now, n, a, sid: status.resume(s, now, n, a, command(), sid, _revision()),
-        f"Resumed {schedule_id}.",
+    view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
+    session = context.session()
+    service.resume(
+        session, context.now(), view.current, actor(), command(), schedule_id, _revision()
     )
+    session.commit()
+    return reply(f"Resumed {schedule_id}.", True, _detail(ns, schedule_id))
 
 
 @bp.post(f"{ONE}/delete")
 @login_required
 def delete(ns: str, schedule_id: str) -> Response:
     """Soft-delete the schedule; then go back to the list."""
-    return _change(
-        ns,
-        schedule_id,
-        (TRIGGER_MANAGE,),
-        lambda s, now, n, a, sid: status.delete(s, now, n, a, command(), sid, _revision()),
-        f"Deleted {schedule_id}; its history stays readable.",
-        then=url_for("console_schedules.index", ns=ns),
+    view = namespace_view(ns, TRIGGER_MANAGE)
+    session = context.session()
+    service.delete(
+        session, context.now(), view.current, actor(), command(), schedule_id, _revision()
     )
-
-
-def _result(ns: str, schedule_id: str, message: str, ok: bool) -> Response:
-    if is_partial():
-        response = make_response(
-            render_template("schedules/_action_result.html", message=message, ok=ok)
-        )
-        response.vary.add("HX-Request")
-        return response
-    flash(message, "ok" if ok else "error")
-    return redirect(url_for("console_schedules.detail", ns=ns, schedule_id=schedule_id))
+    session.commit()
+    done = f"Deleted {schedule_id}; its history stays readable."
+    return reply(done, True, url_for("console_schedules.index", ns=ns))
 
 
 @bp.post(f"{ONE}/trigger")
 @login_required
+@in_place(RESULT)
 def trigger(ns: str, schedule_id: str) -> Response:
     """Start a run now under the schedule's overlap policy."""
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
     session = context.session()
-    try:
-        result = manual.trigger(
-            session, context.now(), view.current, actor(), command(), schedule_id
-        )
-    except AlmanacError as exc:
-        session.rollback()
-        return _result(ns, schedule_id, exc.message, False)
+    result = manual.trigger(session, context.now(), view.current, command(), schedule_id)
     session.commit()
+    back = _detail(ns, schedule_id)
     if result.run_id:
-        return _result(ns, schedule_id, f"{result.outcome}: run {result.run_id}", True)
-    return _result(ns, schedule_id, f"{result.outcome}: {result.reason}", False)
+        return reply(f"{result.outcome}: run {result.run_id}", True, back)
+    return reply(f"{result.outcome}: {result.reason}", False, back)
 
 
 def _range() -> tuple[Any, Any]:
@@ -147,49 +113,66 @@ def _range() -> tuple[Any, Any]:
     return start, end
 
 
+SKIP_TEXT = {
+    "overlap_policy_skip": "skipped by the overlap policy (a run of it would still be active)",
+    "capacity": "refused for capacity (the namespace is at its run limit)",
+    "max_runs_exhausted": "past max runs",
+    "scheduled": "left to the scheduler (not reached yet)",
+}
+
+
 @bp.get(f"{ONE}/backfill/count")
 @login_required
 def backfill_count(ns: str, schedule_id: str) -> str:
-    """How many canonical occurrences a backfill range holds (the preview before confirming)."""
+    """What a backfill of the range would do, decided as the backfill decides (a read: GET, no
+    CSRF token in the URL)."""
     view = namespace_view(ns, RUN_READ)
-    schedule = store.get(context.session(), view.current, schedule_id)
+    session = context.session()
+    schedule = store.get(session, view.current, schedule_id)
     try:
         start, end = _range()
     except CalendarError as exc:
         return f"{exc.loc[0] if exc.loc else 'range'}: {exc.msg}"
     if end <= start:
         return "'to' must be after 'from'."
-    size = forecast.backfill_size(schedule, start, end)
-    if size is None:
-        return f"More than {forecast.MAX_BACKFILL} occurrences: split the range."
-    return (
-        f"This range holds {size} occurrence{'s' if size != 1 else ''}; "
-        "ones already started are not started again."
-    )
+    override = request.args.get("overlap_policy") or None
+    if override is not None and override not in OVERLAP_POLICIES:
+        return f"Unknown overlap policy {override!r}."
+    plan = manual.plan_backfill(session, view.current, schedule, start, end, override)
+    if plan.too_large:
+        return f"More than {manual.MAX_BACKFILL} occurrences: split the range."
+    return plan_text(plan)
+
+
+def plan_text(plan: manual.BackfillPlan) -> str:
+    """E.g. "This range holds 4 occurrences: 1 run would start; 3 skipped by the overlap policy"."""
+    plural = "s" if plan.occurrences != 1 else ""
+    parts = [f"{plan.starts} run{'s' if plan.starts != 1 else ''} would start"]
+    parts += [f"{n} {SKIP_TEXT.get(reason, reason)}" for reason, n in sorted(plan.skips.items())]
+    if plan.already_started:
+        parts.append(f"{plan.already_started} already started (not started again)")
+    policy = plan.policy.replace("_", " ")
+    head = f"This range holds {plan.occurrences} occurrence{plural}"
+    return f"{head}: {'; '.join(parts)} (overlap policy: {policy})."
 
 
 @bp.post(f"{ONE}/backfill")
 @login_required
+@in_place(RESULT)
 def backfill(ns: str, schedule_id: str) -> Response:
     """Start a run for every canonical occurrence in [from, to)."""
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
+    start, end = _range()
     session = context.session()
-    try:
-        start, end = _range()
-        result = manual.backfill(
-            session, context.now(), view.current, actor(), command(), schedule_id, start, end
-        )
-    except CalendarError as exc:
-        return _result(ns, schedule_id, f"{exc.loc[0] if exc.loc else 'range'}: {exc.msg}", False)
-    except AlmanacError as exc:
-        session.rollback()
-        return _result(ns, schedule_id, exc.message, False)
+    override = request.form.get("overlap_policy") or None
+    result = manual.backfill(
+        session, context.now(), view.current, command(), schedule_id, start, end, override
+    )
     session.commit()
-    return _result(
-        ns,
-        schedule_id,
-        f"Backfill started {result.started} runs, skipped "
-        f"{result.skipped}, {len(result.results) - result.started - result.skipped} "
-        "already started.",
+    already = len(result.results) - result.started - result.skipped
+    return reply(
+        f"Backfill started {result.started} runs, skipped {result.skipped}, "
+        f"{already} already started.",
         True,
+        _detail(ns, schedule_id),
     )

@@ -9,11 +9,21 @@ from flask import Blueprint, redirect, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, Spec, SpecRangeError, preview
+from app.calendar.describe import zone_note
+from app.console import errors
 from app.console.common import actor, command
-from app.console.forms import errors_by_field, form_from_config, request_from_form, spec_from_form
+from app.console.forms import (
+    LABELS,
+    errors_by_field,
+    form_errors,
+    form_from_config,
+    request_from_form,
+    spec_from_form,
+    summary,
+)
 from app.console.htmx import render
 from app.console.session import NamespaceView, namespace_view
 from app.errors import AlmanacError
@@ -21,6 +31,7 @@ from app.schedules import service, store
 from app.schedules.errors import RevisionConflict
 
 bp = Blueprint("console_schedule_forms", __name__)
+errors.register(bp)
 ZONES = sorted(available_timezones() - {"localtime", "Factory"})
 DEFAULTS = {
     "timezone": "UTC",
@@ -50,6 +61,7 @@ def _form_page(
         values=values,
         editing=editing,
         errors=errors or {},
+        summary=summary(errors or {}),
         conflict=conflict,
         zones=ZONES,
     )
@@ -79,6 +91,9 @@ def create(ns: str) -> Response:
     """Save a new schedule from the form; re-show it with errors next to the fields."""
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
     session = context.session()
+    mistakes = form_errors(request.form)
+    if mistakes:
+        return _form_page(view, request.form.to_dict(), errors=mistakes, status=422)
     try:
         data = request_from_form(request.form)
         schedule, _ = service.save(
@@ -109,6 +124,11 @@ def update(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
     session = context.session()
     revision = request.form.get("revision", "")
+    mistakes = form_errors(request.form)
+    if mistakes:
+        return _form_page(
+            view, request.form.to_dict(), editing=schedule_id, errors=mistakes, status=422
+        )
     try:
         data = request_from_form(request.form) | {"schedule_id": schedule_id}
         service.save(
@@ -118,7 +138,7 @@ def update(ns: str, schedule_id: str) -> Response:
             actor(),
             command(),
             data,
-            int(revision) if revision.isdigit() else None,
+            inputs.ascii_int(revision),
         )
     except RevisionConflict as exc:
         session.rollback()
@@ -150,6 +170,7 @@ def _conflict(view: NamespaceView, schedule_id: str, exc: RevisionConflict) -> d
     return {
         "current_revision": exc.details.get("current_revision"),
         "fields": differing,
+        "labels": [LABELS.get(name, name.replace("_", " ")) for name in differing],
         "status": schedule.status,
     }
 
@@ -159,13 +180,24 @@ def _conflict(view: NamespaceView, schedule_id: str, exc: RevisionConflict) -> d
 def live_preview(ns: str) -> Response:
     """The live preview under the calendar fields (htmx, debounced)."""
     view = namespace_view(ns, RUN_READ)
-    items, error = [], None
+    items, error, note = [], None, None
+    if not any(request.form.get(name, "").strip() for name in ("cron_expressions", "intervals")):
+        # Nothing typed yet is not a mistake.
+        return render(
+            "schedules/_preview.html", "schedules/_preview.html", ns=view, items=[], empty=True
+        )
     try:
         spec = Spec.from_dict(spec_from_form(request.form))
-        jitter = int(request.form.get("jitter_seconds") or 0)
+        jitter = inputs.ascii_int(request.form.get("jitter_seconds") or "0") or 0
         items = preview(spec, context.now(), 8, jitter_seconds=max(0, min(jitter, 3600)))
+        note = zone_note(spec.timezone)
     except (CalendarError, AlmanacError, ValueError) as exc:
         error = _errors_of(exc)
     return render(
-        "schedules/_preview.html", "schedules/_preview.html", ns=view, items=items, error=error
+        "schedules/_preview.html",
+        "schedules/_preview.html",
+        ns=view,
+        items=items,
+        error=error,
+        zone_note=note,
     )

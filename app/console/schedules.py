@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 from flask import Blueprint, request, url_for
@@ -10,25 +12,28 @@ from werkzeug.wrappers import Response
 
 from app import context
 from app.auth.grants import RUN_READ
-from app.calendar import Spec, describe_spec, preview
+from app.calendar import Spec, describe_spec
+from app.console import errors
 from app.console.charts import timeline
 from app.console.common import next_cursor, page_key
 from app.console.htmx import render
 from app.console.session import namespace_view
 from app.db import Schedule
+from app.errors import ValidationFailed
+from app.runs import overview as runs_overview
 from app.runs import service as runs_service
 from app.schedules import queries, store
+from app.schedules.config import label_pair
 
 bp = Blueprint("console_schedules", __name__)
+errors.register(bp)
 HISTORY_PAGE = 100
 
 
 def _filters() -> queries.ScheduleFilter:
-    labels = []
-    for raw in request.args.get("label", "").split(","):
-        key, sep, value = raw.strip().partition(":")
-        if sep and key:
-            labels.append((key, value))
+    """The list's filters; a label it cannot read is refused (422 naming it), never ignored."""
+    raw_labels = [raw.strip() for raw in request.args.get("label", "").split(",") if raw.strip()]
+    labels = [label_pair(raw) for raw in raw_labels]
     return queries.ScheduleFilter(
         status=request.args.get("status") or None,
         labels=tuple(labels),
@@ -38,7 +43,17 @@ def _filters() -> queries.ScheduleFilter:
 
 
 def calendar_text(schedule: Schedule) -> str:
-    return describe_spec(Spec.from_dict(schedule.spec))
+    return _describe(json.dumps(schedule.spec, sort_keys=True))
+
+
+@lru_cache(maxsize=2048)
+def _describe(spec_json: str) -> str:
+    # The list refreshes every few seconds and a spec may hold 64 calendars and intervals:
+    # describe each distinct spec once, not on every render.
+    return describe_spec(Spec.from_dict(json.loads(spec_json)))
+
+
+FILTER_ARGS = ("status", "label", "q")
 
 
 @bp.get("/ns/<ns>/schedules")
@@ -48,15 +63,29 @@ def index(ns: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     key = page_key(ns, "schedules")
     after = int(key[0]) if key and isinstance(key[0], int) else None
-    rows, next_key = queries.list_schedules(context.session(), view.current, _filters(), 50, after)
-    cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
-    args: dict[str, Any] = request.args.to_dict() | {"cursor": cursor}
-    next_url = url_for(".index", ns=ns, **args) if cursor else None
+    session = context.session()
+    rows: list[Schedule] = []
+    next_url, filter_error = None, None
+    try:
+        filters = _filters()
+    except ValidationFailed as exc:
+        filter_error = exc.details["errors"][0]["msg"]
+    else:
+        rows, next_key = queries.list_schedules(session, view.current, filters, 50, after)
+        cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
+        # Only the list's own filters go into the link: a stray `ns` or `_external` query
+        # argument must not reach url_for (it would clash with the route, or make an absolute URL).
+        args: dict[str, Any] = {k: v for k, v in request.args.items() if k in FILTER_ARGS}
+        args["cursor"] = cursor
+        next_url = url_for(".index", ns=ns, **args) if cursor else None
     return render(
         "schedules/index.html",
         "schedules/_rows.html",
+        422 if filter_error else 200,
+        filter_error=filter_error,
         ns=view,
         schedules=rows,
+        last_runs=runs_overview.latest_runs(session, [row.uid for row in rows]),
         now=context.now(),
         next_url=next_url,
         calendar_text=calendar_text,
@@ -71,7 +100,7 @@ def detail(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session, now = context.session(), context.now()
     schedule = store.get(session, view.current, schedule_id)
-    upcoming = _upcoming(schedule, 20)
+    upcoming = queries.upcoming_items(schedule, 20)
     line = (
         timeline(
             [(item.at, item.note) for item in upcoming], now, upcoming[-1].at if upcoming else now
@@ -99,19 +128,6 @@ def detail(ns: str, schedule_id: str) -> Response:
     )
 
 
-def _upcoming(schedule: Schedule, count: int) -> list:  # type: ignore[type-arg]
-    if schedule.status != "active" or schedule.cursor_at is None:
-        return []
-    items = preview(
-        Spec.from_dict(schedule.spec),
-        schedule.cursor_at,
-        count,
-        uid=schedule.uid,
-        jitter_seconds=schedule.jitter_seconds,
-    )
-    return [item for item in items if item.canonical > schedule.cursor_at]
-
-
 @bp.get("/ns/<ns>/schedules/<schedule_id>/history")
 @login_required
 def history(ns: str, schedule_id: str) -> Response:
@@ -119,9 +135,19 @@ def history(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session = context.session()
     schedule = store.get(session, view.current, schedule_id)
+    latest = request.args.get("latest") == "1"
     after = queries.parse_after_sequence(request.args.get("after_sequence"))
+    if latest:
+        # The last page, still read forward from an after_sequence like every other page.
+        after = max(0, schedule.history_sequence - HISTORY_PAGE)
     page = queries.history(session, view.current, schedule, HISTORY_PAGE, after)
-    partial = "schedules/_history_page.html" if after else "schedules/_history.html"
+    partial = "schedules/_history_page.html" if after and not latest else "schedules/_history.html"
     return render(
-        "schedules/history.html", partial, ns=view, schedule=schedule, page=page, now=context.now()
+        "schedules/history.html",
+        partial,
+        ns=view,
+        schedule=schedule,
+        page=page,
+        now=context.now(),
+        latest=latest,
     )

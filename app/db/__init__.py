@@ -10,7 +10,9 @@ from app.db.runs import (
     Activation,
     Deadline,
     Run,
+    RunBranch,
     RunHistoryEvent,
+    RunIncident,
     Signal,
     Task,
     Workflow,
@@ -23,6 +25,7 @@ from app.db.schedules import (
     ScheduleOccurrence,
     ScheduleRevision,
 )
+from app.db.security import ConsoleSession, LoginFailure
 from app.db.session import Database, make_engine, normalize_url
 from app.db.system import ClockState, SchedulerCursor, TickerBeat
 
@@ -32,7 +35,9 @@ __all__ = [
     "Activation",
     "Deadline",
     "Run",
+    "RunBranch",
     "RunHistoryEvent",
+    "RunIncident",
     "SCHEDULE_STATUSES",
     "Schedule",
     "ScheduleHistoryEvent",
@@ -45,6 +50,8 @@ __all__ = [
     "ApiToken",
     "Base",
     "ClockState",
+    "ConsoleSession",
+    "LoginFailure",
     "Database",
     "JSONType",
     "Membership",

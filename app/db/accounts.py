@@ -1,4 +1,4 @@
-"""Namespaces, users, memberships and API tokens (SPEC §2, §3)."""
+"""Namespaces, users, memberships and API tokens (docs/foundation.md, docs/api.md)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ class User(Base):
     is_superuser: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The console lands here after sign-in (the namespace of the last page the user opened).
+    last_namespace: Mapped[str | None] = mapped_column(String(64))
 
     memberships: Mapped[list[Membership]] = relationship(back_populates="user")
 

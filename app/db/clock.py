@@ -51,7 +51,7 @@ class SystemClock:
 
 
 class ManualClock:
-    """An instant kept in the database so every process shares it (SPEC §7)."""
+    """An instant kept in the database so every process shares it (docs/api.md)."""
 
     manual = True
 

@@ -26,12 +26,13 @@ _BEGAN_KEY = "almanac.began"
 
 # Tables with a namespace column, and children that reach one through their parent's key.
 # (The policies of children use their parent's, so they follow it.)
-NAMESPACE_TABLES = ("workflows", "activations", "runs", "tasks", "schedules")
+NAMESPACE_TABLES = ("workflows", "activations", "runs", "tasks", "schedules", "run_incidents")
 CHILD_TABLES = {
     "workflow_versions": ("workflow_id", "workflows"),
     "run_history_events": ("run_pk", "runs"),
     "deadlines": ("run_pk", "runs"),
     "signals": ("run_pk", "runs"),
+    "run_branches": ("run_pk", "runs"),
     "schedule_revisions": ("schedule_pk", "schedules"),
     "schedule_occurrences": ("schedule_pk", "schedules"),
     "schedule_history_events": ("schedule_pk", "schedules"),
@@ -45,6 +46,8 @@ GLOBAL_TABLES = (
     "clock_state",
     "ticker_beats",
     "scheduler_cursors",
+    "console_sessions",
+    "login_failures",
 )
 
 

@@ -36,6 +36,9 @@ APP_GRANTS = {table: _DML for table in BUSINESS_TABLES} | {
     "api_tokens": _DML,
     "clock_state": _DML,
     "ticker_beats": _DML,
+    # Console sign-in: server-side sessions and the login throttle's failures.
+    "console_sessions": _DML,
+    "login_failures": _DML,
 }
 SCHEDULER_GRANTS = {table: _DML for table in BUSINESS_TABLES} | {
     "namespaces": "SELECT",

@@ -1,4 +1,4 @@
-"""Workflows, versions, activations, runs and their history, deadlines, signals, tasks (§2, §6)."""
+"""Workflows, versions, activations, runs and their history, deadlines, signals, tasks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, JSONType, UTCDateTime, new_uid
 
-ACTIVE_RUN_STATUSES = ("pending", "running", "waiting")
+ACTIVE_RUN_STATUSES = ("pending", "running", "waiting", "suspended")
 FINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "terminated", "timed_out")
 
 
@@ -59,6 +59,11 @@ class Run(Base):
         Index("ix_runs_namespace_status", "namespace_id", "status"),
         # Workers claim in (claimable_at, id) order: the index yields it without a sort.
         Index("ix_runs_claim", "claimable_at", "id"),
+        # The newest-first runs list per namespace, and (covering, with status) the overview's
+        # runs per hour.
+        Index("ix_runs_namespace_created", "namespace_id", "created_at", "id", "status"),
+        # A schedule's runs, newest first (its detail page, `GET /runs?schedule_id=`).
+        Index("ix_runs_schedule_created", "namespace_id", "schedule_id", "created_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -103,12 +108,14 @@ class RunHistoryEvent(Base):
     sequence: Mapped[int] = mapped_column(Integer)
     event_type: Mapped[str] = mapped_column(String(64))
     node_id: Mapped[str | None] = mapped_column(String(128))
+    # Inside parallel branches: the branches the event happened in, outermost first.
+    branch_path: Mapped[list[str] | None] = mapped_column(JSONType)
     payload: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class Deadline(Base):
-    """One durable timer: a run timeout, a signal or task timeout, or an elapsing wait (§6.4)."""
+    """One durable timer: a run timeout, a signal or task timeout, or an elapsing wait."""
 
     __tablename__ = "deadlines"
     __table_args__ = (Index("ix_deadlines_due", "consumed_at", "due_at"),)
@@ -157,3 +164,57 @@ class Task(Base):
     due_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     completed_by: Mapped[str | None] = mapped_column(String(64))
+
+
+class RunBranch(Base):
+    """A started branch of a parallel step: its own position, lease and held continuation.
+
+    The run row is the root sequence of steps; each branch is a sequence of its own. A branch row
+    is only written while its run's row is locked. `path` joins `parallel_id/branch_id` pairs from
+    the outermost parallel step in (step ids hold no '/').
+    """
+
+    __tablename__ = "run_branches"
+    __table_args__ = (
+        UniqueConstraint("run_pk", "path"),
+        Index("ix_run_branches_claim", "claimable_at", "id"),
+        Index("ix_run_branches_parallel", "run_pk", "parallel_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    path: Mapped[str] = mapped_column(String(1024))
+    parallel_id: Mapped[str] = mapped_column(String(128))
+    branch_id: Mapped[str] = mapped_column(String(128))
+    position: Mapped[int] = mapped_column(Integer)
+    step_index: Mapped[int] = mapped_column(Integer, default=0)
+    current_step: Mapped[str | None] = mapped_column(String(128))
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    output: Mapped[Any | None] = mapped_column(JSONType)
+    claimable_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
+    # A step finished while an incident was open: what to do next, applied on resolve.
+    held: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class RunIncident(Base):
+    """An action step that exhausted its retries in a run that asked for incidents."""
+
+    __tablename__ = "run_incidents"
+    __table_args__ = (Index("ix_run_incidents_list", "namespace_id", "opened_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uid)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
+    node_id: Mapped[str] = mapped_column(String(128))
+    branch_path: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    error: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    attempts: Mapped[int] = mapped_column(Integer)
+    opened_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # retry | skip | fail, or run_timed_out / run_cancelled / ... when the run ended first
+    resolution: Mapped[str | None] = mapped_column(String(32))
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSONType)

@@ -1,4 +1,4 @@
-"""Schedules, their immutable revisions, the occurrence ledger and the audit stream (§2, §5)."""
+"""Schedules, their immutable revisions, the occurrence ledger and the audit stream."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class ScheduleRevision(Base):
 
 
 class ScheduleOccurrence(Base):
-    """The ledger (§5.6): a started, buffered or skipped occurrence, or a skipped range."""
+    """The ledger: a started, buffered or skipped occurrence, or a skipped range."""
 
     __tablename__ = "schedule_occurrences"
     __table_args__ = (
@@ -106,7 +106,7 @@ class ScheduleOccurrence(Base):
 
 
 class ScheduleHistoryEvent(Base):
-    """One event of a schedule's audit stream (§5.7); `sequence` counts from 1 per schedule."""
+    """One event of a schedule's audit stream; `sequence` counts from 1 per schedule."""
 
     __tablename__ = "schedule_history_events"
     __table_args__ = (UniqueConstraint("schedule_pk", "sequence"),)

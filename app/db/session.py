@@ -11,6 +11,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import rls
+from app.db.files import prepare_sqlite_file
 from app.db.rls import Scope
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -40,7 +41,7 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         # Writers are serialized by SQLite anyway; IMMEDIATE takes the lock up front
-        # instead of failing on upgrade from a read lock (SPEC §5.4).
+        # instead of failing on upgrade from a read lock (docs/schedules.md).
         mode = "IMMEDIATE" if conn.get_execution_options().get("sqlite_immediate") else "DEFERRED"
         conn.exec_driver_sql(f"BEGIN {mode}")
 
@@ -49,6 +50,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     """Create an engine for `url` with the settings each backend needs."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
+        prepare_sqlite_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False}, **kwargs)
         _configure_sqlite(engine)
         return engine

@@ -11,7 +11,7 @@ from app.db.base import Base, UTCDateTime
 
 
 class ClockState(Base):
-    """The manual clock's current instant (SPEC §7); one row, id 1, shared by every process."""
+    """The manual clock's current instant (docs/api.md); one row, id 1, shared by every process."""
 
     __tablename__ = "clock_state"
 

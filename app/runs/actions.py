@@ -1,4 +1,4 @@
-"""The action registry: Python callables a workflow's `action` steps run, by name (SPEC §6.1).
+"""The action registry: Python callables a workflow's `action` steps run, by name.
 
 Register more with the decorator in a module named in `ALMANAC_ACTION_MODULES`:
 

@@ -1,4 +1,4 @@
-"""The deadline scanner (SPEC §6.3, §6.4), called by every tick.
+"""The deadline scanner, called by every tick.
 
 Due deadlines (`due_at <= now`: nothing wakes early) are applied in this order: run timeouts
 first, then signal and task timeouts, then elapsed waits by due time and node id. A run that timed
@@ -15,12 +15,14 @@ from typing import Any
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
+from app.calendar import format_utc_or_none
 from app.db import Database
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
-from app.runs.definitions import step_at
-from app.runs.lifecycle import append_event, finish_run
+from app.runs.frames import Frame, frame_of_node, is_waiting_at, settle
+from app.runs.lifecycle import finish_run
 from app.runs.locking import begin_write
-from app.runs.steps import complete_step, definition_of, fail_run, iso
+from app.runs.steps import complete_step, fail_run, hold, layout_for
+from app.runs.waiting import record
 
 PAGE_SIZE = 200
 ORDER = case({"run_timeout": 0, "signal": 1, "task": 1}, value=Deadline.kind, else_=2)
@@ -33,7 +35,7 @@ class ScanResult:
 
 
 def due_page(session: Session, now: datetime, limit: int = PAGE_SIZE) -> list[tuple[Deadline, Run]]:
-    """The next due, unconsumed deadlines in §6.4 order, with their runs locked.
+    """The next due, unconsumed deadlines in deadline order, with their runs locked.
 
     On PostgreSQL the runs are locked `FOR UPDATE SKIP LOCKED` (a run a worker is committing is
     left for the next tick); SQLite holds the database write lock for the whole page.
@@ -68,42 +70,33 @@ def scan(db: Database, now: datetime, *, budget_left: Any = None) -> ScanResult:
 
 
 def apply(session: Session, deadline: Deadline, run: Run, now: datetime) -> bool:
-    """Apply one due deadline to its (locked) run; False if it no longer applies."""
+    """Apply one due deadline to its (locked) run; False if it no longer applies.
+
+    Consumed exactly once: a deadline observed while the run is suspended records its event now
+    (with the issued deadline and the observation time) and holds what follows.
+    """
     if deadline.consumed_at is not None:
         return False
     deadline.consumed_at = now
     if run.status not in ACTIVE_RUN_STATUSES:
         return False
     if deadline.kind == "run_timeout":
-        finish_run(
-            session,
-            run,
-            now,
-            "timed_out",
-            "run_timed_out",
-            {"deadline": iso(deadline.due_at), "observed_at": iso(now)},
-        )
+        payload = {
+            "deadline": format_utc_or_none(deadline.due_at),
+            "observed_at": format_utc_or_none(now),
+        }
+        finish_run(session, run, now, "timed_out", "run_timed_out", payload)
         return True
-    if run.status != "waiting" or run.current_step != deadline.node_id:
+    layout = layout_for(session, run)
+    frame = frame_of_node(session, run, layout, deadline.node_id)
+    node = layout.nodes.get(deadline.node_id or "")
+    if frame is None or node is None or not is_waiting_at(frame, node.step["id"], node.step):
         return False
-    step = step_at(definition_of(session, run), run.step_index)
-    assert step is not None
     if deadline.kind == "wait":
-        _elapse(session, run, deadline, now)
+        _elapse(session, run, frame, deadline, now)
     elif deadline.kind == "signal":
-        _time_out(
-            session,
-            run,
-            step,
-            "signal_timed_out",
-            {
-                "signal": step["signal"],
-                "deadline": iso(deadline.due_at),
-                "observed_at": iso(now),
-                "on_timeout": step.get("on_timeout", "fail"),
-            },
-            now,
-        )
+        payload = {"signal": node.step["signal"]}
+        _time_out(session, run, frame, node.step, deadline, "signal_timed_out", payload, now)
     else:
         task = session.scalar(
             select(Task).where(
@@ -112,62 +105,54 @@ def apply(session: Session, deadline: Deadline, run: Run, now: datetime) -> bool
         )
         if task is not None:
             task.status = "timed_out"
-        _time_out(
-            session,
-            run,
-            step,
-            "task_timed_out",
-            {
-                "task_id": task.id if task else None,
-                "deadline": iso(deadline.due_at),
-                "observed_at": iso(now),
-                "on_timeout": step.get("on_timeout", "fail"),
-            },
-            now,
-        )
+        payload = {"task_id": task.id if task else None}
+        _time_out(session, run, frame, node.step, deadline, "task_timed_out", payload, now)
+    settle(session, run, layout)
     return True
 
 
-def _elapse(session: Session, run: Run, deadline: Deadline, now: datetime) -> None:
+def _elapse(session: Session, run: Run, frame: Frame, deadline: Deadline, now: datetime) -> None:
     # The event id is derived from the durable wait id, so it names this elapse uniquely.
     event_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"almanac:wait_elapsed:{deadline.wait_id}"))
-    append_event(
-        session,
-        run,
-        now,
-        "wait_elapsed",
-        {
-            "node_id": deadline.node_id,
-            "deadline": iso(deadline.due_at),
-            "wait_id": deadline.wait_id,
-            "observed_at": iso(now),
-            "event_id": event_id,
-            "sequence": run.last_sequence + 1,
-        },
-        deadline.node_id,
-    )
-    complete_step(session, run, now, None)
+    payload = {
+        "node_id": deadline.node_id,
+        "deadline": format_utc_or_none(deadline.due_at),
+        "wait_id": deadline.wait_id,
+        "observed_at": format_utc_or_none(now),
+        "event_id": event_id,
+        "sequence": run.last_sequence + 1,
+    }
+    record(session, run, frame, now, "wait_elapsed", payload, deadline.node_id)
+    complete_step(session, run, frame, now, None, deadline)
 
 
 def _time_out(
     session: Session,
     run: Run,
+    frame: Frame,
     step: dict[str, Any],
+    deadline: Deadline,
     event_type: str,
     payload: dict[str, Any],
     now: datetime,
 ) -> None:
-    append_event(session, run, now, event_type, payload, step["id"])
-    if step.get("on_timeout", "fail") == "continue":
-        complete_step(session, run, now, None)
+    on_timeout = step.get("on_timeout", "fail")
+    payload = {
+        **payload,
+        "deadline": format_utc_or_none(deadline.due_at),
+        "observed_at": format_utc_or_none(now),
+        "on_timeout": on_timeout,
+    }
+    record(session, run, frame, now, event_type, payload, step["id"])
+    if on_timeout == "continue":
+        complete_step(session, run, frame, now, None, deadline)
+        return
+    error = {
+        "type": event_type,
+        "message": f"step {step['id']!r} timed out at {payload['deadline']}",
+        "step": step["id"],
+    }
+    if run.status == "suspended":
+        hold(run, frame, "fail", deadline, error=error)
     else:
-        fail_run(
-            session,
-            run,
-            now,
-            {
-                "type": event_type,
-                "message": f"step {step['id']!r} timed out at {payload['deadline']}",
-                "step": step["id"],
-            },
-        )
+        fail_run(session, run, now, error, step["id"])

@@ -1,33 +1,49 @@
-"""Workflow definitions (SPEC §6.1): validated once, on deploy, then stored as immutable."""
+"""Workflow definitions: validated once, on deploy, then stored as immutable."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import jsonschema
+import jsonschema_rs
 
 from app.auth.grants import ROLE_GRANTS
 from app.calendar import CalendarError, parse_duration
 from app.runs.actions import registered
 from app.runs.errors import DefinitionInvalid
+from app.runs.schemas import PatternError, check_patterns
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-STEP_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+STEP_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_STEPS = 200
+# Far more than a real input schema needs; bounds the cost of checking one.
+MAX_SCHEMA_BYTES = 64 * 1024
 MAX_TIMEOUT_SECONDS = 366 * 86400
 MAX_ATTEMPTS = 100
 ON_TIMEOUT = ("fail", "continue")
+ON_STEP_FAILURE = ("fail", "incident")
+# Parallel steps nest: a parallel step inside a branch of another is one level deeper.
+MAX_PARALLEL_DEPTH = 4
+MAX_BRANCHES = 50
 
-TOP_LEVEL_KEYS = {"name", "description", "input_schema", "timeout_seconds", "steps"}
+TOP_LEVEL_KEYS = {
+    "name",
+    "description",
+    "input_schema",
+    "timeout_seconds",
+    "on_step_failure",
+    "steps",
+}
 COMMON_KEYS = {"id", "type", "description"}
 STEP_KEYS = {
     "action": {"action", "args", "retry"},
     "wait": {"duration"},
     "signal": {"signal", "timeout_seconds", "on_timeout"},
     "task": {"title", "role", "timeout_seconds", "on_timeout"},
+    "parallel": {"branches", "max_concurrency"},
 }
 
 
@@ -39,30 +55,46 @@ def validate_definition(definition: Any) -> dict[str, Any]:
         if key not in TOP_LEVEL_KEYS:
             raise DefinitionInvalid([key], "unknown field")
     name = definition.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise DefinitionInvalid(
             ["name"], "must be 1-128 letters, digits, '.', '_' or '-', starting alphanumeric"
         )
     _check_schema(definition.get("input_schema", {}))
     if "timeout_seconds" in definition:
         _check_seconds(definition["timeout_seconds"], ["timeout_seconds"], None)
-    steps = definition.get("steps")
-    if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
-        raise DefinitionInvalid(["steps"], f"must be a list of 1 to {MAX_STEPS} steps")
-    seen: set[str] = set()
-    for index, step in enumerate(steps):
-        _check_step(step, index, seen)
+    if definition.get("on_step_failure", "fail") not in ON_STEP_FAILURE:
+        raise DefinitionInvalid(["on_step_failure"], "must be 'fail' or 'incident'")
+    _check_steps(definition.get("steps"), ["steps"], set(), 0)
     return definition
+
+
+def _check_steps(steps: Any, loc: list[str | int], seen: set[str], depth: int) -> None:
+    """Check one sequence of steps; `seen` collects step ids across the whole definition."""
+    if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
+        raise DefinitionInvalid(loc, f"must be a list of 1 to {MAX_STEPS} steps")
+    for index, step in enumerate(steps):
+        _check_step(step, [*loc, index], seen, depth)
 
 
 def _check_schema(schema: Any) -> None:
     if not isinstance(schema, dict | bool):
         raise DefinitionInvalid(["input_schema"], "must be a JSON Schema (an object)")
+    size = len(json.dumps(schema, separators=(",", ":")))
+    if size > MAX_SCHEMA_BYTES:
+        msg = f"is {size} bytes; an input schema may have at most {MAX_SCHEMA_BYTES}"
+        raise DefinitionInvalid(["input_schema"], msg)
+    # Checked against the meta-schema by jsonschema-rs: the pure-Python check costs about a
+    # millisecond per property, so a large schema could hold a thread for seconds.
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        where = ["input_schema", *exc.absolute_path]
-        raise DefinitionInvalid(where, f"not a valid JSON Schema: {exc.message}") from None
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        where = ["input_schema", *exc.instance_path]
+        first_line = str(exc).splitlines()[0]
+        raise DefinitionInvalid(where, f"not a valid JSON Schema: {first_line}") from None
+    try:
+        check_patterns(schema, ["input_schema"])
+    except PatternError as exc:
+        raise DefinitionInvalid(exc.loc, exc.msg) from None
 
 
 def _check_seconds(value: Any, loc: list[str | int], step: str | None) -> None:
@@ -72,12 +104,11 @@ def _check_seconds(value: Any, loc: list[str | int], step: str | None) -> None:
         raise DefinitionInvalid(loc, f"must be from 1 to {MAX_TIMEOUT_SECONDS}", step)
 
 
-def _check_step(step: Any, index: int, seen: set[str]) -> None:
-    loc: list[str | int] = ["steps", index]
+def _check_step(step: Any, loc: list[str | int], seen: set[str], depth: int) -> None:
     if not isinstance(step, dict):
         raise DefinitionInvalid(loc, "a step must be a JSON object")
     step_id = step.get("id")
-    if not isinstance(step_id, str) or not STEP_ID_RE.match(step_id):
+    if not isinstance(step_id, str) or not STEP_ID_RE.fullmatch(step_id):
         raise DefinitionInvalid(
             [*loc, "id"],
             "must be 1-128 letters, digits, '.', '_', ':' or '-', starting alphanumeric",
@@ -94,8 +125,49 @@ def _check_step(step: Any, index: int, seen: set[str]) -> None:
         )
     for key in step:
         if key not in COMMON_KEYS | STEP_KEYS[kind]:
-            raise DefinitionInvalid([*loc, key], f"unknown field for a {kind} step", step_id)
-    CHECKS[kind](step, loc, step_id)
+            article = "an" if kind[:1] in "aeiou" else "a"
+            raise DefinitionInvalid(
+                [*loc, key], f"unknown field for {article} {kind} step", step_id
+            )
+    if kind == "parallel":
+        _check_parallel(step, loc, step_id, seen, depth + 1)
+    else:
+        CHECKS[kind](step, loc, step_id)
+
+
+def _check_parallel(
+    step: dict[str, Any], loc: list[str | int], step_id: str, seen: set[str], depth: int
+) -> None:
+    if depth > MAX_PARALLEL_DEPTH:
+        raise DefinitionInvalid(
+            loc, f"parallel steps nest at most {MAX_PARALLEL_DEPTH} deep; this is {depth}", step_id
+        )
+    branches = step.get("branches")
+    if not isinstance(branches, list) or not 1 <= len(branches) <= MAX_BRANCHES:
+        raise DefinitionInvalid(
+            [*loc, "branches"], f"must be a list of 1 to {MAX_BRANCHES} branches", step_id
+        )
+    capacity = step.get("max_concurrency", len(branches))
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+        raise DefinitionInvalid(
+            [*loc, "max_concurrency"], "must be a whole number of at least 1", step_id
+        )
+    branch_ids: set[str] = set()
+    for index, branch in enumerate(branches):
+        where: list[str | int] = [*loc, "branches", index]
+        if not isinstance(branch, dict) or set(branch) - {"id", "steps"}:
+            raise DefinitionInvalid(where, "a branch is an object with 'id' and 'steps'", step_id)
+        branch_id = branch.get("id")
+        if not isinstance(branch_id, str) or not STEP_ID_RE.match(branch_id):
+            raise DefinitionInvalid(
+                [*where, "id"],
+                "must be 1-128 letters, digits, '.', '_', ':' or '-', starting alphanumeric",
+                step_id,
+            )
+        if branch_id in branch_ids:
+            raise DefinitionInvalid([*where, "id"], f"duplicate branch id {branch_id!r}", step_id)
+        branch_ids.add(branch_id)
+        _check_steps(branch.get("steps"), [*where, "steps"], seen, depth)
 
 
 def _check_action(step: dict[str, Any], loc: list[str | int], step_id: str) -> None:
@@ -152,7 +224,7 @@ def _check_deadline(step: dict[str, Any], loc: list[str | int], step_id: str) ->
 
 def _check_signal(step: dict[str, Any], loc: list[str | int], step_id: str) -> None:
     name = step.get("signal")
-    if not isinstance(name, str) or not STEP_ID_RE.match(name):
+    if not isinstance(name, str) or not STEP_ID_RE.fullmatch(name):
         raise DefinitionInvalid(
             [*loc, "signal"],
             "must be a signal name of 1-128 letters, digits, '.', '_', ':' or '-'",

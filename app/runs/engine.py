@@ -11,116 +11,71 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
-import threading
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Engine, bindparam, or_, select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from app.db import Database, Namespace, UTCDateTime
-from app.db.clock import ManualClock, SystemClock
-from app.db.runs import Run
+from app.calendar import format_utc_or_none
+from app.db import Database, Namespace
+from app.db.runs import Run, RunBranch
+from app.runs import secrets
 from app.runs.actions import ActionContext, ActionError, get_action
-from app.runs.definitions import step_at
-from app.runs.lifecycle import append_event, finish_run
+from app.runs.claimable import (
+    CLAIMABLE_STATUSES,
+    anything_claimable,
+    claimable_runs,
+    lock_claimable_branches,
+)
+from app.runs.claims import (
+    ANY_QUEUE,
+    DEFAULT_LEASE_SECONDS,
+    Claim,
+    Clock,
+    Outcome,
+    WorkerSettings,
+    worker_name,
+)
+from app.runs.frames import Frame, path_of, settle
+from app.runs.incidents import open_incident
+from app.runs.leases import Heartbeat, release_expired_lease
 from app.runs.locking import begin_write, for_update
-from app.runs.steps import complete_step, definition_of, enter_step, fail_run, iso
+from app.runs.steps import (
+    complete_step,
+    definition_of,
+    enter_step,
+    fail_run,
+    layout_for,
+    stop_if_cancelled,
+)
+from app.runs.waiting import record
 
 log = logging.getLogger(__name__)
 
-ANY_QUEUE = "*"
-DEFAULT_LEASE_SECONDS = 60.0
+__all__ = [
+    "ANY_QUEUE",
+    "DEFAULT_LEASE_SECONDS",
+    "Claim",
+    "Clock",
+    "Heartbeat",
+    "Outcome",
+    "WorkerSettings",
+    "claim_batch",
+    "claim_next",
+    "commit_outcome",
+    "commit_outcomes",
+    "execute",
+    "release_expired_lease",
+    "work_once",
+    "worker_name",
+]
+
 # An action's output is stored in the run and its history; keep it to a sane size.
 MAX_OUTPUT_BYTES = 256 * 1024
-
-Clock = SystemClock | ManualClock
-
-
-@dataclass(frozen=True)
-class WorkerSettings:
-    """Who is claiming (`name`), for which queue, and for how long a lease lasts."""
-
-    name: str
-    queue: str | None = None  # None: the default queue; ANY_QUEUE: every queue
-    lease_seconds: float = DEFAULT_LEASE_SECONDS
-    # Runs claimed per transaction; their actions run one after the other (throughput vs latency).
-    batch: int = 1
-
-
-def worker_name(suffix: str = "") -> str:
-    base = f"{socket.gethostname()}:{os.getpid()}:{threading.current_thread().name}"
-    return f"{base}:{suffix}" if suffix else base
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A leased action step, with everything the action needs so it runs without the database."""
-
-    run_pk: int
-    owner: str
-    action: str
-    context: ActionContext
-    max_attempts: int
-    backoff_seconds: float
-
-
-@dataclass(frozen=True)
-class Outcome:
-    ok: bool
-    output: Any = None
-    error: dict[str, Any] | None = None
-
-
-_CLAIMABLE: dict[tuple[str | None, int], Any] = {}
-
-
-def _claimable(queue: str | None, limit: int) -> Any:
-    """The claim query for `queue`, built once (its `now` is a bound parameter)."""
-    if (queue, limit) not in _CLAIMABLE:
-        now = bindparam("now", type_=UTCDateTime())
-        query = select(Run).where(
-            Run.claimable_at <= now,
-            Run.status.in_(("pending", "running")),
-            or_(Run.lease_owner.is_(None), Run.lease_expires_at <= now),
-        )
-        if queue is None:
-            query = query.where(or_(Run.queue.is_(None), Run.queue == "default"))
-        elif queue != ANY_QUEUE:
-            query = query.where(Run.queue == queue)
-        _CLAIMABLE[queue, limit] = query.order_by(Run.claimable_at, Run.id).limit(limit)
-    return _CLAIMABLE[queue, limit]
-
-
-def release_expired_lease(session: Session, run: Run, now: datetime) -> None:
-    """Record that the worker holding `run` lost its lease; the same attempt will run again."""
-    append_event(
-        session,
-        run,
-        now,
-        "step_failed",
-        {
-            "attempt": run.attempt,
-            "will_retry": True,
-            "error": {
-                "type": "lease_expired",
-                "message": f"worker {run.lease_owner} did not finish before "
-                f"{iso(run.lease_expires_at)}",
-            },
-        },
-        run.current_step,
-    )
-    run.attempt = max(run.attempt - 1, 0)
-    run.lease_owner = None
-    run.lease_expires_at = None
-    run.claimable_at = now
-    if run.cancel_requested_at is not None:
-        finish_run(session, run, now, "cancelled", "run_cancelled", {"reason": "cancel requested"})
 
 
 # Namespace names never change: cached per engine for the action context.
@@ -135,13 +90,6 @@ def _namespace_name(session: Session, namespace_id: int) -> str:
     return cache[namespace_id]
 
 
-def _anything_claimable(db: Database, clock: Clock, settings: WorkerSettings) -> bool:
-    with db.session() as session:
-        now = clock.now(session)
-        query = _claimable(settings.queue, 1).with_only_columns(Run.id)
-        return session.scalar(query, {"now": now}) is not None
-
-
 @dataclass
 class Batch:
     """What one claim transaction did: leased action steps, and steps advanced without one."""
@@ -149,43 +97,57 @@ class Batch:
     claims: list[Claim]
     advanced: int = 0
 
+    def add(self, claim: Claim | None) -> None:
+        if claim is None:
+            self.advanced += 1
+        else:
+            self.claims.append(claim)
+
 
 def claim_batch(
     db: Database, clock: Clock, settings: WorkerSettings, *, peek: bool = False
 ) -> Batch:
-    """Claim up to `settings.batch` runnable runs in one transaction.
+    """Claim up to `settings.batch` runnable steps in one transaction.
 
-    Action steps are leased (returned as claims); wait, signal and task steps are entered and
-    cancelled runs closed right away (counted in `advanced`). With `peek` (an idle worker
-    polling), SQLite first looks with a plain read, so polling does not take its single write
-    lock when there is nothing to do.
+    Branch steps of runs already under way come first, then runs' root steps. Action steps are
+    leased (returned as claims); wait, signal and task steps are entered and cancelled runs closed
+    right away (counted in `advanced`). With `peek` (an idle worker polling), SQLite first looks
+    with a plain read, so polling does not take its single write lock when there is nothing to do.
     """
     batch = Batch([])
-    if peek and db.is_sqlite and not _anything_claimable(db, clock, settings):
+    if peek and db.is_sqlite and not anything_claimable(db, clock, settings):
         return batch
     with db.session() as session:
         begin_write(session)
         now = clock.now(session)
-        query = for_update(session, _claimable(settings.queue, settings.batch), skip_locked=True)
-        for run in session.scalars(query, {"now": now}).all():
-            claim = _claim_run(session, run, now, settings)
-            if claim is None:
-                batch.advanced += 1
-            else:
-                batch.claims.append(claim)
+        for branch, run in lock_claimable_branches(session, settings, now):
+            batch.add(_claim_frame(session, run, branch, now, settings))
+        left = settings.batch - len(batch.claims) - batch.advanced
+        if left > 0:
+            query = for_update(session, claimable_runs(settings.queue, left), skip_locked=True)
+            for run in session.scalars(query, {"now": now}).all():
+                batch.add(_claim_frame(session, run, run, now, settings))
         session.commit()
     return batch
 
 
-def _claim_run(session: Session, run: Run, now: datetime, settings: WorkerSettings) -> Claim | None:
-    if run.lease_owner is not None:
-        release_expired_lease(session, run, now)
-    if run.status not in ("pending", "running"):
+def _claim_frame(
+    session: Session, run: Run, frame: Frame, now: datetime, settings: WorkerSettings
+) -> Claim | None:
+    if frame.lease_owner is not None:
+        release_expired_lease(session, run, frame, now)
+    if run.status not in CLAIMABLE_STATUSES or frame.claimable_at is None:
         return None
     if run.cancel_requested_at is not None:
-        finish_run(session, run, now, "cancelled", "run_cancelled", {"reason": "cancel requested"})
+        frame.claimable_at = None
+        stop_if_cancelled(session, run, now)
         return None
-    return _lease(session, run, now, settings)
+    claim = _lease(session, run, frame, now, settings)
+    if claim is None:
+        settle(session, run, layout_for(session, run))
+    else:
+        run.status = "running"  # a step of it is executing
+    return claim
 
 
 def claim_next(db: Database, clock: Clock, settings: WorkerSettings) -> Claim | bool:
@@ -195,44 +157,40 @@ def claim_next(db: Database, clock: Clock, settings: WorkerSettings) -> Claim | 
     return batch.claims[0] if batch.claims else batch.advanced > 0
 
 
-def _lease(session: Session, run: Run, now: datetime, settings: WorkerSettings) -> Claim | None:
-    definition = definition_of(session, run)
+def _lease(
+    session: Session, run: Run, frame: Frame, now: datetime, settings: WorkerSettings
+) -> Claim | None:
+    layout = layout_for(session, run)
     if run.started_at is None:
         run.started_at = now
-    step = step_at(definition, run.step_index)
+    step = layout.step(path_of(frame), frame.step_index)
     if step is None or step["type"] != "action":
-        enter_step(session, run, definition, now)
+        enter_step(session, run, frame, now)
         return None
-    run.status = "running"
-    run.current_step = step["id"]
-    run.attempt += 1
-    run.lease_owner = f"{settings.name}:{uuid.uuid4().hex[:12]}"
-    run.lease_expires_at = now + timedelta(seconds=settings.lease_seconds)
-    append_event(
-        session,
-        run,
-        now,
-        "step_started",
-        {"type": "action", "action": step["action"], "attempt": run.attempt},
-        step["id"],
-    )
+    frame.current_step = step["id"]
+    frame.attempt += 1
+    frame.lease_owner = f"{settings.name}:{uuid.uuid4().hex[:12]}"
+    frame.lease_expires_at = now + timedelta(seconds=settings.lease_seconds)
+    payload = {"type": "action", "action": step["action"], "attempt": frame.attempt}
+    record(session, run, frame, now, "step_started", payload, step["id"])
     retry = step.get("retry") or {}
     context = ActionContext(
         run_id=run.run_id,
         namespace=_namespace_name(session, run.namespace_id),
         step_id=step["id"],
-        attempt=run.attempt,
+        attempt=frame.attempt,
         args=step.get("args"),
-        input=run.input,
+        input=secrets.unseal(run.input),
         step_outputs=dict(run.step_outputs),
     )
     return Claim(
         run_pk=run.id,
-        owner=run.lease_owner,
+        owner=frame.lease_owner,
         action=step["action"],
         context=context,
         max_attempts=int(retry.get("max_attempts", 1)),
         backoff_seconds=float(retry.get("backoff_seconds", 0)),
+        branch_pk=frame.id if isinstance(frame, RunBranch) else None,
     )
 
 
@@ -269,27 +227,47 @@ def execute(claim: Claim) -> Outcome:
 
 
 def commit_outcomes(db: Database, clock: Clock, results: list[tuple[Claim, Outcome]]) -> int:
-    """Commit each step's result whose lease is still ours, in one transaction; how many were."""
+    """Commit each step's result whose lease still holds, in one transaction; how many were.
+
+    A lease holds while it is ours and unexpired: a terminated or timed-out run, or a lease that
+    lapsed (another worker may already run the step again), discards the result.
+    """
     committed = 0
     with db.session() as session:
         begin_write(session)
         now = clock.now(session)
         query = select(Run).where(Run.id.in_([claim.run_pk for claim, _ in results]))
         runs = {run.id: run for run in session.scalars(for_update(session, query.order_by(Run.id)))}
+        branch_pks = [claim.branch_pk for claim, _ in results if claim.branch_pk is not None]
+        branches = {}
+        if branch_pks:
+            rows = session.scalars(select(RunBranch).where(RunBranch.id.in_(branch_pks)))
+            branches = {branch.id: branch for branch in rows}
         for claim, outcome in results:
             run = runs.get(claim.run_pk)
-            if run is None or run.lease_owner != claim.owner or run.status != "running":
+            frame: Frame | None = run if claim.branch_pk is None else branches.get(claim.branch_pk)
+            if run is None or frame is None or not _lease_holds(run, frame, claim, now):
                 log.info("discarding the result of %s: the lease is gone", claim.owner)
                 continue
-            run.lease_owner = None
-            run.lease_expires_at = None
+            frame.lease_owner = None
+            frame.lease_expires_at = None
+            # Actions saw the plaintext of secret inputs; none of it may reach history.
             if outcome.ok:
-                complete_step(session, run, now, outcome.output)
+                complete_step(session, run, frame, now, secrets.scrub(outcome.output, run.input))
             else:
-                _fail_attempt(session, run, now, claim, outcome.error or {})
+                error = secrets.scrub(outcome.error or {}, run.input)
+                _fail_attempt(session, run, frame, now, claim, error)
+            settle(session, run, layout_for(session, run))
             committed += 1
         session.commit()
     return committed
+
+
+def _lease_holds(run: Run, frame: Frame, claim: Claim, now: datetime) -> bool:
+    # In-flight actions still record their results while an incident suspends the run.
+    if run.status not in ("running", "suspended") or frame.lease_owner != claim.owner:
+        return False
+    return frame.lease_expires_at is None or frame.lease_expires_at > now
 
 
 def commit_outcome(db: Database, clock: Clock, claim: Claim, outcome: Outcome) -> bool:
@@ -298,26 +276,47 @@ def commit_outcome(db: Database, clock: Clock, claim: Claim, outcome: Outcome) -
 
 
 def _fail_attempt(
-    session: Session, run: Run, now: datetime, claim: Claim, error: dict[str, Any]
+    session: Session, run: Run, frame: Frame, now: datetime, claim: Claim, error: dict[str, Any]
 ) -> None:
-    will_retry = run.attempt < claim.max_attempts and run.cancel_requested_at is None
-    payload: dict[str, Any] = {"attempt": run.attempt, "error": error, "will_retry": will_retry}
+    will_retry = frame.attempt < claim.max_attempts and run.cancel_requested_at is None
+    payload: dict[str, Any] = {"attempt": frame.attempt, "error": error, "will_retry": will_retry}
     if will_retry:
         retry_at = now + timedelta(seconds=claim.backoff_seconds)
-        payload["retry_at"] = iso(retry_at)
-        run.claimable_at = retry_at
-    append_event(session, run, now, "step_failed", payload, run.current_step)
+        payload["retry_at"] = format_utc_or_none(retry_at)
+        frame.claimable_at = retry_at
+    record(session, run, frame, now, "step_failed", payload, frame.current_step)
     if will_retry:
         return
     if run.cancel_requested_at is not None:
-        finish_run(session, run, now, "cancelled", "run_cancelled", {"reason": "cancel requested"})
+        frame.claimable_at = None
+        stop_if_cancelled(session, run, now)
         return
-    fail_run(session, run, now, {**error, "step": run.current_step, "attempts": run.attempt})
+    if definition_of(session, run).get("on_step_failure") == "incident":
+        open_incident(session, run, frame, now, error)
+        return
+    step_error = {**error, "step": frame.current_step, "attempts": frame.attempt}
+    fail_run(session, run, now, step_error, frame.current_step)
 
 
-def work_once(db: Database, clock: Clock, settings: WorkerSettings, *, peek: bool = False) -> int:
-    """Claim a batch, run its actions, commit their results; the steps advanced (0: idle)."""
+def work_once(
+    db: Database,
+    clock: Clock,
+    settings: WorkerSettings,
+    *,
+    peek: bool = False,
+    heartbeat: Heartbeat | None = None,
+) -> int:
+    """Claim a batch, run its actions, commit their results; the steps advanced (0: idle).
+
+    With a `heartbeat`, the leases of the claimed steps are kept alive while their actions run.
+    """
     batch = claim_batch(db, clock, settings, peek=peek)
     if batch.claims:
-        commit_outcomes(db, clock, [(claim, execute(claim)) for claim in batch.claims])
+        if heartbeat is not None:
+            heartbeat.add(batch.claims)
+        try:
+            commit_outcomes(db, clock, [(claim, execute(claim)) for claim in batch.claims])
+        finally:
+            if heartbeat is not None:
+                heartbeat.remove(batch.claims)
     return batch.advanced + len(batch.claims)

@@ -1,7 +1,7 @@
 """Starting, ending and cancelling runs, and their history: the calls schedules depend on.
 
 Nothing here commits: callers own the transaction, so a schedule firing can cover the run, its
-first events, the occurrence and the audit record at once (SPEC §5.4).
+first events, the occurrence and the audit record at once.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import jsonschema
+import referencing.exceptions
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
@@ -20,12 +21,17 @@ from app.db.runs import (
     Activation,
     Deadline,
     Run,
+    RunBranch,
     RunHistoryEvent,
+    RunIncident,
     Task,
     Workflow,
     WorkflowVersion,
 )
+from app.runs import secrets
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError, RunFinished
+from app.runs.layout import layout_for
+from app.runs.schemas import InputValidator
 
 
 @dataclass(frozen=True)
@@ -78,14 +84,22 @@ def resolve_target(
 def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -> None:
     """Check `value` against the definition's `input_schema` (422 INPUT_SCHEMA)."""
     schema = definition.get("input_schema") or {}
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(value)
-    )
+    try:
+        error = jsonschema.exceptions.best_match(InputValidator(schema).iter_errors(value))
+    except referencing.exceptions.Unresolvable as exc:
+        # A reference that leads nowhere (or, in a schema stored before deploys checked them,
+        # outside the schema): refuse the input, never fetch anything.
+        msg = f"the workflow's input_schema has an unresolvable reference: {exc}"
+        raise InputSchemaError(msg, errors=[{"loc": [loc], "msg": msg}]) from None
     if error is not None:
         where = [loc, *error.absolute_path]
+        message = error.message
+        if secrets.secret_path(schema, error.absolute_path):
+            # jsonschema quotes the offending value; never echo a secret back.
+            message = f"the secret value fails the schema's {error.validator!r} rule"
         raise InputSchemaError(
-            f"{'.'.join(map(str, where))}: {error.message}",
-            errors=[{"loc": where, "msg": error.message}],
+            f"{'.'.join(map(str, where))}: {message}",
+            errors=[{"loc": where, "msg": message}],
         )
 
 
@@ -96,6 +110,7 @@ def append_event(
     event_type: str,
     payload: dict[str, Any] | None = None,
     node_id: str | None = None,
+    branch_path: list[str] | None = None,
 ) -> RunHistoryEvent:
     """Append the run's next history event (sequence is per run, from 1)."""
     run.last_sequence += 1
@@ -104,6 +119,7 @@ def append_event(
         sequence=run.last_sequence,
         event_type=event_type,
         node_id=node_id,
+        branch_path=branch_path or None,
         payload=payload or {},
         recorded_at=now,
     )
@@ -192,7 +208,12 @@ def finish_run(
     payload: dict[str, Any] | None = None,
     node_id: str | None = None,
 ) -> None:
-    """Move `run` to a final status: release its lease, consume its deadlines, close its tasks."""
+    """Move `run` to a final status: release its leases, consume its deadlines, close its tasks.
+
+    Every branch stops with it, and an open incident is resolved as `run_<status>`.
+    """
+    if run.status == "suspended":
+        _close_incidents(session, run, now, event_type)
     run.status = status
     run.finished_at = now
     run.claimable_at = None
@@ -216,7 +237,40 @@ def finish_run(
         .where(tasks.c.run_pk == run.id, tasks.c.status == "open")
         .values(status="cancelled")
     )
+    if layout_for(session, run).has_parallel:
+        _stop_branches(session, run)
     append_event(session, run, now, event_type, payload, node_id)
+
+
+def _stop_branches(session: Session, run: Run) -> None:
+    branches = cast(Table, RunBranch.__table__)
+    for obj in session.identity_map.values():
+        if isinstance(obj, RunBranch) and obj.run_pk == run.id:
+            obj.claimable_at = obj.lease_owner = obj.lease_expires_at = obj.held = None
+    session.execute(
+        update(branches)
+        .where(branches.c.run_pk == run.id, branches.c.completed_at.is_(None))
+        .values(claimable_at=None, lease_owner=None, lease_expires_at=None, held=None)
+    )
+
+
+def _close_incidents(session: Session, run: Run, now: datetime, resolution: str) -> None:
+    """The run ended while suspended: its open incidents end with it (e.g. `run_timed_out`)."""
+    query = select(RunIncident).where(
+        RunIncident.run_pk == run.id, RunIncident.resolved_at.is_(None)
+    )
+    for incident in session.scalars(query.order_by(RunIncident.opened_at, RunIncident.id)):
+        incident.resolved_at = now
+        incident.resolution = resolution
+        append_event(
+            session,
+            run,
+            now,
+            "incident_resolved",
+            {"incident_id": incident.id, "action": resolution, "report": None},
+            incident.node_id,
+            incident.branch_path,
+        )
 
 
 def terminate_run(session: Session, run: Run, now: datetime, reason: str | None = None) -> None:
@@ -233,8 +287,18 @@ def request_cancel(session: Session, run: Run, now: datetime, reason: str | None
     if run.cancel_requested_at is None:
         run.cancel_requested_at = now
         append_event(session, run, now, "cancel_requested", {"reason": reason})
-    if run.lease_owner is None:
+    if not leased(session, run):
         finish_run(session, run, now, "cancelled", "run_cancelled", {"reason": reason})
+
+
+def leased(session: Session, run: Run) -> bool:
+    """Whether a worker is executing a step of `run` (in any branch)."""
+    if run.lease_owner is not None:
+        return True
+    query = select(RunBranch.id).where(
+        RunBranch.run_pk == run.id, RunBranch.lease_owner.is_not(None)
+    )
+    return session.scalar(query.limit(1)) is not None
 
 
 def active_runs_of_schedule(session: Session, schedule_uid: str) -> list[Run]:
@@ -249,7 +313,7 @@ def active_runs_of_schedule(session: Session, schedule_uid: str) -> list[Run]:
 
 
 def count_active_runs(session: Session, namespace_id: int) -> int:
-    """How many runs of the namespace are active, for `max_active_runs` (SPEC §5.4)."""
+    """How many runs of the namespace are active, for `max_active_runs`."""
     return (
         session.scalar(
             select(func.count())

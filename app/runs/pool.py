@@ -7,6 +7,7 @@ import threading
 
 from app.db import Database
 from app.runs.engine import Clock, WorkerSettings, work_once, worker_name
+from app.runs.leases import Heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ class WorkerPool:
         self.batch = batch
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
+        # One heartbeat for the pool keeps every executing step's lease alive.
+        self.heartbeat = Heartbeat(db, clock, lease_seconds)
 
     def start(self) -> WorkerPool:
         for index in range(self.size):
@@ -51,7 +54,10 @@ class WorkerPool:
         busy = False
         while not self.stopping.is_set():
             try:
-                busy = work_once(self.db, self.clock, settings, peek=not busy) > 0
+                advanced = work_once(
+                    self.db, self.clock, settings, peek=not busy, heartbeat=self.heartbeat
+                )
+                busy = advanced > 0
             except Exception:  # a database hiccup must not kill the thread; try again shortly
                 log.exception("worker step failed")
                 busy = False
@@ -64,3 +70,4 @@ class WorkerPool:
         for thread in self.threads:
             thread.join(timeout)
         self.threads.clear()
+        self.heartbeat.stop()

@@ -1,8 +1,9 @@
-"""Replay (SPEC §6.5): a run's state rebuilt from its history events alone.
+"""Replay: a run's state rebuilt from its history events alone.
 
-Replay reads only the recorded facts (event types, node ids, payloads); never a clock, the runs
-table or the workflow definition. `stored_state` reads the same fields from the runs table, so the
-two can be compared.
+Replay reads only the recorded facts (event types, node ids, branch paths, payloads); never a
+clock, the runs table or the workflow definition. Parallel branches, held continuations and
+incidents are folded from their own events. `stored_state` reads the same fields from the tables,
+so the two can be compared.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db.runs import Run, RunHistoryEvent
+from app.db.runs import Run, RunHistoryEvent, RunIncident
+from app.runs.frames import branches_of
+from app.runs.layout import ROOT, path_from
 
 FINAL_BY_EVENT = {
     "run_completed": "completed",
@@ -21,65 +24,168 @@ FINAL_BY_EVENT = {
     "run_terminated": "terminated",
     "run_timed_out": "timed_out",
 }
-STATE_FIELDS = ("status", "current_step", "step_outputs", "output", "error")
+STATE_FIELDS = (
+    "status",
+    "current_step",
+    "step_outputs",
+    "output",
+    "error",
+    "branches",
+    "incidents",
+)
+WAITING = ("wait", "signal", "task")
 
 
-def replay_events(events: list[tuple[str, str | None, dict[str, Any]]]) -> dict[str, Any]:
-    """Fold `(event_type, node_id, payload)` in sequence order into the run's state."""
-    state: dict[str, Any] = {
-        "status": None,
-        "current_step": None,
-        "step_outputs": {},
-        "output": None,
-        "error": None,
-    }
-    for event_type, node_id, payload in events:
-        if event_type == "run_started":
-            state["status"] = "pending"
-        elif event_type == "step_started":
-            state["current_step"] = node_id
-            waiting = payload.get("type") in ("wait", "signal", "task")
-            state["status"] = "waiting" if waiting else "running"
-        elif event_type == "step_completed":
-            state["step_outputs"] = {**state["step_outputs"], node_id: payload.get("output")}
-            state["current_step"] = payload.get("next_step") or node_id
-            state["status"] = "running"
-        elif event_type == "step_failed" and payload.get("will_retry"):
-            state["status"] = "running"
+class _Fold:
+    """The state as the events so far describe it: one position per sequence (root and branches).
+
+    A sequence is `running` (a step to run or running), `waiting` (on a deadline, a signal, a
+    task or its parallel step's branches), `held` (its step finished during an incident),
+    `incident` (its step opened one) or `done`.
+    """
+
+    def __init__(self) -> None:
+        self.status: str | None = None
+        self.sequences: dict[str, dict[str, Any]] = {}
+        self.step_outputs: dict[str, Any] = {}
+        self.output: Any = None
+        self.error: Any = None
+        self.incidents: dict[str, str | None] = {}
+
+    def apply(
+        self, event_type: str, node_id: str | None, path: str, payload: dict[str, Any]
+    ) -> None:
+        handler = getattr(self, f"_on_{event_type}", None)
+        if handler is not None:
+            handler(node_id, path, payload)
         elif event_type in FINAL_BY_EVENT:
-            state["status"] = FINAL_BY_EVENT[event_type]
+            self.status = FINAL_BY_EVENT[event_type]
             if event_type == "run_completed":
-                state["output"] = payload.get("output")
+                self.output = payload.get("output")
             if event_type == "run_failed":
-                state["error"] = payload.get("error")
-    return state
+                self.error = payload.get("error")
+
+    def _on_run_started(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        self.status = "pending"
+        self.sequences[ROOT] = {"current_step": None, "state": "running", "done": False}
+
+    def _on_step_started(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        kind = payload.get("type")
+        state = "waiting" if kind in WAITING or kind == "parallel" else "running"
+        self.sequences[path].update(current_step=node_id, state=state)
+
+    def _on_step_completed(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        self.step_outputs[node_id or ""] = payload.get("output")
+        sequence = self.sequences[path]
+        if payload.get("held"):
+            sequence["state"] = "held"
+        else:
+            sequence.update(current_step=payload.get("next_step") or node_id, state="running")
+
+    def _on_step_failed(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        if payload.get("will_retry"):
+            self.sequences[path]["state"] = "running"
+
+    def _on_branch_started(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        self.sequences[path] = {"current_step": None, "state": "running", "done": False}
+
+    def _on_branch_completed(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        self.sequences[path].update(state="done", done=True)
+
+    def _on_incident_opened(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        self.incidents[payload["incident_id"]] = None
+        self.sequences[path]["state"] = "incident"
+
+    def _on_incident_resolved(
+        self, node_id: str | None, path: str, payload: dict[str, Any]
+    ) -> None:
+        self.incidents[payload["incident_id"]] = payload.get("action")
+        if payload.get("action") == "retry":
+            self.sequences[path]["state"] = "running"
+        if None not in self.incidents.values():
+            # The barrier lifted: held continuations go on (their next events follow).
+            for sequence in self.sequences.values():
+                if sequence["state"] == "held":
+                    sequence["state"] = "running"
+
+    def derived_status(self) -> str | None:
+        if self.status in FINAL_BY_EVENT.values() or self.status is None:
+            return self.status
+        if None in self.incidents.values():
+            return "suspended"
+        root = self.sequences.get(ROOT, {})
+        if self.status == "pending" and root.get("current_step") is None:
+            return "pending"
+        states = [seq["state"] for seq in self.sequences.values() if not seq["done"]]
+        return "running" if "running" in states else "waiting"
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "status": self.derived_status(),
+            "current_step": self.sequences.get(ROOT, {}).get("current_step"),
+            "step_outputs": self.step_outputs,
+            "output": self.output,
+            "error": self.error,
+            "branches": {
+                path: {"current_step": seq["current_step"], "done": seq["done"]}
+                for path, seq in self.sequences.items()
+                if path != ROOT
+            },
+            "incidents": self.incidents,
+        }
+
+
+def replay_events(
+    events: list[tuple[str, str | None, dict[str, Any]]]
+    | list[tuple[str, str | None, dict[str, Any], list[str] | None]],
+) -> dict[str, Any]:
+    """Fold `(event_type, node_id, payload[, branch_path])` in sequence order into the state."""
+    fold = _Fold()
+    for event in events:
+        branch = event[3] if len(event) > 3 else None  # type: ignore[misc]
+        fold.apply(event[0], event[1], path_from(branch), event[2] or {})
+    return fold.state()
 
 
 def replay(session: Session, run: Run) -> dict[str, Any]:
     """The run's state according to its history."""
     rows = session.execute(
-        select(RunHistoryEvent.event_type, RunHistoryEvent.node_id, RunHistoryEvent.payload)
+        select(
+            RunHistoryEvent.event_type,
+            RunHistoryEvent.node_id,
+            RunHistoryEvent.payload,
+            RunHistoryEvent.branch_path,
+        )
         .where(RunHistoryEvent.run_pk == run.id)
         .order_by(RunHistoryEvent.sequence)
     )
-    return replay_events([(row[0], row[1], row[2] or {}) for row in rows])
+    return replay_events([(row[0], row[1], row[2] or {}, row[3]) for row in rows])
 
 
-def stored_state(run: Run) -> dict[str, Any]:
-    """The same fields as the runs table holds them."""
+def stored_state(session: Session, run: Run) -> dict[str, Any]:
+    """The same fields as the runs, branches and incidents tables hold them."""
+    incidents = session.scalars(select(RunIncident).where(RunIncident.run_pk == run.id))
     return {
         "status": run.status,
         "current_step": run.current_step,
         "step_outputs": dict(run.step_outputs or {}),
         "output": run.output,
         "error": run.error,
+        "branches": {
+            branch.path: {
+                "current_step": branch.current_step,
+                "done": branch.completed_at is not None,
+            }
+            for branch in branches_of(session, run)
+        },
+        "incidents": {incident.id: incident.resolution for incident in incidents},
     }
 
 
 def compare(session: Session, run: Run) -> dict[str, Any]:
     """`{"replayed", "stored", "agree"}` for the API and the consistency tests."""
     replayed = replay(session, run)
-    stored = stored_state(run)
+    stored = stored_state(session, run)
     return {"replayed": replayed, "stored": stored, "agree": replayed == stored}
 
 

@@ -15,12 +15,15 @@ from sqlalchemy.orm import Session
 from app.db import Namespace, new_uid
 from app.db.runs import Run, RunHistoryEvent, Workflow
 from app.errors import CapacityExceeded, ValidationFailed
-from app.runs import lifecycle
+from app.paging import created_key, keyset, newest_first, split_page
+from app.runs import lifecycle, secrets
 from app.runs.errors import PayloadTooLarge, RunNotFound, WorkflowNotFound
 from app.runs.locking import begin_write, for_update
-from app.runs.paging import after_key, split_page
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
+# The ticker names its runs `schedule:<id>:<stamp>`; a client squatting on those ids could
+# stop a schedule from firing, so clients may not start runs with them.
+RESERVED_RUN_ID_PREFIX = "schedule:"
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
 # Inputs and signal payloads are stored in runs and their history: 256 KiB each at most
 # (the whole request body is capped at 1 MiB before this, with the same 413 answer).
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -59,7 +62,7 @@ def start(
         raise ValidationFailed(
             [{"loc": ["workflow"], "msg": "give exactly one of 'workflow' and 'activation_id'"}]
         )
-    if request.run_id is not None and not RUN_ID_RE.match(request.run_id):
+    if request.run_id is not None and not RUN_ID_RE.fullmatch(request.run_id):
         raise ValidationFailed(
             [
                 {
@@ -69,6 +72,9 @@ def start(
                 }
             ]
         )
+    if request.run_id is not None and request.run_id.startswith(RESERVED_RUN_ID_PREFIX):
+        msg = f"run ids beginning {RESERVED_RUN_ID_PREFIX!r} are reserved for schedules"
+        raise ValidationFailed([{"loc": ["run_id"], "msg": msg}])
     check_size("input", request.input)
     begin_write(session)
     if request.run_id is not None:
@@ -88,7 +94,9 @@ def start(
     target = lifecycle.resolve_target(
         session, namespace, workflow=request.workflow, activation_id=request.activation_id
     )
+    secrets.refuse_sealed_text(request.input, ["input"])
     lifecycle.validate_input(target.version.definition, request.input)
+    sealed_input = secrets.seal(target.version.definition.get("input_schema"), request.input)
     limit = namespace.max_active_runs
     if limit is not None and lifecycle.count_active_runs(session, namespace.id) >= limit:
         raise CapacityExceeded(
@@ -105,7 +113,7 @@ def start(
                 namespace,
                 target,
                 run_id,
-                request.input,
+                sealed_input,
                 timeout_seconds=request.timeout_seconds,
                 labels=request.labels,
                 memo=request.memo,
@@ -161,17 +169,9 @@ def list_runs(
         query = query.where(Run.labels[key].as_string() == value)
     for key, value in where.search_attributes.items():
         query = query.where(Run.search_attributes[key].as_string() == value)
-    if after:
-        query = query.where(
-            after_key(
-                [Run.created_at, Run.id],
-                [datetime.fromisoformat(after[0]), after[1]],
-                descending=True,
-            )
-        )
-    query = query.order_by(Run.created_at.desc(), Run.id.desc()).limit(limit + 1)
+    query = newest_first(query, Run.created_at, Run.id, after, limit)
     rows = [(row[0], row[1]) for row in session.execute(query)]
-    return split_page(rows, limit, lambda row: [row[0].created_at.isoformat(), row[0].id])
+    return split_page(rows, limit, lambda row: created_key(row[0]))
 
 
 def history(
@@ -179,9 +179,9 @@ def history(
 ) -> tuple[list[RunHistoryEvent], list[Any] | None]:
     """The run's history in sequence order, one keyset page."""
     query = select(RunHistoryEvent).where(RunHistoryEvent.run_pk == run.id)
-    if after:
-        query = query.where(RunHistoryEvent.sequence > int(after[0]))
-    rows = list(session.scalars(query.order_by(RunHistoryEvent.sequence).limit(limit + 1)))
+    position = [int(after[0])] if after else None
+    query = keyset(query, [RunHistoryEvent.sequence], position, limit, descending=False)
+    rows = list(session.scalars(query))
     return split_page(rows, limit, lambda event: [event.sequence])
 
 

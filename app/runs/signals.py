@@ -1,4 +1,4 @@
-"""Signals sent to runs (SPEC §6.3): delivered, buffered for a later step, or ignored.
+"""Signals sent to runs: delivered, buffered for a later step, or ignored.
 
 A signal is accepted at the clock's `now`. It wins only when accepted strictly before the deadline
 of the step it is for — even if the scanner has not yet applied that deadline. Signals that arrive
@@ -14,15 +14,18 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.calendar import format_utc_or_none
 from app.db import Namespace, new_uid
-from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Signal
+from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, RunHistoryEvent, Signal
 from app.errors import ValidationFailed
 from app.runs.definitions import STEP_ID_RE
 from app.runs.errors import RunFinished
+from app.runs.frames import Frame, branch_path_of, frame_of_node, is_waiting_at, settle
+from app.runs.layout import Layout
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write
 from app.runs.service import check_size, get_run
-from app.runs.steps import definition_of, deliver_signal, iso
+from app.runs.steps import deliver_signal, layout_for
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ def send(
     session: Session, now: datetime, namespace: Namespace, run_id: str, name: str, payload: Any
 ) -> SignalOutcome:
     """Accept signal `name` for the run at `now`; the caller commits. 409 on a finished run."""
-    if not STEP_ID_RE.match(name):
+    if not STEP_ID_RE.fullmatch(name):
         raise ValidationFailed(
             [
                 {
@@ -65,29 +68,49 @@ def send(
         position=position,
     )
     session.add(signal)
-    steps = definition_of(session, run)["steps"]
-    step = steps[run.step_index] if run.step_index < len(steps) else None
-    if (
-        run.status == "waiting"
-        and step is not None
-        and step["type"] == "signal"
-        and step["signal"] == name
-    ):
-        return _to_waiting_step(session, run, step, signal, now)
-    first_future = run.step_index + 1 if run.status == "waiting" else run.step_index
-    if any(s["type"] == "signal" and s["signal"] == name for s in steps[first_future:]):
-        return SignalOutcome(signal, "buffered")
-    passed = [
-        s["id"] for s in steps[:first_future] if s["type"] == "signal" and s["signal"] == name
+    layout = layout_for(session, run)
+    outcome = _route(session, run, layout, signal, now)
+    settle(session, run, layout)
+    return outcome
+
+
+def _route(
+    session: Session, run: Run, layout: Layout, signal: Signal, now: datetime
+) -> SignalOutcome:
+    """Deliver to a step waiting for it, keep it for one not reached yet, or ignore it."""
+    named = [
+        node
+        for node in layout.nodes.values()
+        if node.step["type"] == "signal" and node.step["signal"] == signal.name
     ]
+    for node in named:
+        frame = frame_of_node(session, run, layout, node.step["id"])
+        if frame is not None and is_waiting_at(frame, node.step["id"], node.step):
+            return _to_waiting_step(session, run, frame, node.step, signal, now)
+    entered = _entered(session, run, [node.step["id"] for node in named])
+    if any(node.step["id"] not in entered for node in named):
+        return SignalOutcome(signal, "buffered")
+    passed = [node.step["id"] for node in named]
     reason = (
         "too_late" if passed and _deadline_passed(session, run, passed, now) else "not_expected"
     )
     return _ignore(session, run, signal, now, reason, None, passed[-1] if passed else None)
 
 
+def _entered(session: Session, run: Run, node_ids: list[str]) -> set[str]:
+    """Which of these steps the run has reached (their `step_started` is in its history)."""
+    if not node_ids:
+        return set()
+    query = select(RunHistoryEvent.node_id).where(
+        RunHistoryEvent.run_pk == run.id,
+        RunHistoryEvent.event_type == "step_started",
+        RunHistoryEvent.node_id.in_(node_ids),
+    )
+    return {node_id for node_id in session.scalars(query.distinct()) if node_id}
+
+
 def _to_waiting_step(
-    session: Session, run: Run, step: dict[str, Any], signal: Signal, now: datetime
+    session: Session, run: Run, frame: Frame, step: dict[str, Any], signal: Signal, now: datetime
 ) -> SignalOutcome:
     deadline = session.scalar(
         select(Deadline).where(
@@ -98,12 +121,13 @@ def _to_waiting_step(
         )
     )
     due = deadline.due_at if deadline is not None else None
-    # Strictly before: a signal accepted exactly at the deadline is too late (SPEC §6.3).
+    # Strictly before: a signal accepted exactly at the deadline is too late. This holds during
+    # an incident too: a signal in time wins and its continuation is held.
     if due is not None and now >= due:
-        return _ignore(session, run, signal, now, "too_late", due, step["id"])
+        return _ignore(session, run, signal, now, "too_late", due, step["id"], frame)
     if deadline is not None:
         deadline.consumed_at = now
-    deliver_signal(session, run, step, signal, now, due)
+    deliver_signal(session, run, frame, step, signal, now, due)
     return SignalOutcome(signal, "delivered")
 
 
@@ -124,22 +148,18 @@ def _ignore(
     reason: str,
     deadline: datetime | None,
     node_id: str | None,
+    frame: Frame | None = None,
 ) -> SignalOutcome:
     signal.status = "ignored"
     signal.reason = reason
     signal.node_id = node_id
-    append_event(
-        session,
-        run,
-        now,
-        "signal_ignored",
-        {
-            "signal_id": signal.id,
-            "signal": signal.name,
-            "accepted_at": iso(signal.accepted_at),
-            "deadline": iso(deadline),
-            "reason": reason,
-        },
-        node_id,
-    )
+    payload = {
+        "signal_id": signal.id,
+        "signal": signal.name,
+        "accepted_at": format_utc_or_none(signal.accepted_at),
+        "deadline": format_utc_or_none(deadline),
+        "reason": reason,
+    }
+    branch_path = branch_path_of(frame) if frame is not None else None
+    append_event(session, run, now, "signal_ignored", payload, node_id, branch_path)
     return SignalOutcome(signal, "ignored", reason)

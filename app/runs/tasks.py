@@ -1,4 +1,4 @@
-"""Human tasks (SPEC §6.3): the inbox, and completing a task with a JSON output."""
+"""Human tasks: the inbox, and completing a task with a JSON output."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.auth.grants import ROLE_GRANTS, grants_of
+from app.calendar import format_utc_or_none
 from app.db import Namespace, User
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
 from app.errors import Forbidden
+from app.paging import created_key, newest_first, split_page
 from app.runs.errors import RunFinished, TaskClosed, TaskNotFound
+from app.runs.frames import branch_path_of, frame_of_node, settle
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write, for_update
-from app.runs.paging import after_key, split_page
 from app.runs.service import check_size
-from app.runs.steps import complete_step, iso
+from app.runs.steps import complete_step, layout_for
 
 TASK_STATUSES = ("open", "completed", "timed_out", "cancelled")
 
@@ -41,17 +43,9 @@ def list_tasks(
         query = query.where(Task.status == status)
     if run_id:
         query = query.where(Run.run_id == run_id)
-    if after:
-        query = query.where(
-            after_key(
-                [Task.created_at, Task.id],
-                [datetime.fromisoformat(after[0]), after[1]],
-                descending=True,
-            )
-        )
-    query = query.order_by(Task.created_at.desc(), Task.id.desc()).limit(limit + 1)
+    query = newest_first(query, Task.created_at, Task.id, after, limit)
     rows = [(row[0], row[1]) for row in session.execute(query)]
-    return split_page(rows, limit, lambda row: [row[0].created_at.isoformat(), row[0].id])
+    return split_page(rows, limit, lambda row: created_key(row[0]))
 
 
 def complete(
@@ -82,7 +76,7 @@ def complete(
         raise TaskClosed(
             task.id,
             "too_late",
-            f"task {task.id!r} was due at {iso(task.due_at)}; "
+            f"task {task.id!r} was due at {format_utc_or_none(task.due_at)}; "
             "a completion must come strictly before it",
         )
     task.status = "completed"
@@ -99,6 +93,9 @@ def complete(
         )
         .values(consumed_at=now)
     )
+    layout = layout_for(session, run)
+    frame = frame_of_node(session, run, layout, task.node_id)
+    assert frame is not None
     append_event(
         session,
         run,
@@ -108,10 +105,12 @@ def complete(
             "task_id": task.id,
             "output": output,
             "completed_by": user.username,
-            "accepted_at": iso(now),
-            "deadline": iso(task.due_at),
+            "accepted_at": format_utc_or_none(now),
+            "deadline": format_utc_or_none(task.due_at),
         },
         task.node_id,
+        branch_path_of(frame),
     )
-    complete_step(session, run, now, output)
+    complete_step(session, run, frame, now, output)
+    settle(session, run, layout)
     return task, run

@@ -10,10 +10,10 @@ from sqlalchemy.orm import Session
 
 from app.db import Namespace
 from app.db.runs import Activation, Workflow, WorkflowVersion
+from app.paging import created_key, keyset, newest_first, split_page
 from app.runs.definitions import validate_definition
 from app.runs.errors import ActivationNotFound, WorkflowNotFound, WorkflowVersionNotFound
 from app.runs.locking import begin_write, for_update
-from app.runs.paging import after_key, split_page
 
 
 def deploy(
@@ -94,11 +94,10 @@ def list_workflows(
             (WorkflowVersion.workflow_id == Workflow.id) & (WorkflowVersion.version == newest.c.v),
         )
         .where(Workflow.namespace_id == namespace.id)
-        .order_by(Workflow.name)
     )
-    if after:
-        query = query.where(Workflow.name > str(after[0]))
-    rows = [(row[0], row[1]) for row in session.execute(query.limit(limit + 1))]
+    position = [str(after[0])] if after else None
+    query = keyset(query, [Workflow.name], position, limit, descending=False)
+    rows = [(row[0], row[1]) for row in session.execute(query)]
     return split_page(rows, limit, lambda row: [row[0].name])
 
 
@@ -158,14 +157,6 @@ def list_activations(
         query = query.where(Workflow.name == workflow)
     if status:
         query = query.where(Activation.status == status)
-    if after:
-        query = query.where(
-            after_key(
-                [Activation.created_at, Activation.id],
-                [datetime.fromisoformat(after[0]), after[1]],
-                descending=True,
-            )
-        )
-    query = query.order_by(Activation.created_at.desc(), Activation.id.desc()).limit(limit + 1)
+    query = newest_first(query, Activation.created_at, Activation.id, after, limit)
     rows = [(r[0], r[1], r[2]) for r in session.execute(query)]
-    return split_page(rows, limit, lambda r: [r[0].created_at.isoformat(), r[0].id])
+    return split_page(rows, limit, lambda r: created_key(r[0]))

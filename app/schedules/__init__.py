@@ -1,1 +1,4 @@
-"""Schedules (layer 3): lifecycle, revisions, firing decisions, the ledger and the audit stream."""
+"""Schedules (layer 3): changes and revisions, firing, the ledger and the audit stream.
+
+The module map is at the top of docs/schedules.md.
+"""

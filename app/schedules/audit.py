@@ -1,4 +1,4 @@
-"""The audit stream (§5.7): one registry of event types and their exact payload keys.
+"""The audit stream: one registry of event types and their exact payload keys.
 
 Every write goes through `event_row`, which refuses a payload whose keys differ from the
 registry's: a wrong key is a programming error, never a silently different wire format.
@@ -9,10 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-from sqlalchemy.orm import Session
-
-from app.db import Schedule, ScheduleHistoryEvent
 
 EVENT_KEYS: dict[str, frozenset[str]] = {
     "ScheduleCreated": frozenset(
@@ -40,7 +36,7 @@ EVENT_KEYS: dict[str, frozenset[str]] = {
     "ScheduleBlocked": frozenset({"reason", "blocked_at", "command_context"}),
     "ScheduleDeleted": frozenset({"reason", "deleted_at", "command_context"}),
 }
-# The origin event at the head of a started run's own history (§5.7).
+# The origin event at the head of a started run's own history.
 RUN_ORIGIN_KEYS = frozenset(
     {
         "schedule_id",
@@ -52,7 +48,14 @@ RUN_ORIGIN_KEYS = frozenset(
         "occurrence_time",
     }
 )
-SOURCES = ("api", "console", "cli", "scheduler")
+SOURCES = ("api", "console", "cli", "sdk", "scheduler")
+# What a client may declare with `X-Almanac-Source`; informational, never a permission.
+DECLARABLE_SOURCES = ("cli", "sdk")
+
+
+def declared_source(header: str | None) -> str:
+    """The audit source of an API request: `cli` or `sdk` when the client says so, else `api`."""
+    return header if header in DECLARABLE_SOURCES else "api"
 
 
 class AuditPayloadError(TypeError):
@@ -61,7 +64,7 @@ class AuditPayloadError(TypeError):
 
 @dataclass(frozen=True)
 class CommandContext:
-    """Who asked for a change, through which door, and why (§5.7 `command_context`)."""
+    """Who asked for a change, through which door, and why (`command_context`)."""
 
     actor: str | None
     source: str
@@ -121,22 +124,3 @@ def event_row(
         "workflow_run_id": run_uid,
         "recorded_at": now,
     }
-
-
-def record(
-    session: Session,
-    schedule: Schedule,
-    now: datetime,
-    event_type: str,
-    payload: dict[str, Any],
-    run_id: str | None = None,
-    run_uid: str | None = None,
-) -> ScheduleHistoryEvent:
-    """Append the schedule's next audit event; the caller holds the schedule's row lock."""
-    schedule.history_sequence += 1
-    row = event_row(
-        schedule.id, schedule.history_sequence, now, event_type, payload, run_id, run_uid
-    )
-    event = ScheduleHistoryEvent(**row)
-    session.add(event)
-    return event

@@ -1,4 +1,4 @@
-"""A schedule's configuration (§5.1): request parsing with the shorthands, and merge patches.
+"""A schedule's configuration: request parsing with the shorthands, and merge patches.
 
 `parse_request` is the one place a request (API body, console form, patched config) becomes a
 normalized `ScheduleConfig`; it raises ValidationFailed (422 VALIDATION) or CalendarError
@@ -36,6 +36,7 @@ REQUEST_KEYS = frozenset(
         "cron",
         "timezone",
         "action",
+        "workflow",
         "activation_id",
         "input",
         "overlap_policy",
@@ -48,20 +49,21 @@ REQUEST_KEYS = frozenset(
         "notes",
     }
 )
-ACTION_KEYS = frozenset(
-    {
-        "workflow",
-        "activation_id",
-        "input",
-        "execution_timeout_seconds",
-        "run_timeout_seconds",
-        "queue",
-    }
+# An action's fields, in the order forms show them.
+ACTION_FIELDS = (
+    "workflow",
+    "activation_id",
+    "input",
+    "execution_timeout_seconds",
+    "run_timeout_seconds",
+    "queue",
 )
+ACTION_KEYS = frozenset(ACTION_FIELDS)
 # Top-level shorthand -> (field it fills, key inside that field).
 SHORTHANDS = {
     "cron": ("spec", "cron_expressions"),
     "timezone": ("spec", "timezone"),
+    "workflow": ("action", "workflow"),
     "activation_id": ("action", "activation_id"),
     "input": ("action", "input"),
 }
@@ -114,7 +116,7 @@ def parse_request(data: Mapping[str, Any]) -> tuple[str | None, ScheduleConfig]:
     try:
         spec = Spec.from_dict(merged["spec"])
     except CalendarError as exc:
-        raise _spec_error(data, exc) from None
+        raise spec_error(data, exc) from None
     config = ScheduleConfig(
         spec=spec,
         action=_action(merged.get("action")),
@@ -159,8 +161,31 @@ def _merge(target: Any, patch: Any) -> Any:
     return result
 
 
+def spec_request(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec of a body that names a calendar (a preview): `spec`, or the `cron` and
+    `timezone` shorthands, as saving takes them; 422 naming the field otherwise."""
+    calendar = {key: data[key] for key in ("spec", "cron", "timezone") if key in data}
+    spec = _expand_shorthands(calendar).get("spec")
+    if spec is None:
+        raise invalid(["spec"], "a spec (or the 'cron' shorthand) is required")
+    return dict(spec) if isinstance(spec, Mapping) else spec
+
+
+def label_pair(raw: str, loc: tuple[str, ...] = ("label",)) -> tuple[str, str]:
+    """One label written `key:value` (as shown everywhere) or `key=value`; the key allows
+    neither ':' nor '=', so the first of them separates. 422 naming `label` otherwise."""
+    cut = min((i for i in (raw.find(":"), raw.find("=")) if i >= 0), default=-1)
+    key, value = (raw[:cut].strip(), raw[cut + 1 :].strip()) if cut >= 0 else (raw, "")
+    if cut < 0 or not LABEL_KEY.fullmatch(key):
+        raise invalid(
+            list(loc),
+            f"{raw!r} is not a label: write key:value (the key is letters, digits, . _ / -)",
+        )
+    return key, value
+
+
 def _expand_shorthands(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Move `cron`, `timezone`, `activation_id`, `input` into `spec` / `action`."""
+    """Move `cron`, `timezone`, `workflow`, `activation_id`, `input` into `spec` / `action`."""
     merged = {key: value for key, value in data.items() if key not in SHORTHANDS}
     for short, (field, key) in SHORTHANDS.items():
         if short not in data or (short == "cron" and data[short] is None):
@@ -177,13 +202,13 @@ def _expand_shorthands(data: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _spec_error(data: Mapping[str, Any], exc: CalendarError) -> CalendarError:
+def spec_error(data: Mapping[str, Any], exc: CalendarError) -> CalendarError:
     """Report a calendar error where the user wrote the value: `cron`, `timezone` or `spec`."""
     loc = exc.loc
     if "cron" in data and loc[:2] == ("cron_expressions", 0):
-        return CalendarError(exc.msg, ("cron", *loc[2:]))
+        return CalendarError(exc.msg, ("cron", *loc[2:]), exc.code)
     if "timezone" in data and loc[:1] == ("timezone",):
-        return CalendarError(exc.msg, loc)
+        return CalendarError(exc.msg, loc, exc.code)
     return exc.within("spec")
 
 

@@ -1,4 +1,4 @@
-"""Errors raised by the schedules service; `code` maps to HTTP in app/api/errors.py."""
+"""Errors raised by the schedules service; `code` maps to HTTP in app/errors.py."""
 
 from __future__ import annotations
 

@@ -1,25 +1,26 @@
-"""Manual triggers and backfill (§5.5): idempotent, under the schedule's rules.
+"""Manual triggers and backfill: idempotent, under the schedule's rules.
 
-Both start runs under the acting user's authority (who holds `run.start`), apply the overlap
-policy (backfill treats buffer policies as `allow_all`) and count against `max_runs`.
+Both start runs under the acting user's authority (the caller checks `run.start`; the command
+context names the user), apply the overlap policy (backfill treats buffer policies as
+`allow_all`) and count against `max_runs`. `plan_backfill` answers what a backfill would do
+now (starts, and skips by reason) with the same decisions, for the console's confirmation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.calendar import format_utc, occurrences_between
-from app.db import Namespace, Run, Schedule, ScheduleOccurrence, User
+from app.calendar import Spec, format_utc, occurrences_between
+from app.db import Namespace, Schedule
 from app.errors import CapacityExceeded
 from app.runs.lifecycle import RunTarget
 from app.schedules import store
-from app.schedules.acting import Act, act
 from app.schedules.audit import CommandContext
 from app.schedules.config import OVERLAP_POLICIES
 from app.schedules.errors import (
@@ -29,12 +30,20 @@ from app.schedules.errors import (
     ScheduleStateConflict,
     invalid,
 )
-from app.schedules.firing import BUFFER_LIMITS, Skip, run_id_for
-from app.schedules.ledger import Writes, record_skip, spec_of
-from app.schedules.page import PageContext
-from app.schedules.starts import orm_starter
+from app.schedules.ledger import Writes, audit_skip
+from app.schedules.tick.act import Act, act
+from app.schedules.tick.context import FiringContext
+from app.schedules.tick.policy import (
+    BUFFER_LIMITS,
+    exhausted,
+    overlap_outcome,
+    run_id_for,
+    runs_freed,
+)
+from app.schedules.tick.starts import Firing, orm_starter
 
 MAX_BACKFILL = 1000
+_TICK = timedelta(microseconds=1)
 KIND_OUTCOMES = {"started": "triggered", "buffered": "buffered", "skipped": "skipped"}
 
 
@@ -49,7 +58,6 @@ def trigger(
     session: Session,
     now: datetime,
     namespace: Namespace,
-    actor: User,
     context: CommandContext,
     schedule_id: str,
     overlap_policy: str | None = None,
@@ -58,30 +66,13 @@ def trigger(
     policy = _policy(overlap_policy)
     schedule, ctx, target = _prepare(session, namespace, schedule_id)
     instant = now.replace(microsecond=now.microsecond // 1000 * 1000)
-    earlier = session.scalar(
-        select(ScheduleOccurrence).where(
-            ScheduleOccurrence.schedule_pk == schedule.id,
-            ScheduleOccurrence.origin == "manual",
-            ScheduleOccurrence.instant == instant,
-        )
-    )
+    earlier = store.find_occurrence(session, schedule, "manual", instant)
     if earlier is not None:
         return Act(KIND_OUTCOMES[earlier.kind], earlier.run_id, earlier.reason)
     w = Writes()
-    result = act(
-        ctx,
-        w,
-        orm_starter(session, now, namespace),
-        schedule,
-        now,
-        target,
-        instant=instant,
-        occurrence_time=instant,
-        origin="manual",
-        policy=policy or schedule.overlap_policy,
-        outcome="triggered",
-        context=context,
-    )
+    firing = Firing(instant, instant, "manual", policy or schedule.overlap_policy, "triggered")
+    starter = orm_starter(session, now, namespace)
+    result = act(ctx, w, starter, schedule, now, target, firing, context)
     if result.outcome == "refused":
         limit = namespace.max_active_runs
         raise CapacityExceeded(
@@ -97,7 +88,6 @@ def backfill(
     session: Session,
     now: datetime,
     namespace: Namespace,
-    actor: User,
     context: CommandContext,
     schedule_id: str,
     start: datetime,
@@ -111,12 +101,8 @@ def backfill(
     if end > now:
         raise invalid(["to"], "must not be in the future: the scheduler fires those")
     schedule, ctx, target = _prepare(session, namespace, schedule_id)
-    policy = policy or schedule.overlap_policy
-    policy = "allow_all" if policy in BUFFER_LIMITS else policy
-    tick = timedelta(microseconds=1)
-    instants = list(
-        islice(occurrences_between(spec_of(schedule), start - tick, end - tick), MAX_BACKFILL + 1)
-    )
+    policy = backfill_policy(schedule, policy)
+    instants = backfill_instants(store.spec_of(schedule), start, end)
     if len(instants) > MAX_BACKFILL:
         raise BackfillTooLarge(len(instants), MAX_BACKFILL)
     taken = _taken(session, schedule, instants)
@@ -132,8 +118,77 @@ def backfill(
     return BackfillResult(results, started, sum(1 for r in results if r["outcome"] == "skipped"))
 
 
+def backfill_instants(spec: Spec, start: datetime, end: datetime) -> list[datetime]:
+    """Canonical occurrences in [start, end): at most one more than `MAX_BACKFILL`."""
+    occurrences = occurrences_between(spec, start - _TICK, end - _TICK)
+    return list(islice(occurrences, MAX_BACKFILL + 1))
+
+
+@dataclass(frozen=True)
+class BackfillPlan:
+    """What a backfill of a range would do now: the console's count before confirming."""
+
+    policy: str
+    occurrences: int
+    starts: int = 0
+    already_started: int = 0
+    skips: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def too_large(self) -> bool:
+        return self.occurrences > MAX_BACKFILL
+
+
+def plan_backfill(
+    session: Session,
+    namespace: Namespace,
+    schedule: Schedule,
+    start: datetime,
+    end: datetime,
+    overlap_policy: str | None = None,
+) -> BackfillPlan:
+    """Walk the range with the decisions `backfill` makes (the tick's overlap, `max_runs` and
+    capacity rules), writing nothing: how many runs would start and why the others would not."""
+    policy = backfill_policy(schedule, _policy(overlap_policy))
+    instants = backfill_instants(store.spec_of(schedule), start, end)
+    if len(instants) > MAX_BACKFILL:
+        return BackfillPlan(policy, len(instants))
+    taken = _taken(session, schedule, instants)
+    ctx = FiringContext.load(session, namespace, [schedule])
+    leased = [run.leased for run in ctx.active[schedule.uid]]
+    remaining, starts, skips = schedule.remaining_runs, 0, Counter[str]()
+    for instant in instants:
+        if instant in taken:
+            continue
+        if exhausted(remaining) or schedule.status == "deleted":
+            skips["max_runs_exhausted"] += 1
+            continue
+        if _scheduler_owns(schedule, instant):
+            skips["scheduled"] += 1
+            continue
+        decision, reason = overlap_outcome(policy, len(leased), 0)
+        freed = runs_freed(policy, leased)
+        if decision == "skip" or not ctx.has_room(freed):
+            skips[reason or "capacity"] += 1
+            continue
+        ctx.add_active(1 - freed)
+        # Ending others leaves only leased runs that were asked to cancel.
+        leased = [held for held in leased if held and policy == "cancel_other"]
+        leased.append(False)
+        starts += 1
+        remaining = None if remaining is None else remaining - 1
+    return BackfillPlan(policy, len(instants), starts, len(taken), dict(skips))
+
+
+def backfill_policy(schedule: Schedule, override: str | None) -> str:
+    """The overlap policy a backfill applies: the override or the schedule's, buffer policies
+    acting as `allow_all` (a backfill never buffers)."""
+    policy = override or schedule.overlap_policy
+    return "allow_all" if policy in BUFFER_LIMITS else policy
+
+
 def _backfill_one(
-    ctx: PageContext,
+    ctx: FiringContext,
     w: Writes,
     starter: Any,
     schedule: Schedule,
@@ -151,22 +206,10 @@ def _backfill_one(
         return row | {"outcome": "skipped", "reason": "max_runs_exhausted"}
     if _scheduler_owns(schedule, instant):
         return row | {"outcome": "skipped", "reason": "scheduled"}
-    result = act(
-        ctx,
-        w,
-        starter,
-        schedule,
-        now,
-        target,
-        instant=instant,
-        occurrence_time=instant,
-        origin="backfill",
-        policy=policy,
-        outcome="backfilled",
-        context=context,
-    )
+    firing = Firing(instant, instant, "backfill", policy, "backfilled")
+    result = act(ctx, w, starter, schedule, now, target, firing, context)
     if result.outcome == "refused":
-        record_skip(w, schedule, now, Skip(instant, instant, 1, "capacity"), context, "backfill")
+        audit_skip(w, schedule, now, "capacity", context)
         return row | {"outcome": "skipped", "reason": "capacity"}
     if result.outcome == "skipped":
         return row | {"outcome": "skipped", "reason": result.reason}
@@ -189,33 +232,22 @@ def _taken(session: Session, schedule: Schedule, instants: list[datetime]) -> di
     for instant in instants:
         for origin in ("scheduled", "backfill"):
             ids[run_id_for(schedule.schedule_id, instant, origin)] = instant
-    found = session.scalars(
-        select(Run.run_id).where(
-            Run.namespace_id == schedule.namespace_id, Run.run_id.in_(list(ids))
-        )
-    )
+    found = store.existing_run_ids(session, schedule, ids)
     taken = {ids[run_id]: run_id for run_id in found}
-    buffered = session.scalars(
-        select(ScheduleOccurrence.instant).where(
-            ScheduleOccurrence.schedule_pk == schedule.id,
-            ScheduleOccurrence.kind == "buffered",
-            ScheduleOccurrence.instant.in_(instants),
-        )
-    )
-    for instant in buffered:
+    for instant in store.buffered_instants(session, schedule, instants):
         taken.setdefault(instant, run_id_for(schedule.schedule_id, instant))
     return taken
 
 
 def _prepare(
     session: Session, namespace: Namespace, schedule_id: str
-) -> tuple[Schedule, PageContext, RunTarget]:
+) -> tuple[Schedule, FiringContext, RunTarget]:
     schedule = store.lock(session, namespace, schedule_id)
     if schedule is None:
         raise ScheduleNotFound(schedule_id)
     if schedule.status == "deleted":
         raise ScheduleDeleted(schedule_id)
-    ctx = PageContext.load(session, namespace, [schedule])
+    ctx = FiringContext.load(session, namespace, [schedule])
     target = ctx.target(schedule)
     if target is None:
         raise ScheduleStateConflict(

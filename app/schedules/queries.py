@@ -1,17 +1,27 @@
-"""Reading schedules: the resource of §5.1, lists, the ledger and the audit stream pages."""
+"""Reading schedules: the resource, lists, upcoming fires, the ledger and audit stream pages, and
+the namespace's run starts over the next day."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from itertools import islice
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select, tuple_
+from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.calendar import Spec, format_utc, preview
+from app.calendar import (
+    PreviewItem,
+    Spec,
+    due_time,
+    format_utc,
+    format_utc_or_none,
+    occurrences_between,
+    preview,
+)
 from app.db import (
     ACTIVE_RUN_STATUSES,
     SCHEDULE_STATUSES,
@@ -23,24 +33,24 @@ from app.db import (
     User,
 )
 from app.errors import InvalidCursor
+from app.inputs import ascii_int
+from app.paging import keyset, split_page
 from app.schedules.errors import invalid
 
 MAX_HISTORY_LIMIT = 500
 MAX_UPCOMING = 100
+# A schedule firing every second would add 86,400 points a day; the load chart needs no more.
+MAX_STARTS_PER_SCHEDULE = 2000
 
 
 @dataclass(frozen=True)
 class ScheduleFilter:
-    """The list filters of §7: status, `label=k:v` (all must match), text, deleted ones."""
+    """The list filters: status, `label=k:v` (all must match), text, deleted ones."""
 
     status: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
     text: str | None = None
     include_deleted: bool = False
-
-
-def _time(value: datetime | None) -> str | None:
-    return None if value is None else format_utc(value)
 
 
 def resources(
@@ -49,7 +59,7 @@ def resources(
     schedules: Sequence[Schedule],
     upcoming: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The §5.1 resource of each schedule, with its principal and running runs."""
+    """The resource of each schedule, with its principal and running runs."""
     running: defaultdict[str, list[str]] = defaultdict(list)
     uids = [s.uid for s in schedules]
     if uids:
@@ -97,19 +107,19 @@ def _resource(
         "memo": schedule.memo,
         "search_attributes": schedule.search_attributes,
         "notes": schedule.notes,
-        "next_fire_at": _time(schedule.next_fire_at),
-        "last_fired_at": _time(schedule.last_fired_at),
+        "next_fire_at": format_utc_or_none(schedule.next_fire_at),
+        "last_fired_at": format_utc_or_none(schedule.last_fired_at),
         "fires_count": schedule.fires_count,
         "remaining_runs": schedule.remaining_runs,
         "skipped_trigger_count": schedule.skipped_trigger_count,
         "last_skip_reason": schedule.last_skip_reason,
-        "last_skipped_at": _time(schedule.last_skipped_at),
+        "last_skipped_at": format_utc_or_none(schedule.last_skipped_at),
         "buffered_count": schedule.buffered_count,
         "latest_run_id": schedule.latest_run_id,
         "running_run_ids": running,
-        "created_at": _time(schedule.created_at),
-        "updated_at": _time(schedule.updated_at),
-        "deleted_at": _time(schedule.deleted_at),
+        "created_at": format_utc_or_none(schedule.created_at),
+        "updated_at": format_utc_or_none(schedule.updated_at),
+        "deleted_at": format_utc_or_none(schedule.deleted_at),
     }
     if upcoming is not None:
         data["upcoming"] = upcoming_of(schedule, upcoming)
@@ -117,7 +127,13 @@ def _resource(
 
 
 def upcoming_of(schedule: Schedule, count: int) -> list[dict[str, Any]]:
-    """The next `count` due times of an active schedule (none while it cannot fire)."""
+    """The next `count` due times of an active schedule, as the API shows them."""
+    return [item.to_dict() for item in upcoming_items(schedule, count)]
+
+
+def upcoming_items(schedule: Schedule, count: int) -> list[PreviewItem]:
+    """The next `count` occurrences of an active schedule (none while it cannot fire)."""
+    count = starts_left(schedule.remaining_runs, count)
     if schedule.status != "active" or schedule.cursor_at is None or count == 0:
         return []
     spec = Spec.from_dict(schedule.spec)
@@ -130,7 +146,36 @@ def upcoming_of(schedule: Schedule, count: int) -> list[dict[str, Any]]:
         uid=schedule.uid,
         jitter_seconds=schedule.jitter_seconds,
     )
-    return [item.to_dict() for item in items if item.canonical > cursor][:count]
+    return [item for item in items if item.canonical > cursor][:count]
+
+
+def starts_left(remaining_runs: int | None, count: int) -> int:
+    """At most `count` forecast starts, and never more than the runs `max_runs` leaves."""
+    return count if remaining_runs is None else max(0, min(count, remaining_runs))
+
+
+def upcoming_starts(
+    session: Session, namespace: Namespace, now: datetime, hours: int = 24
+) -> list[datetime]:
+    """Jittered due times of every active schedule of the namespace in the next `hours`."""
+    until = now + timedelta(hours=hours)
+    rows = session.execute(
+        select(
+            Schedule.uid,
+            Schedule.spec,
+            Schedule.jitter_seconds,
+            Schedule.cursor_at,
+            Schedule.remaining_runs,
+        ).where(Schedule.namespace_id == namespace.id, Schedule.status == "active")
+    )
+    starts: list[datetime] = []
+    for uid, raw_spec, jitter, cursor, remaining in rows:
+        spec = Spec.from_dict(raw_spec)
+        after = max(now, cursor) if cursor else now
+        limit = starts_left(remaining, MAX_STARTS_PER_SCHEDULE)
+        for instant in islice(occurrences_between(spec, after, until), limit):
+            starts.append(due_time(spec, uid, jitter, instant))
+    return starts
 
 
 def list_schedules(
@@ -143,12 +188,10 @@ def list_schedules(
     """A page of schedules, newest first, and the key of the next page (or None)."""
     query = select(Schedule).where(Schedule.namespace_id == namespace.id)
     query = _filtered(query, filters)
-    if after_pk is not None:
-        query = query.where(Schedule.id < after_pk)
-    rows = list(session.scalars(query.order_by(Schedule.id.desc()).limit(limit + 1)))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, (rows[-1].id if more and rows else None)
+    position = [after_pk] if after_pk is not None else None
+    query = keyset(query, [Schedule.id], position, limit, descending=True)
+    rows, key = split_page(list(session.scalars(query)), limit, lambda row: [row.id])
+    return rows, (key[0] if key else None)
 
 
 def _filtered(query: Select[tuple[Schedule]], filters: ScheduleFilter) -> Select[tuple[Schedule]]:
@@ -181,22 +224,16 @@ def occurrences(
 ) -> tuple[list[dict[str, Any]], list[Any] | None]:
     """A page of the ledger, newest first, and the keyset of the next page (or None)."""
     query = select(ScheduleOccurrence).where(ScheduleOccurrence.schedule_pk == schedule.id)
-    if after is not None:
-        query = query.where(tuple_(ScheduleOccurrence.instant, ScheduleOccurrence.id) < after)
-    rows = list(
-        session.scalars(
-            query.order_by(ScheduleOccurrence.instant.desc(), ScheduleOccurrence.id.desc()).limit(
-                limit + 1
-            )
-        )
+    columns = [ScheduleOccurrence.instant, ScheduleOccurrence.id]
+    query = keyset(query, columns, after, limit, descending=True)
+    rows, key = split_page(
+        list(session.scalars(query)), limit, lambda row: [format_utc(row.instant), row.id]
     )
-    more = len(rows) > limit
-    rows = rows[:limit]
     items = [
         {
             "kind": row.kind,
             "instant": format_utc(row.instant),
-            "through": _time(row.through),
+            "through": format_utc_or_none(row.through),
             "count": row.count,
             "reason": row.reason,
             "run_id": row.run_id,
@@ -206,27 +243,27 @@ def occurrences(
         }
         for row in rows
     ]
-    key = [format_utc(rows[-1].instant), rows[-1].id] if more and rows else None
     return items, key
 
 
 def history(
     session: Session, namespace: Namespace, schedule: Schedule, limit: int, after_sequence: int
 ) -> dict[str, Any]:
-    """One page of the audit stream in the exact §5.7 shape."""
-    rows = list(
-        session.scalars(
-            select(ScheduleHistoryEvent)
-            .where(
-                ScheduleHistoryEvent.schedule_pk == schedule.id,
-                ScheduleHistoryEvent.sequence > after_sequence,
-            )
-            .order_by(ScheduleHistoryEvent.sequence)
-            .limit(limit + 1)
-        )
-    )
-    has_more = len(rows) > limit
-    rows = rows[:limit]
+    """One page of the audit stream, in its documented shape."""
+    event = ScheduleHistoryEvent
+    # Plain rows, not ORM objects: clients walk long streams 500 events at a time, and building
+    # entities dominated the time of a page.
+    query = select(
+        event.id,
+        event.sequence,
+        event.event_type,
+        event.payload,
+        event.workflow_instance_id,
+        event.workflow_run_id,
+        event.recorded_at,
+    ).where(event.schedule_pk == schedule.id)
+    query = keyset(query, [event.sequence], [after_sequence], limit, descending=False)
+    rows, key = split_page(list(session.execute(query)), limit, lambda row: [row.sequence])
     return {
         "schedule_id": schedule.schedule_id,
         "namespace": namespace.name,
@@ -242,8 +279,8 @@ def history(
             }
             for row in rows
         ],
-        "next_cursor": rows[-1].sequence if has_more and rows else None,
-        "has_more": has_more,
+        "next_cursor": key[0] if key else None,
+        "has_more": key is not None,
     }
 
 
@@ -251,6 +288,7 @@ def parse_after_sequence(raw: str | None) -> int:
     """`after_sequence`: a non-negative integer, else 400 INVALID_CURSOR."""
     if raw is None or raw == "":
         return 0
-    if not raw.isdigit() or len(raw) > 18:
+    value = ascii_int(raw)
+    if value is None:
         raise InvalidCursor("after_sequence must be a non-negative integer")
-    return int(raw)
+    return value

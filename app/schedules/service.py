@@ -1,8 +1,12 @@
-"""Saving schedules (§5.1, §5.2): create, replace with If-Match, and merge-patch updates.
+"""Changing schedules: create, replace (If-Match), merge-patch, pause, resume and delete.
 
 Every function takes the session, the clock's `now`, the namespace, the acting user and its
 command context; it raises domain errors and leaves the commit to the caller. A refused request
-writes nothing.
+writes nothing. Each change is a new revision and one audit event.
+
+Pausing or deleting closes the active period: occurrences not yet observed become a skipped
+range, buffered ones are dropped as skipped, a capacity-refused one joins a `capacity` range.
+Resume rebinds the principal and starts from a fresh future cursor, without catch-up.
 """
 
 from __future__ import annotations
@@ -15,16 +19,26 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.calendar import check_range, format_utc
-from app.db import Namespace, Schedule, ScheduleRevision, User
+from app.calendar import SpecRangeError, check_range, format_utc, format_utc_or_none
+from app.db import Namespace, Schedule, User
 from app.db.session import begin_write
-from app.runs import lifecycle
-from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError
-from app.schedules import store
+from app.schedules import store, targets
 from app.schedules.audit import CommandContext
 from app.schedules.config import ScheduleConfig, merge_patch, parse_request
-from app.schedules.errors import RevisionConflict, ScheduleDeleted, invalid
-from app.schedules.ledger import Writes, account_until, reschedule, resolve_pending, spec_of
+from app.schedules.errors import (
+    RevisionConflict,
+    ScheduleDeleted,
+    ScheduleNotFound,
+    invalid,
+)
+from app.schedules.ledger import Writes
+from app.schedules.transitions import (
+    account_until,
+    discard_buffer,
+    mark_deleted,
+    reschedule,
+    resolve_pending,
+)
 
 
 def save(
@@ -80,57 +94,6 @@ def patch(
     return schedule
 
 
-def resolve(
-    session: Session, namespace: Namespace, config: ScheduleConfig, data: Mapping[str, Any]
-) -> lifecycle.RunTarget:
-    """The action's target, with its input validated (422 naming the field)."""
-    action = config.action
-    shorthand = "activation_id" in data
-    field = "activation_id" if action["activation_id"] else "workflow"
-    loc = [field] if shorthand and field == "activation_id" else ["action", field]
-    try:
-        target = lifecycle.resolve_target(
-            session, namespace, workflow=action["workflow"], activation_id=action["activation_id"]
-        )
-    except ActivationNotFound:
-        raise invalid(
-            loc,
-            f"activation {action['activation_id']!r} does not exist in "
-            f"namespace {namespace.name!r}",
-        ) from None
-    except ActivationNotReady as exc:
-        raise invalid(loc, exc.message) from None
-    try:
-        lifecycle.validate_input(target.version.definition, action["input"])
-    except InputSchemaError as exc:
-        prefix = ["input"] if "input" in data else ["action", "input"]
-        errors = [
-            {"loc": [*prefix, *err["loc"][1:]], "msg": err["msg"]}
-            for err in exc.details.get("errors", [])
-        ]
-        raise InputSchemaError(exc.message, errors=errors) from None
-    return target
-
-
-def snapshot(session: Session, schedule: Schedule, now: datetime) -> None:
-    """Write the immutable revision row of the schedule's current state."""
-    config = store.config_of(schedule).to_json() | {
-        "schedule_id": schedule.schedule_id,
-        "status": schedule.status,
-        "paused_reason": schedule.paused_reason,
-        "blocked_reason": schedule.blocked_reason,
-    }
-    session.add(
-        ScheduleRevision(
-            schedule_pk=schedule.id,
-            revision=schedule.revision,
-            config=config,
-            principal_id=schedule.principal_id,
-            created_at=now,
-        )
-    )
-
-
 def _create(
     session: Session,
     now: datetime,
@@ -141,7 +104,7 @@ def _create(
     config: ScheduleConfig,
     data: Mapping[str, Any],
 ) -> Schedule:
-    target = resolve(session, namespace, config, data)
+    target = targets.resolve(session, namespace, config, data)
     schedule = Schedule(
         namespace_id=namespace.id,
         schedule_id=schedule_id or f"schedule-{uuid.uuid4().hex[:16]}",
@@ -157,7 +120,8 @@ def _create(
         history_sequence=0,
         created_at=now,
         updated_at=now,
-        **_config_columns(config),
+        # Every configuration field is a column of the same name.
+        **config.to_json(),
     )
     try:
         # PostgreSQL locks no row for an id that does not exist yet: two creates of one id
@@ -172,20 +136,9 @@ def _create(
             winner.revision if winner else None,
         ) from None
     reschedule(schedule, config.spec)
-    snapshot(session, schedule, now)
+    store.add_revision(session, schedule, now)
     w = Writes()
-    w.event(
-        schedule,
-        now,
-        "ScheduleCreated",
-        {
-            "spec": schedule.spec,
-            "action": schedule.action,
-            "overlap_policy": schedule.overlap_policy,
-            "next_fire_at": _text(schedule.next_fire_at),
-            "command_context": context.to_json(),
-        },
-    )
+    w.event(schedule, now, "ScheduleCreated", _saved(schedule, context))
     w.flush(session)
     return schedule
 
@@ -201,6 +154,7 @@ def _replace(
     data: Mapping[str, Any],
 ) -> None:
     previous = store.config_of(schedule)
+    target = targets.resolve(session, namespace, config, data, schedule.action.get("input"))
     changed = config.changed_fields(previous)
     if (
         "max_runs" in changed
@@ -211,7 +165,6 @@ def _replace(
             ["max_runs"],
             f"must be more than the {schedule.fires_count} runs this schedule already started",
         )
-    target = resolve(session, namespace, config, data)
     w = Writes()
     fresh_cursor = schedule.status == "blocked" or (
         schedule.status == "active" and "spec" in changed
@@ -224,7 +177,7 @@ def _replace(
         schedule.status, schedule.blocked_reason = "active", None
     if fresh_cursor:
         schedule.cursor_at = max(schedule.cursor_at or now, now)
-    for name, value in _config_columns(config).items():
+    for name, value in config.to_json().items():
         setattr(schedule, name, value)
     if "max_runs" in changed:
         schedule.remaining_runs = (
@@ -232,45 +185,115 @@ def _replace(
         )
     schedule.workflow_name = target.workflow.name
     schedule.principal_id = actor.id
-    schedule.revision += 1
-    schedule.updated_at = now
     if schedule.status == "active":
-        reschedule(schedule, spec_of(schedule))
-    snapshot(session, schedule, now)
+        reschedule(schedule, store.spec_of(schedule))
+    store.next_revision(session, schedule, now)
+    payload = {"changed_fields": changed, **_saved(schedule, context)}
+    w.event(schedule, now, "ScheduleUpdated", payload)
+    w.flush(session)
+
+
+def _saved(schedule: Schedule, context: CommandContext) -> dict[str, Any]:
+    """What `ScheduleCreated` and `ScheduleUpdated` both record about the saved schedule."""
+    return {
+        "spec": schedule.spec,
+        "action": schedule.action,
+        "overlap_policy": schedule.overlap_policy,
+        "next_fire_at": format_utc_or_none(schedule.next_fire_at),
+        "command_context": context.to_json(),
+    }
+
+
+def pause(
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    expected_revision: int | None,
+    reason: str | None = None,
+) -> Schedule:
+    """Stop firing until resumed; pausing a paused schedule changes nothing."""
+    schedule = store.lock_for_change(session, namespace, schedule_id, expected_revision)
+    if schedule.status == "paused":
+        return schedule
+    w = Writes()
+    account_until(w, schedule, now, "paused", context)
+    resolve_pending(w, schedule, now, context)
+    discard_buffer(session, w, schedule, now, "paused", context)
+    schedule.status, schedule.paused_reason, schedule.blocked_reason = "paused", reason, None
+    schedule.next_fire_at = schedule.next_occurrence = None
+    store.next_revision(session, schedule, now)
     w.event(
         schedule,
         now,
-        "ScheduleUpdated",
+        "SchedulePaused",
+        {"reason": reason, "paused_at": format_utc(now), "command_context": context.to_json()},
+    )
+    w.flush(session)
+    return schedule
+
+
+def resume(
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    expected_revision: int | None,
+) -> Schedule:
+    """Fire again from a fresh future cursor under the acting user's authority."""
+    schedule = store.lock_for_change(session, namespace, schedule_id, expected_revision)
+    if schedule.status == "active":
+        return schedule
+    spec = store.spec_of(schedule)
+    targets.check_for_resume(session, namespace, schedule)
+    try:
+        check_range(spec, max(now, schedule.cursor_at or now))
+    except SpecRangeError:
+        raise SpecRangeError(
+            f"schedule {schedule_id!r} has no future occurrence; save it with a new spec instead"
+        ) from None
+    w = Writes()
+    resolve_pending(w, schedule, now, context)
+    schedule.status, schedule.paused_reason, schedule.blocked_reason = "active", None, None
+    schedule.principal_id = actor.id
+    schedule.cursor_at = max(schedule.cursor_at or now, now)
+    reschedule(schedule, spec)
+    store.next_revision(session, schedule, now)
+    w.event(
+        schedule,
+        now,
+        "ScheduleResumed",
         {
-            "changed_fields": changed,
-            "spec": schedule.spec,
-            "action": schedule.action,
-            "overlap_policy": schedule.overlap_policy,
-            "next_fire_at": _text(schedule.next_fire_at),
+            "next_fire_at": format_utc_or_none(schedule.next_fire_at),
             "command_context": context.to_json(),
         },
     )
     w.flush(session)
+    return schedule
 
 
-def _config_columns(config: ScheduleConfig) -> dict[str, Any]:
-    data = config.to_json()
-    return {
-        name: data[name]
-        for name in (
-            "spec",
-            "action",
-            "overlap_policy",
-            "missed_policy",
-            "jitter_seconds",
-            "max_runs",
-            "labels",
-            "memo",
-            "search_attributes",
-            "notes",
-        )
-    }
-
-
-def _text(value: datetime | None) -> str | None:
-    return None if value is None else format_utc(value)
+def delete(
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    actor: User,
+    context: CommandContext,
+    schedule_id: str,
+    expected_revision: int | None,
+) -> Schedule:
+    """Soft-delete; a second delete is a no-op whatever its If-Match."""
+    schedule = store.lock(session, namespace, schedule_id)
+    if schedule is None:
+        raise ScheduleNotFound(schedule_id)
+    if schedule.status == "deleted":
+        return schedule
+    store.check_revision(schedule, expected_revision)
+    w = Writes()
+    mark_deleted(session, w, schedule, now, "requested", context)
+    store.next_revision(session, schedule, now)
+    w.flush(session)
+    return schedule

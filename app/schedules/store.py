@@ -1,12 +1,27 @@
-"""Loading schedules for reading or for a change: write transactions, row locks, revisions."""
+"""The schedules' store: loading for reading or for a change (write transactions, row locks,
+revision checks), revision rows, and the ledger reads that changes depend on.
+
+The tick's hot path has its own Core store in `app/schedules/tick/rows.py`; the read models
+the API and console show are in `app/schedules/queries.py`.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from app.calendar import Spec
-from app.db import Namespace, Schedule
+from app.db import (
+    ACTIVE_RUN_STATUSES,
+    Namespace,
+    Run,
+    Schedule,
+    ScheduleOccurrence,
+    ScheduleRevision,
+)
 from app.db.session import begin_write
 from app.schedules.config import ScheduleConfig
 from app.schedules.errors import RevisionConflict, ScheduleDeleted, ScheduleNotFound
@@ -42,7 +57,7 @@ def lock(session: Session, namespace: Namespace, schedule_id: str) -> Schedule |
 def lock_for_change(
     session: Session, namespace: Namespace, schedule_id: str, expected_revision: int | None
 ) -> Schedule:
-    """Lock an existing, not deleted schedule whose revision is `expected_revision` (§5.2)."""
+    """Lock an existing, not deleted schedule whose revision is `expected_revision`."""
     schedule = lock(session, namespace, schedule_id)
     if schedule is None:
         raise ScheduleNotFound(schedule_id)
@@ -81,3 +96,103 @@ def config_of(schedule: Schedule) -> ScheduleConfig:
         search_attributes=dict(schedule.search_attributes or {}),
         notes=schedule.notes,
     )
+
+
+def spec_of(schedule: Schedule) -> Spec:
+    return Spec.from_dict(schedule.spec)
+
+
+def add_revision(session: Session, schedule: Schedule, now: datetime) -> None:
+    """Write the immutable revision row of the schedule's current state."""
+    config = config_of(schedule).to_json() | {
+        "schedule_id": schedule.schedule_id,
+        "status": schedule.status,
+        "paused_reason": schedule.paused_reason,
+        "blocked_reason": schedule.blocked_reason,
+    }
+    session.add(
+        ScheduleRevision(
+            schedule_pk=schedule.id,
+            revision=schedule.revision,
+            config=config,
+            principal_id=schedule.principal_id,
+            created_at=now,
+        )
+    )
+
+
+def next_revision(session: Session, schedule: Schedule, now: datetime) -> None:
+    """A change is done: bump the revision and record it."""
+    schedule.revision += 1
+    schedule.updated_at = now
+    add_revision(session, schedule, now)
+
+
+def buffered(
+    session: Session, schedule: Schedule, limit: int | None = None
+) -> list[ScheduleOccurrence]:
+    """The schedule's buffered occurrences, oldest first (FIFO by instant)."""
+    query = (
+        select(ScheduleOccurrence)
+        .where(
+            ScheduleOccurrence.schedule_pk == schedule.id,
+            ScheduleOccurrence.kind == "buffered",
+        )
+        .order_by(ScheduleOccurrence.instant, ScheduleOccurrence.id)
+        .limit(limit)
+    )
+    return list(session.scalars(query))
+
+
+def lock_drainable(session: Session, after: int, limit: int) -> list[Schedule]:
+    """Lock the next active schedules (by id, after `after`) with a buffer and no active run.
+
+    Rows another replica holds are skipped, not waited for.
+    """
+    running = exists().where(Run.schedule_uid == Schedule.uid, Run.status.in_(ACTIVE_RUN_STATUSES))
+    query = (
+        select(Schedule)
+        .where(
+            Schedule.status == "active",
+            Schedule.buffered_count > 0,
+            Schedule.id > after,
+            ~running,
+        )
+        .order_by(Schedule.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return list(session.scalars(query))
+
+
+def find_occurrence(
+    session: Session, schedule: Schedule, origin: str, instant: datetime
+) -> ScheduleOccurrence | None:
+    """The ledger row of one occurrence of `origin` at `instant` (manual triggers are unique)."""
+    return session.scalar(
+        select(ScheduleOccurrence).where(
+            ScheduleOccurrence.schedule_pk == schedule.id,
+            ScheduleOccurrence.origin == origin,
+            ScheduleOccurrence.instant == instant,
+        )
+    )
+
+
+def existing_run_ids(session: Session, schedule: Schedule, run_ids: Iterable[str]) -> list[str]:
+    """Which of `run_ids` already name a run in the schedule's namespace."""
+    query = select(Run.run_id).where(
+        Run.namespace_id == schedule.namespace_id, Run.run_id.in_(list(run_ids))
+    )
+    return list(session.scalars(query))
+
+
+def buffered_instants(
+    session: Session, schedule: Schedule, instants: Sequence[datetime]
+) -> list[datetime]:
+    """Which of `instants` wait in the schedule's buffer."""
+    query = select(ScheduleOccurrence.instant).where(
+        ScheduleOccurrence.schedule_pk == schedule.id,
+        ScheduleOccurrence.kind == "buffered",
+        ScheduleOccurrence.instant.in_(instants),
+    )
+    return list(session.scalars(query))

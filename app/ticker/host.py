@@ -16,7 +16,8 @@ from app.db.rls import Scope
 from app.runs.actions import load_modules
 from app.runs.engine import DEFAULT_LEASE_SECONDS
 from app.runs.pool import WorkerPool
-from app.ticker.tick import run_tick, scheduler_enabled
+from app.ticker.health import scheduler_enabled
+from app.ticker.tick import run_tick
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,15 +22,13 @@ from sqlalchemy.exc import DBAPIError
 
 from app.db import Database
 from app.db.rls import Scope
+from app.ticker.types import Phase, TickContext
 
 log = logging.getLogger(__name__)
 
 PAGE = 16
 PHASE_BUDGET_SECONDS = 5.0
 PHASE_LIMITS = {"statement_timeout": "4s", "lock_timeout": "1s"}
-
-Phase = Callable[[Any], None]
-
 
 # Which phase each flag of the discovery function stands for; a phase not named always runs.
 PHASE_FLAGS = {
@@ -84,7 +82,7 @@ def rotation(
         yield fresh
 
 
-def run_guarded(ctx: Any, phase: Phase, where: str) -> bool:
+def run_guarded(ctx: TickContext, phase: Phase, where: str) -> bool:
     """Run `phase`; on failure (rolled back already) log the cause and return False."""
     try:
         phase(ctx)
@@ -96,7 +94,7 @@ def run_guarded(ctx: Any, phase: Phase, where: str) -> bool:
     return True
 
 
-def run_bound(ctx: Any, phases: Sequence[Phase], max_pages: int | None) -> None:
+def run_bound(ctx: TickContext, phases: Sequence[Phase], max_pages: int | None) -> None:
     """Every phase for each due namespace in turn, each in transactions bound to it.
 
     If discovery itself fails (the database is away, or this login may not call the function:

@@ -1,16 +1,13 @@
-"""Tick phases for runs: due deadlines (SPEC §6.4), expired leases, and `work` on demand."""
+"""Tick phases for runs: due deadlines, expired leases, and `work` on demand."""
 
 from __future__ import annotations
 
 import time
 
-from sqlalchemy import select
-
 from app.db.clock import make_clock
-from app.db.runs import Run
-from app.runs import deadlines, engine
-from app.runs.locking import begin_write, for_update
-from app.ticker.tick import TickContext
+from app.runs import deadlines, engine, leases
+from app.runs.locking import begin_write
+from app.ticker.types import TickContext
 
 LEASE_PAGE = 100
 # `work` drains everything synchronously: claim in batches for throughput.
@@ -22,7 +19,7 @@ def _budget_left(ctx: TickContext) -> bool:
 
 
 def process_deadlines(ctx: TickContext) -> None:
-    """Apply every deadline due at `ctx.now` in §6.4 order, page by page within the budget."""
+    """Apply every deadline due at `ctx.now` in order, page by page within the budget."""
     result = deadlines.scan(ctx.db, ctx.now, budget_left=lambda: _budget_left(ctx))
     ctx.result.deadlines += result.applied
 
@@ -32,17 +29,9 @@ def recover_leases(ctx: TickContext) -> None:
     while _budget_left(ctx):
         with ctx.db.session() as session:
             begin_write(session)
-            query = (
-                select(Run)
-                .where(Run.lease_expires_at <= ctx.now, Run.lease_owner.is_not(None))
-                .order_by(Run.id)
-                .limit(LEASE_PAGE)
-            )
-            runs = list(session.scalars(for_update(session, query, skip_locked=True)))
-            for run in runs:
-                engine.release_expired_lease(session, run, ctx.now)
+            released = leases.recover_expired_leases(session, ctx.now, LEASE_PAGE)
             session.commit()
-        if len(runs) < LEASE_PAGE:
+        if released < LEASE_PAGE:
             return
 
 

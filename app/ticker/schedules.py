@@ -1,17 +1,17 @@
-"""Tick phases for schedules: drain buffers and fire due schedules (SPEC §5.4)."""
+"""Tick phases for schedules: drain buffers and fire due schedules."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from app.db.clock import make_clock
-from app.schedules import draining, ticking
-from app.ticker.tick import TickContext
+from app.schedules.tick import buffers, due
+from app.ticker.types import TickContext
 
 
 def drain_buffers(ctx: TickContext) -> None:
     """Start the oldest buffered occurrence of schedules with no active run."""
-    rows = draining.drain_buffers(ctx.db, ctx.now, budget_deadline=ctx.deadline_monotonic)
+    rows = buffers.drain(ctx.db, ctx.now, budget_deadline=ctx.deadline_monotonic)
     ctx.result.rows.extend(rows)
 
 
@@ -24,7 +24,7 @@ def fire_due_schedules(ctx: TickContext) -> None:
         bool(ctx.config["TESTING"]),
         float(ctx.config.get("CLOCK_OFFSET_SECONDS") or 0),
     )
-    rows = ticking.fire_due(
+    rows = due.fire_due(
         ctx.db, ctx.now, grace, budget_deadline=ctx.deadline_monotonic, recheck=clock.current
     )
     ctx.result.rows.extend(rows)

@@ -1,4 +1,4 @@
-"""The SPEC §7 error body, authentication, and the namespaces routes."""
+"""The JSON error body (docs/api.md), authentication, and the namespaces routes."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""Every 4xx of the schedule routes (§7) with its code; a refused request writes nothing."""
+"""Every 4xx of the schedule routes with its code; a refused request writes nothing."""
 
 from __future__ import annotations
 
 import pytest
-
-from tests.schedules.conftest import h, operator  # noqa: F401 - fixtures
 
 
 @pytest.fixture

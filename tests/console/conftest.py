@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,10 +62,10 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], timeout: float = 30)
     raise RuntimeError("server did not start")
 
 
-@pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """`db upgrade`, `admin bootstrap`, then gunicorn with the ticker, as `make run` does."""
-    workdir = tmp_path_factory.mktemp("live")
+@contextmanager
+def serve(workdir: Path) -> Iterator[LiveServer]:
+    """`db upgrade`, `admin bootstrap`, then gunicorn with the ticker, as `make run` does, on a
+    new SQLite file in `workdir`; stopped on exit."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")} | {
         "ALMANAC_DATABASE_URL": f"sqlite:///{workdir / 'live.db'}",
@@ -106,6 +107,13 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One server shared by the session's browser tests."""
+    with serve(tmp_path_factory.mktemp("live")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
@@ -174,7 +182,7 @@ def sign_in(page: object, server: LiveServer) -> None:
     page.get_by_label("Username").fill(server.username)  # type: ignore[attr-defined]
     page.get_by_label("Password").fill(server.password)  # type: ignore[attr-defined]
     page.get_by_role("button", name="Sign in").click()  # type: ignore[attr-defined]
-    page.wait_for_url("**/ns/default/schedules")  # type: ignore[attr-defined]
+    page.wait_for_url("**/ns/default/")  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import requests
 pytestmark = pytest.mark.browser
 
 
-def test_bootstrap_admin_signs_in_and_sees_schedules(live_server, page, artifacts):
+def test_bootstrap_admin_signs_in_and_sees_the_overview(live_server, page, artifacts):
     page.goto(live_server.url + "/")
     assert "/login" in page.url
     page.get_by_label("Username").fill(live_server.username)
@@ -21,8 +21,8 @@ def test_bootstrap_admin_signs_in_and_sees_schedules(live_server, page, artifact
     page.get_by_label("Username").fill(live_server.username)
     page.get_by_label("Password").fill(live_server.password)
     page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/ns/default/schedules")
-    assert page.get_by_role("heading", name="Schedules").is_visible()
+    page.wait_for_url("**/ns/default/")
+    assert page.get_by_role("heading", name="Overview").is_visible()
     assert page.get_by_label("Namespace").input_value() == "default"
     page.screenshot(path=str(artifacts / "login-schedules-1280.png"), full_page=True)
 

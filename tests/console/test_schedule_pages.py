@@ -43,7 +43,7 @@ def test_list_shows_schedule_with_next_due_and_partial_refresh(client, operator,
     page = client.get("/ns/default/schedules")
     assert page.status_code == 200
     text = page.get_data(as_text=True)
-    assert "nightly" in text and "invoice-sync" in text and "team=billing" in text
+    assert "nightly" in text and "invoice-sync" in text and "team:billing" in text
     assert "2026-01-06 07:30:00 UTC" in text  # next due, absolute
     assert 'hx-trigger="every 5s"' in text
     rows = client.get("/ns/default/schedules?label=team:billing", headers={"HX-Request": "true"})

@@ -1,4 +1,4 @@
-"""Deadlines (SPEC §6.3, §6.4): strictly-before wins, the order of due deadlines, timeouts."""
+"""Deadlines: strictly-before wins, the order of due deadlines, timeouts."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from app.db import Run
 from app.runs import lifecycle
 from app.runs.engine import DEFAULT_LEASE_SECONDS
 from tests.conftest import FIXED_NOW
-from tests.runs import probe_actions  # noqa: F401 - registers `probe` for deploy validation
+from tests.support import probe_actions  # noqa: F401 - registers `probe` for deploy validation
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -36,6 +36,7 @@ def _spawn(
     threads: int = 2,
     block: bool = False,
     command: tuple[str, ...] = ("worker",),
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -45,10 +46,11 @@ def _spawn(
         "ALMANAC_SCHEDULER": "off",
         "ALMANAC_SECRET_KEY": "test-secret-key",
         "PYTHONPATH": str(ROOT),
-        "ALMANAC_ACTION_MODULES": "tests.runs.probe_actions",
+        "ALMANAC_ACTION_MODULES": "tests.support.probe_actions",
         "ALMANAC_WORKER_POLL_SECONDS": "0.05",
         "ALMANAC_TICK_SECONDS": "0.1",
         "ALMANAC_PROBE_BLOCK": "1" if block else "0",
+        **(extra_env or {}),
     }
     with stderr.open("wb") as sink:
         process = subprocess.Popen(

@@ -1,4 +1,4 @@
-"""Replay (SPEC §6.5): state rebuilt from history alone agrees with the stored run."""
+"""Replay: state rebuilt from history alone agrees with the stored run."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def test_replay_endpoint_returns_both_states_and_agreement(scenario):
             "step_outputs": {"a": {"n": 1}},
             "output": None,
             "error": None,
+            "branches": {},
+            "incidents": {},
         }
     )
     scenario.advance(minutes=1)
@@ -100,4 +102,44 @@ def test_replay_uses_only_recorded_facts():
         "step_outputs": {"a": 5},
         "output": None,
         "error": None,
+        "branches": {},
+        "incidents": {},
     }
+
+
+def test_replay_reproduces_branches_held_continuations_and_incidents(scenario):
+    scenario.deploy(
+        "mixed-fan",
+        [
+            {
+                "id": "fan",
+                "type": "parallel",
+                "branches": [
+                    {"id": "bad", "steps": [{"id": "boom", "type": "action", "action": "fail"}]},
+                    {"id": "slow", "steps": [{"id": "pause", "type": "wait", "duration": "PT1M"}]},
+                ],
+            }
+        ],
+        on_step_failure="incident",
+    )
+    run_id = scenario.start("mixed-fan")["run_id"]
+    scenario.tick()
+    scenario.advance(minutes=2)
+    scenario.tick()
+    body = scenario.api.get(f"/runs/{run_id}/replay").get_json()
+    assert body["agree"] is True
+    replayed = body["replayed"]
+    assert replayed["status"] == "suspended" and replayed["current_step"] == "fan"
+    assert replayed["branches"] == {
+        "fan/bad": {"current_step": "boom", "done": False},
+        "fan/slow": {"current_step": "pause", "done": False},
+    }
+    ((incident_id, resolution),) = replayed["incidents"].items()
+    assert resolution is None
+    scenario.api.post(f"/runs/{run_id}/incidents/{incident_id}/resolve", json={"action": "skip"})
+    body = scenario.api.get(f"/runs/{run_id}/replay").get_json()
+    assert body["agree"] is True
+    assert body["replayed"]["status"] == "completed"
+    assert body["replayed"]["incidents"] == {incident_id: "skip"}
+    assert body["replayed"]["output"] == {"bad": None, "slow": None}
+    assert all(branch["done"] for branch in body["replayed"]["branches"].values())

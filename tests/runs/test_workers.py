@@ -13,7 +13,7 @@ from app.db import Run
 from app.runs import engine
 from app.runs.pool import WorkerPool
 from tests.conftest import FIXED_NOW
-from tests.runs import probe_actions  # noqa: F401 - registers the `probe` action
+from tests.support import probe_actions  # noqa: F401 - registers the `probe` action
 
 LEASE = timedelta(seconds=engine.DEFAULT_LEASE_SECONDS)
 

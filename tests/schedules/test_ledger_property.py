@@ -1,4 +1,4 @@
-"""The ledger invariant (§5.6) as a property: every canonical occurrence of every active period
+"""The ledger invariant as a property: every canonical occurrence of every active period
 is accounted for exactly once, and no run is started twice.
 
 Random schedules (cron and intervals, several time zones, jitter, every policy) are driven by the
@@ -32,8 +32,10 @@ from app.db import (
     User,
 )
 from app.runs import lifecycle
-from app.schedules import draining, service, status, ticking
+from app.schedules import service
 from app.schedules.audit import CommandContext
+from app.schedules.tick import buffers, due
+from tests.support.schedules_harness import Harness
 
 SPECS = [
     {"cron_expressions": ["*/5 * * * *"], "timezone": "UTC"},
@@ -126,8 +128,8 @@ class Driver:
 
     def tick(self) -> None:
         budget = 10**9
-        draining.drain_buffers(self.db, self.now, budget_deadline=budget)
-        ticking.fire_due(self.db, self.now, GRACE, budget_deadline=budget)
+        buffers.drain(self.db, self.now, budget_deadline=budget)
+        due.fire_due(self.db, self.now, GRACE, budget_deadline=budget)
 
     def finish_runs(self) -> None:
         with self.db.session() as session:
@@ -175,10 +177,10 @@ def run_example(app, activation, configs, steps, start, example):
             revision, current = driver.revision(item.schedule_id)
             if current != "active":
                 continue
-            driver.call(status.pause, item.schedule_id, revision)
+            driver.call(service.pause, item.schedule_id, revision)
             close(item, driver)
             driver.set_clock(driver.now - timedelta(minutes=10))
-            driver.call(status.resume, item.schedule_id, revision + 1)
+            driver.call(service.resume, item.schedule_id, revision + 1)
             item.active = True
             item.periods.append(Period(item.spec, driver.now, driver.high))
         elif kind in ("pause", "resume"):
@@ -186,7 +188,7 @@ def run_example(app, activation, configs, steps, start, example):
                 continue
             item = tracked[value]
             revision, current = driver.revision(item.schedule_id)
-            function = status.pause if kind == "pause" else status.resume
+            function = service.pause if kind == "pause" else service.resume
             driver.call(function, item.schedule_id, revision)
             if kind == "pause" and current == "active":
                 close(item, driver)
@@ -213,7 +215,7 @@ def run_example(app, activation, configs, steps, start, example):
     for item in tracked:
         check(driver, item)
         revision, current = driver.revision(item.schedule_id)
-        driver.call(status.delete, item.schedule_id, revision)
+        driver.call(service.delete, item.schedule_id, revision)
 
 
 def close(item: Tracked, driver: Driver) -> None:
@@ -288,8 +290,6 @@ def check(driver: Driver, item: Tracked) -> None:
 
 @pytest.fixture
 def setup(app, accounts):
-    from tests.schedules.conftest import Harness
-
     accounts.create("olga", "operator")
     return Harness(app, None).workflow()  # type: ignore[arg-type]
 

@@ -1,4 +1,4 @@
-"""Capacity, max_runs, principals and targets that block, calendars that run out (§5.3, §5.4)."""
+"""Capacity, max_runs, principals and targets that block, calendars that run out."""
 
 from __future__ import annotations
 

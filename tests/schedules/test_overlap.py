@@ -1,4 +1,4 @@
-"""Overlap policies against the schedule's active runs, and buffers (§5.4)."""
+"""Overlap policies against the schedule's active runs, and buffers (docs/schedules.md)."""
 
 from __future__ import annotations
 

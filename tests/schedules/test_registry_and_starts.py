@@ -1,4 +1,4 @@
-"""The audit payload registry (§5.7) and the bulk run starter's fidelity to lifecycle.start_run."""
+"""The audit payload registry and the bulk run starter's fidelity to lifecycle.start_run."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ from app.schedules.audit import (
     check_payload,
     event_row,
 )
-from app.schedules.ledger import RunStart
-from app.schedules.starts import BulkStarter, orm_starter
+from app.schedules.tick.starts import BulkStarter, RunStart, orm_starter
 from tests.conftest import FIXED_NOW
 
 

@@ -1,4 +1,4 @@
-"""Saving schedules (§5.1) and revisions with If-Match (§5.2)."""
+"""Saving schedules and revisions with If-Match (docs/schedules.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ticking (§5.4): missed policies, cursors, run ids, jitter, tick rows, the API controls."""
+"""Ticking: missed policies, cursors, run ids, jitter, tick rows, the API controls."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from app.calendar import Spec, format_utc, jitter_offset, next_occurrence
 from app.db import Deadline, Namespace
 from app.runs import lifecycle
 from app.schedules.audit import RUN_ORIGIN_KEYS
+from app.schedules.tick import due
 from tests.conftest import Api
-from tests.schedules.conftest import at
+from tests.support.schedules_harness import at
 
 
 def test_a_ten_minute_outage_under_skip_is_one_skipped_range_and_the_current_minute_fires(h):
@@ -223,9 +224,7 @@ def test_tick_and_clock_work_end_to_end_through_the_api(h, admin_api):
 def test_namespaces_take_turns_page_by_page(h, accounts, monkeypatch, backend):
     """SQLite interleaves pages of namespaces; PostgreSQL visits one namespace at a time in
     bound transactions, in the rotation's order (tests/db/test_due_rotation.py)."""
-    from app.schedules import ticking
-
-    monkeypatch.setattr(ticking, "PAGE_SIZE", 2)
+    monkeypatch.setattr(due, "PAGE_SIZE", 2)
     activations = {ns: h.workflow(namespace=ns) for ns in ("alpha", "beta")}
     for ns in ("alpha", "beta"):
         token = accounts.create(f"writer-{ns}", "operator", ns).token
@@ -244,7 +243,7 @@ def test_namespaces_take_turns_page_by_page(h, accounts, monkeypatch, backend):
     assert len({r["run_id"] for r in rows}) == 8
 
 
-def test_a_firing_whose_run_id_is_taken_is_rolled_back_alone(h):
+def test_a_firing_whose_run_id_is_taken_is_skipped_and_the_schedule_moves_on(h):
     activation = h.workflow()
     h.create("s", activation_id=activation)
     h.create("t", activation_id=activation)
@@ -256,11 +255,17 @@ def test_a_firing_whose_run_id_is_taken_is_rolled_back_alone(h):
         )
         session.commit()
     rows = h.tick("12:05")
-    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [("t", "triggered")]
+    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
+        ("s", "skipped"),
+        ("t", "triggered"),
+    ]
     assert sorted(r.run_id for r in h.runs()) == [
         "schedule:s:20260105T120500Z",
         "schedule:t:20260105T120500Z",
     ]
-    # The refused firing left nothing behind: no ledger row, no audit event, same cursor.
-    assert h.ledger("s") == [] and h.event_types("s") == ["ScheduleCreated"]
-    assert h.read("s")["next_fire_at"] == "2026-01-05T12:05:00Z"
+    # The clash is recorded as a skip and the schedule is not stuck on the same id.
+    assert [(o["kind"], o["reason"]) for o in h.ledger("s")] == [("skipped", "run_id_taken")]
+    assert h.event_types("s") == ["ScheduleCreated", "ScheduleTriggerSkipped"]
+    assert h.read("s")["next_fire_at"] == "2026-01-05T12:10:00Z"
+    h.tick("12:10")
+    assert "schedule:s:20260105T121000Z" in {r.run_id for r in h.runs()}

@@ -1,4 +1,4 @@
-"""Manual triggers and backfill (§5.5)."""
+"""Manual triggers and backfill (docs/schedules.md)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from app.db import normalize_url
-from tests.schedules.conftest import Harness
+from tests.support.schedules_harness import Harness
 
 RUN_ID = "schedule:s:20260105T120500Z"
 # Lock and statement timeouts are PostgreSQL's.

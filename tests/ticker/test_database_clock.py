@@ -25,7 +25,7 @@ from app.db import normalize_url
 from app.ticker import rotation
 from app.ticker.tick import run_tick
 from tests.conftest import make_test_app
-from tests.schedules.conftest import Harness
+from tests.support.schedules_harness import Harness
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERY = 5

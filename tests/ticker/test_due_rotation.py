@@ -17,7 +17,7 @@ from app.db import Namespace, Schedule, normalize_url
 from app.ticker.rotation import PAGE
 from app.ticker.tick import run_tick
 from tests.conftest import FIXED_NOW, make_test_app
-from tests.schedules.conftest import Harness
+from tests.support.schedules_harness import Harness
 
 NAMESPACES = 2000
 PAGES_PER_TICK = 25

@@ -1,4 +1,4 @@
-"""Replicas (§5.4): four processes tick one PostgreSQL database; one is killed mid-tick.
+"""Replicas: four processes tick one PostgreSQL database; one is killed mid-tick.
 
 2,000 schedules fire every minute for six simulated minutes (the manual clock is shared through
 the database). No occurrence may start twice or be lost, and every run carries exactly one
@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from app.db import Schedule, make_engine
 from tests.conftest import FIXED_NOW
 
-WORKER = Path(__file__).with_name("replica_worker.py")
+WORKER = Path(__file__).parents[1] / "support" / "replica_worker.py"
 SCHEDULES = 2000
 MINUTES = 6
 REPLICAS = 4

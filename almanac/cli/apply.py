@@ -1,0 +1,69 @@
+"""`almanac schedules apply PATH [--prune] [--dry-run]`: schedules as code, for CI pipelines."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+
+from almanac.cli.base import Cli, connected, parse_document
+from almanac.cli.output import dumps, emit
+from almanac.plan import Step, body_id, execute, plan
+
+SUFFIXES = (".json", ".yaml", ".yml")
+PAST = {"create": "created", "update": "updated", "unchanged": "unchanged", "delete": "deleted"}
+
+
+def load_bodies(path: Path) -> list[dict[str, Any]]:
+    """The save bodies in a file (an object or a list of them) or in a folder's files."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and p.is_file())
+    elif path.exists():
+        files = [path]
+    else:
+        raise click.BadParameter(f"{path} does not exist", param_hint="PATH")
+    bodies: list[dict[str, Any]] = []
+    seen: dict[str, Path] = {}
+    for file in files:
+        document = parse_document(file.read_text(encoding="utf-8"), file.name)
+        for body in document if isinstance(document, list) else [document]:
+            schedule_id = body_id(body) if isinstance(body, dict) else None
+            if schedule_id is None:
+                raise click.BadParameter(f"{file}: every schedule needs its schedule_id")
+            if schedule_id in seen:
+                raise click.BadParameter(f"{file}: {schedule_id!r} is also in {seen[schedule_id]}")
+            seen[schedule_id] = file
+            bodies.append(body)
+    return bodies
+
+
+@click.command("apply")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--prune", is_flag=True, help="Delete schedules of the namespace not listed.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
+@connected
+def apply(cli: Cli, path: Path, prune: bool, dry_run: bool) -> None:
+    """Create, update (or with --prune delete) schedules so they match PATH."""
+    steps = plan(cli.client, load_bodies(path), prune)
+    if not dry_run:
+        execute(cli.client, steps)
+    counts = Counter(step.action for step in steps)
+    summary = {PAST[a]: counts.get(a, 0) for a in PAST}
+    body = {"dry_run": dry_run, "plan": [s.to_json() for s in steps], "summary": summary}
+    if cli.output == "jsonl":
+        for step in steps:
+            click.echo(dumps(step.to_json()))
+        return
+    emit(cli.output, body, lambda _: show_plan(steps, summary, dry_run))
+
+
+def show_plan(steps: list[Step], summary: dict[str, int], dry_run: bool) -> None:
+    for step in steps:
+        changed = ""
+        if step.action == "update":
+            changed = f"  ({', '.join(step.changed_fields)})"
+        click.echo(f"{step.action:<10} {step.schedule_id}{changed}")
+    prefix = "dry run, nothing changed: would be " if dry_run else ""
+    click.echo(prefix + ", ".join(f"{n} {word}" for word, n in summary.items()))

@@ -1,0 +1,44 @@
+"""`almanac auth setup|status`: store a profile, and check who the token is."""
+
+from __future__ import annotations
+
+import click
+
+from almanac.cli.base import Cli, connected
+from almanac.cli.config import DEFAULT_PROFILE, profiles_path, write_profile
+from almanac.cli.output import emit, table
+
+
+@click.group("auth")
+def auth() -> None:
+    """Profiles of connection settings."""
+
+
+@auth.command("setup")
+@click.option("--url", required=True, help="Server URL, e.g. http://127.0.0.1:8000.")
+@click.option("--token", required=True, help="An API token (flask --app wsgi tokens create).")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--profile", default=DEFAULT_PROFILE, show_default=True)
+def setup(url: str, token: str, namespace: str, profile: str) -> None:
+    """Write a profile to profiles.toml (mode 0600); other commands read it."""
+    path = profiles_path()
+    write_profile(path, profile, {"url": url, "token": token, "namespace": namespace})
+    click.echo(f"profile {profile!r} written to {path}")
+
+
+@auth.command("status")
+@connected
+def status(cli: Cli) -> None:
+    """Call the server and show who the token belongs to, and your namespaces."""
+    me = cli.client.me()
+
+    def show(body: dict) -> None:  # type: ignore[type-arg]
+        kind = " (superuser)" if body.get("superuser") else ""
+        click.echo(f"{cli.client.url}: signed in as {body.get('username')}{kind}")
+        click.echo(f"namespace in use: {cli.client.namespace}")
+        table(
+            body.get("namespaces", []),
+            [("Namespace", lambda n: n["name"]), ("Role", lambda n: n["role"])],
+        )
+
+    emit(cli.output, me.raw, show)

@@ -1,0 +1,138 @@
+"""What every command shares: connection and output options, the client, and exit codes.
+
+Exit codes: 0 success; 1 an error answered by the API (`error CODE: message` on stderr);
+2 a usage error or no connection to the server.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from almanac.cli.config import resolve
+from almanac.errors import AlmanacError, ConnectionFailed, RevisionConflict
+
+if TYPE_CHECKING:
+    from almanac.client import Client
+
+OUTPUTS = ("table", "json", "jsonl")
+USAGE, API_ERROR = 2, 1
+
+
+@dataclass
+class Cli:
+    """The context a command runs with."""
+
+    client: Client
+    output: str
+
+
+OPTIONS = [
+    click.option("--url", envvar="ALMANAC_URL", help="Server URL [env ALMANAC_URL]."),
+    click.option("--token", envvar="ALMANAC_TOKEN", help="API token [env ALMANAC_TOKEN]."),
+    click.option(
+        "--namespace", "-n", envvar="ALMANAC_NAMESPACE", help="Namespace [env ALMANAC_NAMESPACE]."
+    ),
+    click.option(
+        "--profile",
+        envvar="ALMANAC_PROFILE",
+        help="Profile in profiles.toml [env ALMANAC_PROFILE].",
+    ),
+    click.option("--output", "-o", type=click.Choice(OUTPUTS), default="table", show_default=True),
+]
+
+
+def connected(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the connection and output options; the command receives a `Cli` first."""
+
+    @functools.wraps(command)
+    def run(
+        url: str | None,
+        token: str | None,
+        namespace: str | None,
+        profile: str | None,
+        output: str,
+        **kwargs: Any,
+    ) -> Any:
+        conn = resolve(url, token, namespace, profile)
+        # Imported here, not at the top: the client brings in httpx, which is most of the
+        # command's start-up time, and `--help` or a usage error never needs it.
+        from almanac.client import Client
+
+        with Client(conn.url, conn.token, conn.namespace, source="cli") as client:
+            return command(Cli(client, output), **kwargs)
+
+    for option in reversed(OPTIONS):
+        run = option(run)
+    return run
+
+
+class Root(click.Group):
+    """The `almanac` group: turns client errors into the documented messages and exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConnectionFailed as exc:
+            click.echo(f"error {exc.code}: {exc.message}", err=True)
+            ctx.exit(USAGE)
+        except AlmanacError as exc:
+            click.echo(describe(exc), err=True)
+            ctx.exit(API_ERROR)
+
+
+def describe(exc: AlmanacError) -> str:
+    text = f"error {exc.code}: {exc.message}"
+    if isinstance(exc, RevisionConflict):
+        text += f" (current revision: {exc.current_revision})"
+    for item in exc.details.get("errors", []) if isinstance(exc.details, dict) else []:
+        if isinstance(item, dict):
+            loc = ".".join(str(part) for part in item.get("loc", []))
+            text += f"\n  {loc}: {item.get('msg')}"
+    return text
+
+
+def read_document(path: str) -> Any:
+    """A JSON document from a file or stdin (`-`); a YAML file when its name says .yaml/.yml."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc}") from exc
+    return parse_document(text, path)
+
+
+def parse_document(text: str, name: str) -> Any:
+    try:
+        if name.endswith((".yaml", ".yml")):
+            return load_yaml(text)
+        return json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"{name}: {exc}") from exc
+
+
+def load_yaml(text: str) -> Any:
+    try:
+        import yaml  # optional: only YAML files need PyYAML, which the CLI does not require
+    except ImportError as exc:
+        raise click.UsageError("YAML files need PyYAML: pip install 'almanac[yaml]'") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def json_option(value: str | None, name: str) -> Any:
+    """Parse a `--input`/`--payload`/`--output-json` JSON argument, or a usage error."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint=name) from exc

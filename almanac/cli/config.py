@@ -1,0 +1,84 @@
+"""Where the CLI connects: flags, then ALMANAC_* variables, then a profile in profiles.toml."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+DEFAULT_PROFILE = "default"
+KEYS = ("url", "token", "namespace")
+
+
+def profiles_path() -> Path:
+    """`$XDG_CONFIG_HOME/almanac/profiles.toml`, else `~/.config/almanac/profiles.toml`."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "almanac" / "profiles.toml"
+
+
+def read_profiles(path: Path) -> dict[str, dict[str, str]]:
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise click.UsageError(f"cannot read {path}: {exc}") from exc
+    return {name: dict(v) for name, v in data.items() if isinstance(v, dict)}
+
+
+def _toml(profiles: dict[str, dict[str, str]]) -> str:
+    lines = []
+    for name, values in profiles.items():
+        # A JSON string of plain text is a valid TOML basic string.
+        lines.append(f"[{json.dumps(name)}]")
+        lines += [f"{key} = {json.dumps(str(values[key]))}" for key in KEYS if values.get(key)]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_profile(path: Path, name: str, values: dict[str, str]) -> None:
+    """Add or replace one profile; the file holds tokens, so it is 0600 from its creation."""
+    profiles = read_profiles(path)
+    profiles[name] = values
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # mkstemp creates the file 0600, and os.replace swaps it in whole: no moment with wider modes.
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".profiles-", suffix=".toml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(_toml(profiles))
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class Connection:
+    url: str
+    token: str | None
+    namespace: str
+
+
+def resolve(
+    url: str | None, token: str | None, namespace: str | None, profile: str | None
+) -> Connection:
+    """Fill what the flags and environment left out from the profile; no URL is a usage error."""
+    name = profile or DEFAULT_PROFILE
+    stored = read_profiles(profiles_path()).get(name, {})
+    if profile and not stored and not url:
+        raise click.UsageError(f"no profile {name!r} in {profiles_path()}")
+    url = url or stored.get("url")
+    if not url:
+        raise click.UsageError(
+            "no server: pass --url, set ALMANAC_URL, or run `almanac auth setup --url U --token T`"
+        )
+    return Connection(
+        url=url,
+        token=token or stored.get("token"),
+        namespace=namespace or stored.get("namespace") or "default",
+    )

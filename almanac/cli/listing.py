@@ -1,0 +1,45 @@
+"""Printing lists: one page (with a hint for the next) or, with --all, every page streamed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from almanac.cli.base import Cli
+from almanac.cli.output import Column, dumps, hint, stream_items, table
+
+if TYPE_CHECKING:
+    from almanac.client import Pager
+
+
+def show_pages(
+    cli: Cli, pager: Pager[Any], columns: Sequence[Column], every: bool, *, history: bool = False
+) -> None:
+    """Print `pager`'s first page, or every page with `every` (--all)."""
+    key = "events" if history else "items"
+    if every:
+        items = pager.raw()
+        if cli.output == "table":
+            table(items, columns)
+        else:
+            stream_items(cli.output, items)
+        return
+    body = pager.page()
+    if cli.output == "json":
+        click.echo(dumps(body, indent=2))
+    elif cli.output == "jsonl":
+        for item in body.get(key, []):
+            click.echo(dumps(item))
+    else:
+        table(body.get(key, []), columns)
+    if cli.output == "table":
+        _next_hint(body, history)
+
+
+def _next_hint(body: dict[str, Any], history: bool) -> None:
+    if history and body.get("has_more"):
+        hint(f"More events available (--after-sequence {body.get('next_cursor')})")
+    elif not history and body.get("next_cursor"):
+        hint(f"More items available (--cursor {body['next_cursor']})")

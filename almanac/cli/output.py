@@ -1,0 +1,103 @@
+"""Printing results: aligned tables that fit the terminal, the API's JSON, or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import click
+
+Column = tuple[str, Callable[[dict[str, Any]], Any]]
+MIN_WIDTH = 4
+GAP = "  "
+
+
+def width() -> int:
+    """The terminal's width (COLUMNS when set), 80 when it cannot be known."""
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return " ".join(str(value).split())
+
+
+def fit(widths: list[int], total: int) -> list[int]:
+    """Shrink the widest columns until the row fits `total` characters."""
+    widths = list(widths)
+    budget = total - len(GAP) * (len(widths) - 1)
+    while sum(widths) > budget:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[widest] <= MIN_WIDTH:
+            break
+        widths[widest] -= 1
+    return widths
+
+
+def clip(text: str, size: int) -> str:
+    return text if len(text) <= size else text[: max(size - 1, 0)] + "…"
+
+
+def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> None:
+    """Aligned columns; long cells are cut with an ellipsis so a row never wraps."""
+    cells = [[cell(get(row)) for _, get in columns] for row in rows]
+    headers = [name for name, _ in columns]
+    natural = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    sizes = fit(natural, width())
+    for line in [headers, *cells]:
+        parts = [clip(text, size).ljust(size) for text, size in zip(line, sizes, strict=True)]
+        click.echo(GAP.join(parts).rstrip())
+
+
+def fields(body: dict[str, Any], keys: Sequence[str] | None = None) -> None:
+    """One object as `key  value` lines (the table form of a single resource)."""
+    keys = keys or list(body)
+    size = max((len(k) for k in keys), default=0)
+    room = max(width() - size - len(GAP), MIN_WIDTH)
+    for key in keys:
+        click.echo(f"{key.ljust(size)}{GAP}{clip(cell(body.get(key)), room)}")
+
+
+def dumps(value: Any, indent: int | None = None) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+
+
+def emit(output: str, body: Any, show: Callable[[Any], None], items: str | None = None) -> None:
+    """A single response: the API's body as JSON, or `show` for a table. For jsonl, the body on
+    one line; or, when the body carries a list under `items`, one of its elements per line."""
+    if output == "json":
+        click.echo(dumps(body, indent=2))
+    elif output == "jsonl" and items is not None:
+        for item in body.get(items, []):
+            click.echo(dumps(item))
+    elif output == "jsonl":
+        click.echo(dumps(body))
+    else:
+        show(body)
+
+
+def stream_items(output: str, items: Iterable[dict[str, Any]]) -> int:
+    """Every item, written as it arrives (memory stays flat): jsonl lines or one JSON object."""
+    out = sys.stdout
+    count = 0
+    if output == "jsonl":
+        for item in items:
+            out.write(dumps(item) + "\n")
+            count += 1
+        return count
+    out.write('{"items": [')
+    for item in items:
+        out.write((",\n" if count else "\n") + dumps(item))
+        count += 1
+    out.write("\n]}\n" if count else "]}\n")
+    return count
+
+
+def hint(text: str) -> None:
+    click.echo(text, err=True)

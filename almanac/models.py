@@ -1,0 +1,299 @@
+"""Typed results for every resource the API answers with.
+
+Each result is a dataclass built from the JSON body: fields the client knows are typed (instants
+become timezone-aware `datetime`s), and the whole body stays in `.raw`, so fields a newer server
+adds are never lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from functools import cache
+from typing import Any, ClassVar, TypeVar
+
+R = TypeVar("R", bound="Resource")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An ISO-8601 instant from the API (`...Z`) as an aware datetime; None stays None."""
+    if not isinstance(value, str) or not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@dataclass(kw_only=True)
+class Resource:
+    """Base of every result: typed fields plus the untouched JSON body in `raw`."""
+
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # Field name -> Resource class for nested objects (lists of them too).
+    nested: ClassVar[dict[str, type[Resource]]] = {}
+
+    @classmethod
+    def from_json(cls: type[R], data: dict[str, Any]) -> R:
+        values: dict[str, Any] = {}
+        for name, is_time in _plan(cls):
+            if name not in data:
+                continue
+            value = data[name]
+            kind = cls.nested.get(name)
+            if kind is not None and value is not None:
+                value = (
+                    [kind.from_json(v) for v in value]
+                    if isinstance(value, list)
+                    else kind.from_json(value)
+                )
+            elif is_time:
+                value = parse_time(value)
+            values[name] = value
+        return cls(**values, raw=data)
+
+
+@cache
+def _plan(cls: type[Resource]) -> tuple[tuple[str, bool], ...]:
+    """(field name, is an instant) per field, computed once per class: history walks are hot."""
+    return tuple((f.name, "datetime" in str(f.type)) for f in fields(cls) if f.name != "raw")
+
+
+@dataclass(kw_only=True)
+class Schedule(Resource):
+    schedule_id: str = ""
+    uid: str = ""
+    namespace: str = ""
+    revision: int = 0
+    status: str = ""
+    blocked_reason: str | None = None
+    paused_reason: str | None = None
+    principal: str | None = None
+    spec: dict[str, Any] = field(default_factory=dict)
+    action: dict[str, Any] = field(default_factory=dict)
+    overlap_policy: str = "skip"
+    missed_policy: str = "skip"
+    jitter_seconds: int = 0
+    max_runs: int | None = None
+    labels: dict[str, str] | None = None
+    memo: dict[str, Any] | None = None
+    search_attributes: dict[str, Any] | None = None
+    notes: str | None = None
+    next_fire_at: datetime | None = None
+    last_fired_at: datetime | None = None
+    fires_count: int = 0
+    remaining_runs: int | None = None
+    skipped_trigger_count: int = 0
+    last_skip_reason: str | None = None
+    last_skipped_at: datetime | None = None
+    buffered_count: int = 0
+    latest_run_id: str | None = None
+    running_run_ids: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    deleted_at: datetime | None = None
+    upcoming: list[Any] | None = None
+
+
+@dataclass(kw_only=True)
+class ScheduleHistoryEvent(Resource):
+    id: int = 0
+    sequence: int = 0
+    event_type: str = ""
+    payload: dict[str, Any] = field(default_factory=dict)
+    workflow_instance_id: str | None = None
+    workflow_run_id: str | None = None
+    recorded_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class ScheduleHistoryPage(Resource):
+    schedule_id: str = ""
+    namespace: str = ""
+    events: list[ScheduleHistoryEvent] = field(default_factory=list)
+    next_cursor: int | None = None
+    has_more: bool = False
+    nested: ClassVar[dict[str, type[Resource]]] = {"events": ScheduleHistoryEvent}
+
+
+@dataclass(kw_only=True)
+class Occurrence(Resource):
+    kind: str = ""
+    instant: datetime | None = None
+    through: datetime | None = None
+    reason: str | None = None
+    run_id: str | None = None
+    revision: int | None = None
+    observed_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class TriggerResult(Resource):
+    outcome: str = ""
+    run_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(kw_only=True)
+class BackfillItem(Resource):
+    occurrence_time: datetime | None = None
+    outcome: str = ""
+    run_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(kw_only=True)
+class BackfillResult(Resource):
+    results: list[BackfillItem] = field(default_factory=list)
+    started: int = 0
+    skipped: int = 0
+    requests: int = 1
+    nested: ClassVar[dict[str, type[Resource]]] = {"results": BackfillItem}
+
+
+@dataclass(kw_only=True)
+class SimulatedOccurrence(Resource):
+    occurrence_time: datetime | None = None
+    due_at: datetime | None = None
+    outcome: str = ""
+    reason: str | None = None
+    run_id: str | None = None
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    ends_runs: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Simulation(Resource):
+    items: list[SimulatedOccurrence] = field(default_factory=list)
+    summary: dict[str, int] = field(default_factory=dict)
+    truncated: bool = False
+    nested: ClassVar[dict[str, type[Resource]]] = {"items": SimulatedOccurrence}
+
+
+@dataclass(kw_only=True)
+class PreviewOccurrence(Resource):
+    at: datetime | None = None
+    local: str = ""
+    utc_offset: str = ""
+    note: str | None = None
+
+
+@dataclass(kw_only=True)
+class Run(Resource):
+    run_id: str = ""
+    uid: str = ""
+    namespace: str = ""
+    workflow: str = ""
+    version: int = 0
+    activation_id: str | None = None
+    schedule_id: str | None = None
+    status: str = ""
+    input: Any = None
+    output: Any = None
+    error: Any = None
+    current_step: str | None = None
+    queue: str | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class RunHistoryEvent(Resource):
+    id: int = 0
+    sequence: int = 0
+    event_type: str = ""
+    node_id: str | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+    recorded_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class Replay(Resource):
+    replayed: dict[str, Any] = field(default_factory=dict)
+    stored: dict[str, Any] = field(default_factory=dict)
+    agree: bool = False
+
+
+@dataclass(kw_only=True)
+class SignalResult(Resource):
+    signal_id: str | int | None = None
+    accepted_at: datetime | None = None
+    status: str = ""
+    reason: str | None = None
+
+
+@dataclass(kw_only=True)
+class Task(Resource):
+    id: str | int = ""
+    run_id: str = ""
+    node_id: str = ""
+    title: str = ""
+    role: str | None = None
+    status: str = ""
+    output: Any = None
+    created_at: datetime | None = None
+    due_at: datetime | None = None
+    completed_at: datetime | None = None
+    completed_by: str | None = None
+
+
+@dataclass(kw_only=True)
+class Incident(Resource):
+    id: str | int = ""
+    run_id: str = ""
+    node_id: str = ""
+    branch_path: list[str] = field(default_factory=list)
+    error: Any = None
+    attempts: int = 0
+    opened_at: datetime | None = None
+    resolved_at: datetime | None = None
+    resolution: str | None = None
+    report: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class WorkflowVersion(Resource):
+    name: str = ""
+    version: int = 0
+    definition: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    versions: list[dict[str, Any]] | None = None
+
+
+@dataclass(kw_only=True)
+class Activation(Resource):
+    id: str = ""
+    workflow: str = ""
+    version: int = 0
+    status: str = ""
+    created_at: datetime | None = None
+    retired_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class Namespace(Resource):
+    name: str = ""
+    max_active_runs: int | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class NamespaceRole(Resource):
+    name: str = ""
+    role: str = ""
+
+
+@dataclass(kw_only=True)
+class Me(Resource):
+    username: str = ""
+    superuser: bool = False
+    namespaces: list[NamespaceRole] = field(default_factory=list)
+    nested: ClassVar[dict[str, type[Resource]]] = {"namespaces": NamespaceRole}
+
+
+@dataclass(kw_only=True)
+class TickResult(Resource):
+    now: datetime | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    deadlines: int = 0
+    steps: int = 0

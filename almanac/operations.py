@@ -1,0 +1,239 @@
+"""Every API operation, written once for both clients.
+
+Each method builds a `Call` and hands it to `_call` (one response), `_walk` (every page of a
+`next_cursor` list) or `_walk_history` (every page of an `after_sequence` stream). `Client`
+implements those three synchronously; `AsyncClient` as coroutines and async generators, so the
+same method returns a value on one and an awaitable (or an async iterator) on the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from almanac import models as m
+from almanac.transport import Call
+
+T = TypeVar("T")
+Parse = Callable[[Any], T]
+
+
+def segment(value: str) -> str:
+    """One path segment: ids may hold ':' and '.', never '/'."""
+    return quote(str(value), safe=":@")
+
+
+def instant(value: datetime | str) -> str:
+    """An instant as the API takes it (ISO-8601 UTC); strings pass through unchanged."""
+    if isinstance(value, str):
+        return value
+    text = value.isoformat()
+    return text.replace("+00:00", "Z")
+
+
+def if_match(revision: int | None) -> dict[str, str]:
+    return {} if revision is None else {"If-Match": f'"{int(revision)}"'}
+
+
+def _params(**values: Any) -> list[tuple[str, str]]:
+    """Query parameters, leaving out None; booleans as true/false; lists repeat the name."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        for each in value if isinstance(value, list | tuple) else [value]:
+            text = ("true" if each else "false") if isinstance(each, bool) else str(each)
+            pairs.append((name, text))
+    return pairs
+
+
+def _pairs(values: Mapping[str, str] | None) -> list[str] | None:
+    return [f"{k}:{v}" for k, v in values.items()] if values else None
+
+
+def _body(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+class Operations:
+    """The API surface shared by `Client` and `AsyncClient` (see the module docstring)."""
+
+    namespace: str
+
+    def _call(self, call: Call, parse: Parse[T]) -> Any:
+        raise NotImplementedError
+
+    def _walk(self, call: Call, parse: Parse[T]) -> Any:
+        raise NotImplementedError
+
+    def _walk_history(self, call: Call, parse: Parse[T]) -> Any:
+        raise NotImplementedError
+
+    def _ns(self, *parts: str) -> str:
+        tail = "".join("/" + segment(p) for p in parts)
+        return f"/namespaces/{segment(self.namespace)}{tail}"
+
+    # --- identity and namespaces -------------------------------------------------------------
+
+    def me(self) -> m.Me:
+        """Who the token belongs to and the caller's namespaces with roles."""
+        return self._call(Call("GET", "/me"), m.Me.from_json)
+
+    def health(self) -> dict[str, Any]:
+        return self._call(Call("GET", "/health"), dict)
+
+    def list_namespaces(self) -> Iterator[m.Namespace]:
+        return self._walk(Call("GET", "/namespaces"), m.Namespace.from_json)
+
+    def create_namespace(self, name: str, max_active_runs: int | None = None) -> m.Namespace:
+        body = _body(name=name, max_active_runs=max_active_runs)
+        return self._call(Call("POST", "/namespaces", json=body), m.Namespace.from_json)
+
+    def preview_calendar(
+        self, spec: Mapping[str, Any], *, after: datetime | str | None = None, count: int = 10
+    ) -> list[m.PreviewOccurrence]:
+        body = _body(spec=dict(spec), after=None if after is None else instant(after), count=count)
+        call = Call("POST", self._ns("calendar", "preview"), json=body)
+        return self._call(
+            call, lambda d: [m.PreviewOccurrence.from_json(o) for o in d["occurrences"]]
+        )
+
+    def tick(self, *, work: bool = False) -> m.TickResult:
+        """Run one tick now (superuser)."""
+        return self._call(Call("POST", "/admin/tick", json={"work": work}), m.TickResult.from_json)
+
+    def set_clock(self, now: datetime | str, *, tick: bool = False, work: bool = False) -> Any:
+        """Move a manual clock (superuser; the server must run with the manual clock)."""
+        body = {"now": instant(now), "tick": tick, "work": work}
+        return self._call(Call("POST", "/admin/clock", json=body), dict)
+
+    # --- schedules -----------------------------------------------------------------------------
+
+    def save_schedule(self, body: Mapping[str, Any], revision: int | None = None) -> m.Schedule:
+        """Create a schedule, or replace one at `revision` (sent as If-Match)."""
+        call = Call("POST", self._ns("schedules"), json=dict(body), headers=if_match(revision))
+        return self._call(call, m.Schedule.from_json)
+
+    def get_schedule(self, schedule_id: str, *, upcoming: int | None = None) -> m.Schedule:
+        call = Call("GET", self._ns("schedules", schedule_id), _params(upcoming=upcoming))
+        return self._call(call, m.Schedule.from_json)
+
+    def list_schedules(
+        self,
+        *,
+        status: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        q: str | None = None,
+        include_deleted: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Iterator[m.Schedule]:
+        """Every schedule matching the filters, newest first, page after page."""
+        params = _params(
+            status=status,
+            label=_pairs(labels),
+            q=q,
+            include_deleted=include_deleted or None,
+            limit=limit,
+            cursor=cursor,
+        )
+        return self._walk(Call("GET", self._ns("schedules"), params), m.Schedule.from_json)
+
+    def update_schedule(
+        self, schedule_id: str, patch: Mapping[str, Any], revision: int
+    ) -> m.Schedule:
+        """Merge-patch part of a schedule's configuration (null removes a field)."""
+        path = self._ns("schedules", schedule_id)
+        call = Call("PATCH", path, json=dict(patch), headers=if_match(revision))
+        return self._call(call, m.Schedule.from_json)
+
+    def _change(self, verb: str, schedule_id: str, revision: int, reason: str | None) -> m.Schedule:
+        path = self._ns("schedules", schedule_id, verb)
+        call = Call("POST", path, json=_body(reason=reason), headers=if_match(revision))
+        return self._call(call, m.Schedule.from_json)
+
+    def pause_schedule(
+        self, schedule_id: str, revision: int, reason: str | None = None
+    ) -> m.Schedule:
+        return self._change("pause", schedule_id, revision, reason)
+
+    def resume_schedule(
+        self, schedule_id: str, revision: int, reason: str | None = None
+    ) -> m.Schedule:
+        return self._change("resume", schedule_id, revision, reason)
+
+    def disable_schedule(
+        self, schedule_id: str, revision: int, reason: str | None = None
+    ) -> m.Schedule:
+        return self._change("disable", schedule_id, revision, reason)
+
+    def enable_schedule(
+        self, schedule_id: str, revision: int, reason: str | None = None
+    ) -> m.Schedule:
+        return self._change("enable", schedule_id, revision, reason)
+
+    def delete_schedule(
+        self, schedule_id: str, revision: int, reason: str | None = None
+    ) -> m.Schedule:
+        return self._change("delete", schedule_id, revision, reason)
+
+    def trigger_schedule(
+        self, schedule_id: str, *, overlap_policy: str | None = None, reason: str | None = None
+    ) -> m.TriggerResult:
+        body = _body(overlap_policy=overlap_policy, reason=reason)
+        call = Call("POST", self._ns("schedules", schedule_id, "trigger"), json=body)
+        return self._call(call, m.TriggerResult.from_json)
+
+    def backfill_once(
+        self,
+        schedule_id: str,
+        from_: datetime | str,
+        to: datetime | str,
+        *,
+        overlap_policy: str | None = None,
+        reason: str | None = None,
+    ) -> m.BackfillResult:
+        """One backfill request: at most 1000 occurrences (else 422 BACKFILL_TOO_LARGE)."""
+        body = _body(overlap_policy=overlap_policy, reason=reason)
+        body.update({"from": instant(from_), "to": instant(to)})
+        call = Call("POST", self._ns("schedules", schedule_id, "backfill"), json=body)
+        return self._call(call, m.BackfillResult.from_json)
+
+    def list_occurrences(
+        self, schedule_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Iterator[m.Occurrence]:
+        """The occurrence ledger, newest first, page after page."""
+        params = _params(limit=limit, cursor=cursor)
+        call = Call("GET", self._ns("schedules", schedule_id, "occurrences"), params)
+        return self._walk(call, m.Occurrence.from_json)
+
+    def get_schedule_history(
+        self, schedule_id: str, *, limit: int | None = None, after_sequence: int | None = None
+    ) -> m.ScheduleHistoryPage:
+        """One page of the schedule's audit stream (`limit` 1-500, default 100)."""
+        params = _params(limit=limit, after_sequence=after_sequence)
+        call = Call("GET", self._ns("schedules", schedule_id, "history"), params)
+        return self._call(call, m.ScheduleHistoryPage.from_json)
+
+    def iter_schedule_history(
+        self, schedule_id: str, *, limit: int | None = None, after_sequence: int | None = None
+    ) -> Iterator[m.ScheduleHistoryEvent]:
+        """Every event of the audit stream after `after_sequence`, in sequence order."""
+        params = _params(limit=limit, after_sequence=after_sequence)
+        call = Call("GET", self._ns("schedules", schedule_id, "history"), params)
+        return self._walk_history(call, m.ScheduleHistoryEvent.from_json)
+
+    def simulate_schedule(
+        self,
+        schedule_id: str,
+        from_: datetime | str,
+        to: datetime | str,
+        run_duration: str | None = None,
+    ) -> m.Simulation:
+        """What the stored schedule would do over [from_, to): computed, nothing written."""
+        body = _body(run_duration=run_duration)
+        body.update({"from": instant(from_), "to": instant(to)})
+        call = Call("POST", self._ns("schedules", schedule_id, "simulate"), json=body)
+        return self._call(call, m.Simulation.from_json)

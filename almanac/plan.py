@@ -1,0 +1,168 @@
+"""Schedules as code: compare save bodies with the server and plan create/update/unchanged/delete.
+
+A body and a stored schedule are compared after both are brought to one normal form: the
+shorthands (`cron`, `timezone`, `activation_id`, `input`, `id`) expanded, defaults filled in,
+durations compared by length and instants by the moment they name. Equal configurations are left
+alone, so applying the same files twice writes no revision.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from almanac.client import Client
+
+
+CONFIG_FIELDS = (
+    "spec",
+    "action",
+    "overlap_policy",
+    "missed_policy",
+    "jitter_seconds",
+    "max_runs",
+    "labels",
+    "memo",
+    "search_attributes",
+    "notes",
+)
+DEFAULTS: dict[str, Any] = {
+    "overlap_policy": "skip",
+    "missed_policy": "skip",
+    "jitter_seconds": 0,
+    "max_runs": None,
+    "labels": {},
+    "memo": {},
+    "search_attributes": {},
+    "notes": None,
+}
+ACTION_DEFAULTS: dict[str, Any] = {
+    "workflow": None,
+    "activation_id": None,
+    "input": {},
+    "execution_timeout_seconds": None,
+    "run_timeout_seconds": None,
+    "queue": None,
+}
+DURATION = re.compile(
+    r"P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?"
+)
+SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def body_id(body: Mapping[str, Any]) -> str | None:
+    value = body.get("schedule_id") or body.get("id")
+    return str(value) if value is not None else None
+
+
+def _duration(value: Any) -> Any:
+    match = DURATION.fullmatch(value) if isinstance(value, str) else None
+    if match is None or value in ("P", "PT"):
+        return value
+    return sum(float(v) * SECONDS[k] for k, v in match.groupdict().items() if v)
+
+
+def _instant(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    return moment.astimezone(UTC) if moment.tzinfo else moment
+
+
+def _spec(spec: Mapping[str, Any], cron: Any = None, timezone: Any = None) -> dict[str, Any]:
+    expressions = [" ".join(str(e).split()) for e in spec.get("cron_expressions") or []]
+    if cron is not None:
+        expressions.append(" ".join(str(cron).split()))
+    intervals = [
+        (_duration(i.get("every")), _duration(i.get("offset") or "PT0S"))
+        for i in spec.get("intervals") or []
+        if isinstance(i, Mapping)
+    ]
+    return {
+        "cron_expressions": list(dict.fromkeys(expressions)),
+        "intervals": intervals,
+        "timezone": timezone or spec.get("timezone") or "UTC",
+        "start_at": _instant(spec.get("start_at")),
+        "end_at": _instant(spec.get("end_at")),
+    }
+
+
+def normalize(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The comparable configuration of a save body or a stored schedule."""
+    action = dict(body.get("action") or {})
+    for short in ("activation_id", "input"):
+        if short in body and short not in action:
+            action[short] = body[short]
+    action = {key: action.get(key, default) for key, default in ACTION_DEFAULTS.items()}
+    action["input"] = {} if action["input"] is None else action["input"]
+    config = {key: body.get(key, default) for key, default in DEFAULTS.items()}
+    for key in ("labels", "memo", "search_attributes"):
+        config[key] = config[key] or {}
+    config["jitter_seconds"] = config["jitter_seconds"] or 0
+    config["overlap_policy"] = config["overlap_policy"] or "skip"
+    config["missed_policy"] = config["missed_policy"] or "skip"
+    spec = _spec(body.get("spec") or {}, body.get("cron"), body.get("timezone"))
+    return {"spec": spec, "action": action, **config}
+
+
+def changed_fields(body: Mapping[str, Any], stored: Mapping[str, Any]) -> list[str]:
+    mine, theirs = normalize(body), normalize(stored)
+    return [name for name in CONFIG_FIELDS if mine[name] != theirs[name]]
+
+
+@dataclass
+class Step:
+    """One line of the plan."""
+
+    schedule_id: str
+    action: str  # create | update | unchanged | delete
+    changed_fields: list[str] = field(default_factory=list)
+    body: dict[str, Any] | None = None
+    revision: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schedule_id": self.schedule_id,
+            "action": self.action,
+            "changed_fields": self.changed_fields,
+        }
+
+
+def plan(client: Client, bodies: Iterable[dict[str, Any]], prune: bool) -> list[Step]:
+    """What applying `bodies` would do, reading each schedule's current revision."""
+    existing = {s.schedule_id: s for s in client.list_schedules(limit=100)}
+    steps: list[Step] = []
+    listed = set()
+    for body in bodies:
+        schedule_id = body_id(body)
+        assert schedule_id is not None
+        listed.add(schedule_id)
+        current = existing.get(schedule_id)
+        if current is None:
+            steps.append(Step(schedule_id, "create", list(CONFIG_FIELDS), body))
+            continue
+        changed = changed_fields(body, current.raw)
+        action = "update" if changed else "unchanged"
+        steps.append(Step(schedule_id, action, changed, body, current.revision))
+    if prune:
+        for schedule_id in sorted(set(existing) - listed):
+            steps.append(Step(schedule_id, "delete", revision=existing[schedule_id].revision))
+    return steps
+
+
+def execute(client: Client, steps: Iterable[Step]) -> None:
+    """Carry out a plan; each change sends the revision read by `plan` (If-Match)."""
+    for step in steps:
+        if step.action == "create":
+            client.save_schedule(step.body or {})
+        elif step.action == "update":
+            client.save_schedule(step.body or {}, step.revision)
+        elif step.action == "delete":
+            client.delete_schedule(step.schedule_id, step.revision or 0, "removed by apply --prune")

@@ -1,0 +1,112 @@
+"""HTTP for both clients: headers, retries honouring Retry-After, and typed errors.
+
+The token is only ever placed in the Authorization header; nothing here logs requests, and the
+clients' `repr` leaves the token out.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from almanac.errors import AlmanacError, ConnectionFailed, from_body
+from almanac.version import VERSION
+
+RETRY_STATUSES = frozenset({429, 503})
+MAX_RETRY_AFTER = 60.0
+BASE_BACKOFF = 0.5
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request under `/api/v1`: the operations build these, the transports send them."""
+
+    method: str
+    path: str
+    params: list[tuple[str, str]] = field(default_factory=list)
+    json: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def default_headers(token: str | None, source: str) -> dict[str, str]:
+    headers = {
+        "Accept": "application/json",
+        "User-Agent": f"almanac-client/{VERSION}",
+        # Informational: the server records it as the audit `source` of changes.
+        "X-Almanac-Source": source,
+    }
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+def api_base(url: str) -> str:
+    return url.rstrip("/") + "/api/v1"
+
+
+def retry_delay(response: httpx.Response, attempt: int) -> float:
+    """Seconds to wait before retrying: the server's Retry-After, else exponential backoff."""
+    header = response.headers.get("Retry-After", "").strip()
+    if header.isdigit():
+        return min(float(header), MAX_RETRY_AFTER)
+    if header:
+        try:
+            when = email.utils.parsedate_to_datetime(header)
+            return max(0.0, min((when - datetime.now(UTC)).total_seconds(), MAX_RETRY_AFTER))
+        except (TypeError, ValueError):
+            pass
+    return float(BASE_BACKOFF * (2**attempt))
+
+
+def decode(response: httpx.Response) -> Any:
+    """The JSON body of a success, or the typed exception of an error."""
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        raise from_body(response.status_code, body, response.text)
+    if not response.content:
+        return {}
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise AlmanacError(
+            "BAD_RESPONSE", "the server answered with something that is not JSON", {}
+        ) from exc
+
+
+def connection_error(exc: Exception, url: str) -> ConnectionFailed:
+    return ConnectionFailed("CONNECTION", f"cannot reach {url}: {exc}")
+
+
+class SyncTransport:
+    def __init__(self, url: str, token: str | None, timeout: float, retries: int, source: str):
+        self.url = url
+        self.retries = retries
+        self.http = httpx.Client(
+            base_url=api_base(url), headers=default_headers(token, source), timeout=timeout
+        )
+
+    def send(self, call: Call) -> Any:
+        attempt = 0
+        while True:
+            try:
+                response = self.http.request(
+                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                )
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise connection_error(exc, self.url) from exc
+            if response.status_code in RETRY_STATUSES and attempt < self.retries:
+                time.sleep(retry_delay(response, attempt))
+                attempt += 1
+                continue
+            return decode(response)
+
+    def close(self) -> None:
+        self.http.close()

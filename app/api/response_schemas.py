@@ -1,0 +1,151 @@
+"""JSON Schemas of the API's success responses, for the OpenAPI document.
+
+Keyed by method and path without `/api/v1` and without the `/namespaces/{ns}` prefix (both
+forms of a namespaced route answer alike). They state the keys clients rely on and their types;
+the fuzz test checks every response against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STRING = {"type": "string"}
+INT = {"type": "integer"}
+BOOL = {"type": "boolean"}
+OBJECT = {"type": "object"}
+ANY: dict[str, Any] = {}
+TEXT_OR_NULL = {"type": ["string", "null"]}
+INT_OR_NULL = {"type": ["integer", "null"]}
+
+
+def obj(**props: Any) -> dict[str, Any]:
+    """An object with exactly these keys required (more keys may follow in later versions)."""
+    return {"type": "object", "required": sorted(props), "properties": props}
+
+
+def page(item: dict[str, Any]) -> dict[str, Any]:
+    return obj(items={"type": "array", "items": item}, next_cursor=TEXT_OR_NULL)
+
+
+RUN = obj(
+    run_id=STRING,
+    uid=STRING,
+    namespace=STRING,
+    workflow=STRING,
+    version=INT,
+    activation_id=STRING,
+    schedule_id=TEXT_OR_NULL,
+    status=STRING,
+    input=ANY,
+    output=ANY,
+    error=ANY,
+    current_step=TEXT_OR_NULL,
+    queue=TEXT_OR_NULL,
+    created_at=STRING,
+    started_at=TEXT_OR_NULL,
+    finished_at=TEXT_OR_NULL,
+)
+SCHEDULE = obj(
+    schedule_id=STRING,
+    namespace=STRING,
+    revision=INT,
+    status=STRING,
+    spec=OBJECT,
+    action=OBJECT,
+    overlap_policy=STRING,
+    missed_policy=STRING,
+    jitter_seconds=INT,
+    max_runs=INT_OR_NULL,
+    labels=OBJECT,
+    memo=OBJECT,
+    notes=TEXT_OR_NULL,
+    next_fire_at=TEXT_OR_NULL,
+    fires_count=INT,
+    created_at=STRING,
+)
+WORKFLOW_VERSION = obj(name=STRING, version=INT, definition=OBJECT, created_at=STRING)
+ACTIVATION = obj(
+    id=STRING,
+    workflow=STRING,
+    version=INT,
+    status=STRING,
+    created_at=STRING,
+    retired_at=TEXT_OR_NULL,
+)
+RUN_EVENT = obj(
+    id=INT, sequence=INT, event_type=STRING, node_id=TEXT_OR_NULL, payload=ANY, recorded_at=STRING
+)
+OCCURRENCE = obj(
+    kind=STRING,
+    instant=STRING,
+    through=TEXT_OR_NULL,
+    reason=TEXT_OR_NULL,
+    run_id=TEXT_OR_NULL,
+    revision=INT,
+    observed_at=STRING,
+)
+REPLAY_STATE = obj(status=STRING, current_step=TEXT_OR_NULL, output=ANY, error=ANY)
+
+RESPONSES: dict[tuple[str, str], dict[str, Any]] = {
+    ("get", "/health"): obj(status=STRING, database=STRING, clock=STRING, ticker=OBJECT),
+    ("get", "/openapi.json"): obj(openapi=STRING, info=OBJECT, paths=OBJECT),
+    ("get", "/namespaces"): page(obj(name=STRING)),
+    ("post", "/namespaces"): obj(name=STRING, max_active_runs=INT_OR_NULL, created_at=STRING),
+    ("post", "/calendar/preview"): obj(
+        occurrences={
+            "type": "array",
+            "items": obj(at=STRING, local=STRING, utc_offset=STRING, note=TEXT_OR_NULL),
+        }
+    ),
+    ("post", "/workflows"): WORKFLOW_VERSION,
+    ("get", "/workflows"): page(OBJECT),
+    ("get", "/workflows/{name}"): {
+        **WORKFLOW_VERSION,
+        "required": [*WORKFLOW_VERSION["required"], "versions"],
+        "properties": {**WORKFLOW_VERSION["properties"], "versions": {"type": "array"}},
+    },
+    ("post", "/activations"): ACTIVATION,
+    ("get", "/activations"): page(ACTIVATION),
+    ("post", "/activations/{activation_id}/retire"): ACTIVATION,
+    ("get", "/schedules"): page(SCHEDULE),
+    ("post", "/schedules"): SCHEDULE,
+    ("get", "/schedules/{schedule_id}"): SCHEDULE,
+    ("patch", "/schedules/{schedule_id}"): SCHEDULE,
+    ("delete", "/schedules/{schedule_id}"): SCHEDULE,
+    ("post", "/schedules/{schedule_id}/trigger"): obj(
+        outcome=STRING, run_id=TEXT_OR_NULL, reason=TEXT_OR_NULL
+    ),
+    ("post", "/schedules/{schedule_id}/backfill"): obj(
+        results={"type": "array"}, started=INT, skipped=INT
+    ),
+    ("get", "/schedules/{schedule_id}/occurrences"): page(OCCURRENCE),
+    ("get", "/schedules/{schedule_id}/history"): obj(
+        schedule_id=STRING,
+        namespace=STRING,
+        events={"type": "array", "items": OBJECT},
+        next_cursor=INT_OR_NULL,
+        has_more=BOOL,
+    ),
+    ("post", "/runs"): RUN,
+    ("get", "/runs"): page(RUN),
+    ("get", "/runs/{run_id}"): RUN,
+    ("get", "/runs/{run_id}/history"): page(RUN_EVENT),
+    ("get", "/runs/{run_id}/replay"): obj(replayed=REPLAY_STATE, stored=REPLAY_STATE, agree=BOOL),
+    ("post", "/runs/{run_id}/signals/{name}"): obj(
+        signal_id=STRING, accepted_at=STRING, status=STRING, reason=TEXT_OR_NULL
+    ),
+    ("post", "/runs/{run_id}/cancel"): RUN,
+    ("post", "/runs/{run_id}/terminate"): RUN,
+    ("get", "/tasks"): page(OBJECT),
+    ("post", "/tasks/{task_id}/complete"): OBJECT,
+    ("post", "/admin/clock"): obj(now=STRING),
+    ("post", "/admin/tick"): obj(now=STRING, rows={"type": "array"}, deadlines=INT, steps=INT),
+}
+for verb in ("pause", "disable", "resume", "enable", "delete"):
+    RESPONSES[("post", f"/schedules/{{schedule_id}}/{verb}")] = SCHEDULE
+
+
+def response_schema(method: str, path: str) -> dict[str, Any] | None:
+    """The success schema of `method path` (an `/api/v1/...` OpenAPI path), if documented."""
+    bare = path.removeprefix("/api/v1").removeprefix("/namespaces/{ns}")
+    return RESPONSES.get((method, bare or "/"))

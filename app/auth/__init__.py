@@ -1,0 +1,1 @@
+"""Accounts (layer 3): users, passwords, API tokens, memberships, namespaces, roles and grants."""

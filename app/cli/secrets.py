@@ -1,0 +1,22 @@
+"""`flask --app wsgi secrets rotate`: re-encrypt secret inputs after adding a key."""
+
+from __future__ import annotations
+
+import click
+from flask.cli import AppGroup
+
+from app import context
+from app.runs.secret_store import rotate_all
+
+secrets_group = AppGroup("secrets", help="Encrypted secret inputs.")
+
+
+@secrets_group.command("rotate")
+def rotate() -> None:
+    """Re-encrypt every stored secret with the first key of ALMANAC_ENCRYPTION_KEYS.
+
+    Put the new key first and keep the old ones after it until this has run.
+    """
+    with context.database().session() as session:
+        count = rotate_all(session)
+    click.echo(f"re-encrypted secrets in {count} row(s) with the first key")

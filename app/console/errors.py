@@ -1,0 +1,79 @@
+"""How the console answers errors, once for every blueprint: an error page, or back with a message.
+
+A refused action (a conflict, a limit, a bad field) rolls back and returns to the page it was sent
+from with the reason flashed, or shown in place for an htmx view marked `in_place`. Anything else,
+and any refusal before the page's namespace is open (unknown namespace, missing grant), renders the
+error page, since there is no page to go back to.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, g, render_template, request
+from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Response
+
+from app import context
+from app.calendar import CalendarError, SpecRangeError
+from app.console.htmx import reply
+from app.errors import AlmanacError
+from app.schedules.errors import RevisionConflict
+
+log = logging.getLogger(__name__)
+Refusal = AlmanacError | CalendarError | SpecRangeError
+BackTo = Callable[[dict[str, Any]], str]
+
+
+def page(status: int, message: str) -> tuple[str, int]:
+    """The console's error page."""
+    return render_template("error.html", status=status, message=message), status
+
+
+def _status(exc: Refusal) -> int:
+    return exc.http_status if isinstance(exc, AlmanacError) else 422
+
+
+def _text(exc: Refusal) -> str:
+    if isinstance(exc, AlmanacError):
+        return exc.message
+    if isinstance(exc, CalendarError):
+        return exc.located()
+    return str(exc)
+
+
+def _flashed(exc: Refusal) -> str:
+    if isinstance(exc, RevisionConflict):
+        schedule_id = (request.view_args or {}).get("schedule_id")
+        return (
+            f"Someone else changed {schedule_id} (now revision "
+            f"{exc.details.get('current_revision')}); the page is reloaded, try again."
+        )
+    return _text(exc)
+
+
+def _flask_page(exc: HTTPException) -> HTTPException:
+    # Flask's own pages for HTTP errors (404, CSRF 400, ...); without this `Exception` takes them.
+    return exc
+
+
+def register(bp: Blueprint, back_to: BackTo | None = None) -> None:
+    """Install the handlers on `bp`; `back_to(view_args)` is where its refused actions return."""
+
+    def refused(exc: Refusal) -> Response | tuple[str, int]:
+        acting = request.method == "POST" and "namespace_view" in g
+        if back_to is None or not acting:
+            return page(_status(exc), exc.message if isinstance(exc, AlmanacError) else str(exc))
+        context.session().rollback()
+        return reply(_flashed(exc), False, back_to(request.view_args or {}))
+
+    def unexpected(exc: Exception) -> tuple[str, int]:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return page(500, "Internal error")
+
+    for kind in (AlmanacError, CalendarError, SpecRangeError):
+        bp.register_error_handler(kind, refused)
+    bp.register_error_handler(HTTPException, _flask_page)
+    bp.register_error_handler(Exception, unexpected)

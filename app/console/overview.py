@@ -1,0 +1,90 @@
+"""The namespace overview, the landing page: is everything fine right now?
+
+It refreshes itself every 10 s (the body only) and stops after an hour without a reload
+(HTTP 286 tells htmx to stop polling), so a forgotten tab does not query forever.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from flask import Blueprint, current_app, request
+from flask_login import login_required
+from werkzeug.wrappers import Response
+
+from app import context
+from app.auth.grants import RUN_READ
+from app.console import errors
+from app.console.charts import load_chart
+from app.console.htmx import is_partial, render
+from app.console.outcome_chart import outcome_chart
+from app.console.session import namespace_view
+from app.runs import overview as runs_overview
+from app.schedules import overview as schedules_overview
+from app.schedules import queries
+from app.ticker.health import STALE_PERIODS, ticker_state
+
+bp = Blueprint("console_overview", __name__)
+errors.register(bp)
+POLL_FOR = timedelta(hours=1)
+BUSIEST = 5
+
+
+def _poll_expired(now: datetime) -> bool:
+    """Whether the page this refresh belongs to was loaded more than `POLL_FOR` ago."""
+    raw = request.args.get("since", "")
+    if not raw.isdigit():
+        return False
+    return now - datetime.fromtimestamp(int(raw), UTC) > POLL_FOR
+
+
+@bp.get("/ns/<ns>/")
+@login_required
+def index(ns: str) -> Response:
+    """Show the namespace at a glance: schedules, ticker, runs, tasks, incidents."""
+    view = namespace_view(ns, RUN_READ)
+    session, now = context.session(), context.now()
+    period = float(current_app.config["TICK_SECONDS"])
+    ticker = ticker_state(session, datetime.now(UTC), period)
+    health = schedules_overview.schedule_health(
+        session, view.current, now, timedelta(seconds=STALE_PERIODS * period)
+    )
+    hours = runs_overview.runs_per_hour(session, view.current, now)
+    stopped = is_partial() and _poll_expired(now)
+    return render(
+        "overview/index.html",
+        "overview/_body.html",
+        http_status=286 if stopped else 200,
+        ns=view,
+        now=now,
+        since=int(now.timestamp()),
+        stopped=stopped,
+        health=health,
+        ticker=ticker,
+        stale_periods=STALE_PERIODS,
+        chart=outcome_chart(hours),
+        open_tasks=runs_overview.open_task_count(session, view.current),
+        open_incidents=runs_overview.open_incident_count(session, view.current),
+        has_workflows=runs_overview.has_workflows(session, view.current),
+    )
+
+
+@bp.get("/ns/<ns>/overview/busiest")
+@login_required
+def busiest(ns: str) -> Response:
+    """The busiest 5-minute slots of the next 24 h; loaded after the overview (it expands every
+    active schedule's calendar, which the overview's own refresh should not wait for)."""
+    view = namespace_view(ns, RUN_READ)
+    now = context.now()
+    chart = load_chart(queries.upcoming_starts(context.session(), view.current, now), now)
+    slots = sorted(
+        (bar for bar in chart.bars if bar.count), key=lambda bar: (-bar.count, bar.start)
+    )
+    return render(
+        "overview/busiest.html",
+        "overview/_busiest.html",
+        ns=view,
+        now=now,
+        slots=slots[:BUSIEST],
+        total=chart.total,
+    )

@@ -1,0 +1,145 @@
+"""Workflows page: versions and activations; deploy from JSON, activate, retire (deployers only).
+
+Deploy errors are the form's content (shown next to the definition, naming the step); refused
+activate and retire actions go back to the page with the reason, via app/console/errors.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Blueprint, flash, redirect, request, url_for
+from flask_login import login_required
+from werkzeug.wrappers import Response
+
+from app import context
+from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
+from app.console import errors
+from app.console.common import next_cursor, page_key
+from app.console.htmx import render
+from app.console.session import NamespaceView, namespace_view
+from app.errors import ValidationFailed
+from app.runs import actions, catalog, workflows
+
+bp = Blueprint("console_workflows", __name__)
+PAGE = 50
+EXAMPLE = {
+    "name": "nightly-report",
+    "description": "Build and send the nightly report",
+    "input_schema": {"type": "object", "properties": {"day": {"type": "string"}}},
+    "timeout_seconds": 3600,
+    "steps": [
+        {"id": "build", "type": "action", "action": "echo", "retry": {"max_attempts": 3}},
+        {"id": "cool-down", "type": "wait", "duration": "PT5M"},
+        {"id": "approve", "type": "task", "title": "Check the report", "timeout_seconds": 86400},
+    ],
+}
+
+
+@bp.record_once
+def _load_actions(state: Any) -> None:
+    # Deploy checks action names, so the configured action modules must be registered.
+    actions.load_modules(state.app.config.get("ACTION_MODULES"))
+
+
+def back_to(args: dict[str, Any]) -> str:
+    """Where a refused activate or retire returns: the workflows page."""
+    return url_for("console_workflows.index", ns=args["ns"])
+
+
+errors.register(bp, back_to=back_to)
+
+
+def _page(
+    view: NamespaceView, definition: str = "", error: dict[str, Any] | None = None
+) -> Response:
+    session = context.session()
+    entries, key = catalog.catalog(
+        session, view.current, PAGE, page_key(view.current.name, "workflows")
+    )
+    cursor = next_cursor(view.current.name, "workflows", key)
+    return render(
+        "workflows/index.html",
+        "workflows/index.html",
+        422 if error else 200,
+        ns=view,
+        entries=entries,
+        next_url=url_for(".index", ns=view.current.name, cursor=cursor) if cursor else None,
+        definition=definition,
+        error=error,
+        example=json.dumps(EXAMPLE, indent=2),
+        now=context.now(),
+    )
+
+
+@bp.get("/ns/<ns>/workflows")
+@login_required
+def index(ns: str) -> Response:
+    """List workflows with their versions and activations."""
+    return _page(namespace_view(ns, RUN_READ))
+
+
+def _refusal(exc: ValidationFailed) -> dict[str, Any]:
+    """The inline error: the message, the step it names (if any) and where in the definition."""
+    first = exc.errors[0] if exc.errors else {"loc": [], "msg": exc.message}
+    return {
+        "message": first["msg"],
+        "step": exc.details.get("step"),
+        "where": ".".join(str(part) for part in first["loc"]) or "definition",
+    }
+
+
+@bp.post("/ns/<ns>/workflows")
+@login_required
+def deploy(ns: str) -> Response:
+    """Deploy the posted definition as the next version (and activate it when asked)."""
+    view = namespace_view(ns, WORKFLOW_DEPLOY)
+    session, now = context.session(), context.now()
+    text = request.form.get("definition", "")
+    try:
+        definition = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        error = {"message": f"That is not valid JSON: {exc.msg}", "step": None, "where": where}
+        return _page(view, text, error)
+    try:
+        version = workflows.deploy(session, now, view.current, definition)
+    except ValidationFailed as exc:
+        session.rollback()
+        return _page(view, text, _refusal(exc))
+    name = definition["name"]
+    message = f"Deployed {name} version {version.version}"
+    if request.form.get("activate"):
+        workflows.activate(session, now, view.current, name, version.version)
+        message += " and activated it"
+    session.commit()
+    flash(message + ".", "ok")
+    return redirect(url_for(".index", ns=ns) + f"#wf-{name}")
+
+
+@bp.post("/ns/<ns>/workflows/<name>/activate")
+@login_required
+def activate(ns: str, name: str) -> Response:
+    """Activate a version of the workflow (the newest unless the form names one)."""
+    view = namespace_view(ns, WORKFLOW_DEPLOY)
+    raw = request.form.get("version", "")
+    session = context.session()
+    activation, _, version = workflows.activate(
+        session, context.now(), view.current, name, int(raw) if raw.isdigit() else None
+    )
+    session.commit()
+    flash(f"Activated {name} version {version.version} ({activation.id}).", "ok")
+    return redirect(url_for(".index", ns=ns) + f"#wf-{name}")
+
+
+@bp.post("/ns/<ns>/activations/<activation_id>/retire")
+@login_required
+def retire(ns: str, activation_id: str) -> Response:
+    """Retire an activation: new runs can no longer start from it."""
+    view = namespace_view(ns, WORKFLOW_DEPLOY)
+    session = context.session()
+    workflows.retire(session, context.now(), view.current, activation_id)
+    session.commit()
+    flash(f"Retired activation {activation_id}.", "ok")
+    return redirect(url_for(".index", ns=ns))

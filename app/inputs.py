@@ -1,0 +1,70 @@
+"""Parsing untrusted text the same way on every face: ASCII integers and depth-bounded JSON.
+
+`str.isdigit` accepts `²` and other digits `int` refuses, and Python's JSON decoder recurses, so
+both turned odd input into 500s; these functions turn it into validation errors instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from app.errors import BadRequest, ValidationFailed
+
+MAX_JSON_DEPTH = 64
+# Far beyond any id, count or sequence, and inside a 64-bit column.
+_ASCII_INT = re.compile(r"[0-9]{1,18}", re.ASCII)
+_SIGNED_INT = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+
+
+def ascii_int(raw: str, *, signed: bool = False) -> int | None:
+    """`raw` as an integer if it is 1-18 ASCII digits (optionally with a leading `-`), else None."""
+    pattern = _SIGNED_INT if signed else _ASCII_INT
+    return int(raw) if pattern.fullmatch(raw) else None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in `value` (a scalar is 0), without recursing."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                return deepest
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def loads(raw: str | bytes, loc: list[str | int]) -> Any:
+    """Parse JSON text; malformed text is 400, nesting deeper than 64 levels is 422 naming `loc`.
+
+    `NaN` and `Infinity` are refused: they are not JSON and PostgreSQL cannot store them.
+    """
+    try:
+        value = json.loads(raw, parse_constant=_refuse_constant)
+    except RecursionError:
+        value = None
+        too_deep = True
+    except json.JSONDecodeError as exc:
+        reason = f"is not valid JSON: {exc.msg} (line {exc.lineno})"
+        raise BadRequest(f"{_where(loc)} {reason}", reason=reason) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        reason = f"is not valid JSON: {exc}"
+        raise BadRequest(f"{_where(loc)} {reason}", reason=reason) from None
+    else:
+        too_deep = json_depth(value) > MAX_JSON_DEPTH
+    if too_deep:
+        msg = f"JSON may nest at most {MAX_JSON_DEPTH} levels deep"
+        raise ValidationFailed([{"loc": loc, "msg": msg}])
+    return value
+
+
+def _where(loc: list[str | int]) -> str:
+    return ".".join(map(str, loc)) or "the body"

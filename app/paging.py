@@ -1,0 +1,101 @@
+"""Keyset paging for every list, below both faces: signed cursors, page queries, page splits.
+
+A list is read in a stable order and one row more than the page is fetched; that extra row only
+says whether another page follows. The position of the last row shown travels to the client as an
+opaque cursor, signed and bound to its namespace and collection so it cannot be forged or replayed
+against another list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from flask import current_app
+from itsdangerous import BadSignature, URLSafeSerializer
+from sqlalchemy import ColumnElement, Select, and_, or_
+
+from app.errors import InvalidCursor
+
+R = TypeVar("R")
+S = TypeVar("S", bound=Select[Any])
+
+
+class Created(Protocol):
+    """A row that lists newest first: its creation time, then its primary key."""
+
+    created_at: datetime
+    id: int
+
+
+def _serializer(collection: str) -> URLSafeSerializer:
+    return URLSafeSerializer(current_app.config["SECRET_KEY"], salt=f"cursor:{collection}")
+
+
+def encode_cursor(namespace: str, collection: str, key: list[Any]) -> str:
+    """Sign the keyset position `key` (JSON-able values) of `collection` in `namespace`."""
+    return _serializer(collection).dumps({"ns": namespace, "k": key})
+
+
+def decode_cursor(token: str, namespace: str, collection: str) -> list[Any]:
+    """The keyset position in `token`; 400 INVALID_CURSOR if forged or from elsewhere."""
+    try:
+        data = _serializer(collection).loads(token)
+    except BadSignature as exc:
+        raise InvalidCursor("the cursor is not valid for this list") from exc
+    if (
+        not isinstance(data, dict)
+        or data.get("ns") != namespace
+        or not isinstance(data.get("k"), list)
+    ):
+        raise InvalidCursor("the cursor belongs to another namespace or list")
+    return data["k"]
+
+
+def after_key(
+    columns: Sequence[Any], values: Sequence[Any], *, descending: bool
+) -> ColumnElement[bool]:
+    """`(columns) > (values)` (or `<` when descending), spelled out so each side keeps its type."""
+    clauses = []
+    for index, column in enumerate(columns):
+        equal = [columns[i] == values[i] for i in range(index)]
+        beyond = column < values[index] if descending else column > values[index]
+        clauses.append(and_(*equal, beyond))
+    return or_(*clauses)
+
+
+def keyset(
+    query: S,
+    columns: Sequence[Any],
+    after: Sequence[Any] | None,
+    limit: int,
+    *,
+    descending: bool,
+) -> S:
+    """`query` ordered by `columns`, from just past `after`, one row more than `limit`."""
+    if after is not None:
+        query = query.where(after_key(columns, after, descending=descending))
+    order = [column.desc() for column in columns] if descending else list(columns)
+    return query.order_by(*order).limit(limit + 1)
+
+
+def newest_first(query: S, created: Any, ident: Any, after: list[Any] | None, limit: int) -> S:
+    """`query` by creation time then id, newest first, from the position `created_key` gave."""
+    position = [datetime.fromisoformat(after[0]), after[1]] if after else None
+    return keyset(query, [created, ident], position, limit, descending=True)
+
+
+def created_key(row: Created) -> list[Any]:
+    """The cursor position of a row listed by `newest_first`."""
+    return [row.created_at.isoformat(), row.id]
+
+
+def split_page(
+    rows: list[R], limit: int, key: Callable[[R], list[Any]]
+) -> tuple[list[R], list[Any] | None]:
+    """The first `limit` rows and the key of the last one when more follow."""
+    if len(rows) <= limit or limit < 1:
+        return rows[:limit], None
+    rows = rows[:limit]
+    return rows, key(rows[-1])

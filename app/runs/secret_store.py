@@ -1,0 +1,52 @@
+"""Re-encrypting every stored secret with the first key (`flask --app wsgi secrets rotate`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Text, cast, select, update
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from app.db import Run, RunHistoryEvent, Schedule, ScheduleHistoryEvent, ScheduleRevision
+from app.db.session import begin_write
+from app.runs import secrets
+
+# Every JSON column a sealed secret can be copied into.
+SEALED_COLUMNS: tuple[InstrumentedAttribute[Any], ...] = (
+    Run.input,
+    RunHistoryEvent.payload,
+    Schedule.action,
+    ScheduleRevision.config,
+    ScheduleHistoryEvent.payload,
+)
+BATCH = 500
+
+
+def rotate_all(session: Session) -> int:
+    """Re-encrypt every sealed value with the first configured key; returns the rows changed."""
+    changed = 0
+    for column in SEALED_COLUMNS:
+        changed += _rotate_column(session, column)
+    return changed
+
+
+def _rotate_column(session: Session, column: InstrumentedAttribute[Any]) -> int:
+    model = column.class_
+    changed, after = 0, 0
+    while True:
+        rows = session.execute(
+            select(model.id, column)
+            .where(model.id > after, cast(column, Text).like(f"%{secrets.PREFIX}%"))
+            .order_by(model.id)
+            .limit(BATCH)
+        ).all()
+        if not rows:
+            return changed
+        begin_write(session)
+        for pk, value in rows:
+            session.execute(
+                update(model).where(model.id == pk).values({column.key: secrets.rotate(value)})
+            )
+        session.commit()
+        changed += len(rows)
+        after = rows[-1][0]

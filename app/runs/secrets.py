@@ -1,0 +1,204 @@
+"""Secret inputs: encrypted at rest, `***` wherever they are shown, plaintext only for actions.
+
+A property of a workflow's `input_schema` marked `"x-secret": true` or `"writeOnly": true` is
+secret. Its value is stored as a sealed string, `enc:v1:<Fernet token>`, in run inputs, schedule
+inputs, revisions and the payloads that copy them. Every response and console page replaces
+sealed strings with `***` (see `mask_text`), so no view needs to know which fields are secret.
+
+Keys come from `ALMANAC_ENCRYPTION_KEYS` (comma-separated Fernet keys: the first encrypts, all
+decrypt) or a key generated once into `instance/`. They are process-wide because workers and
+the ticker seal and unseal outside any request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+
+from app.errors import ValidationFailed
+
+PREFIX = "enc:v1:"
+MASK = "***"
+SEALED = re.compile(r"enc:v1:[A-Za-z0-9_\-]+=*")
+_keyring: dict[str, MultiFernet] = {}
+
+
+def configure(keys: Iterable[str]) -> None:
+    """Use `keys` (first encrypts, all decrypt) from now on in this process."""
+    fernets = [Fernet(key.strip().encode()) for key in keys if key.strip()]
+    if not fernets:
+        raise ValueError("at least one encryption key is needed")
+    _keyring["current"] = MultiFernet(fernets)
+
+
+def new_key() -> str:
+    return Fernet.generate_key().decode()
+
+
+def _fernet() -> MultiFernet:
+    if "current" not in _keyring:
+        raise RuntimeError("secrets.configure() was not called")
+    return _keyring["current"]
+
+
+def is_sealed(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(PREFIX)
+
+
+def _seal_value(value: Any) -> str:
+    return PREFIX + _fernet().encrypt(json.dumps(value).encode()).decode()
+
+
+def _unseal_value(value: str) -> Any:
+    try:
+        return json.loads(_fernet().decrypt(value[len(PREFIX) :].encode()))
+    except InvalidToken:
+        raise RuntimeError("a stored secret cannot be decrypted with the configured keys") from None
+
+
+# --- which fields are secret -------------------------------------------------------------------
+
+
+def _secret_properties(schema: Any) -> tuple[dict[str, Any], set[str]]:
+    """The object schema's properties and the names among them that are secret."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return {}, set()
+    props: dict[str, Any] = schema["properties"]
+    secret = {
+        name
+        for name, sub in props.items()
+        if isinstance(sub, dict) and (sub.get("x-secret") is True or sub.get("writeOnly") is True)
+    }
+    return props, secret
+
+
+def has_secrets(schema: Any) -> bool:
+    props, secret = _secret_properties(schema)
+    return bool(secret) or any(has_secrets(sub) for sub in props.values())
+
+
+def secret_path(schema: Any, path: Iterable[Any]) -> bool:
+    """Whether `path` into an instance of `schema` is (inside) a secret property."""
+    for part in path:
+        props, secret = _secret_properties(schema)
+        if part in secret:
+            return True
+        schema = props.get(part) if isinstance(part, str) else None
+    return False
+
+
+# --- sealing on the way in ---------------------------------------------------------------------
+
+
+def refuse_sealed_text(value: Any, loc: list[str | int]) -> None:
+    """Input may not contain text that looks sealed: it would be decrypted for actions."""
+    if is_sealed(value):
+        msg = f"text beginning {PREFIX!r} is reserved for stored secrets"
+        raise ValidationFailed([{"loc": loc, "msg": msg}])
+    if isinstance(value, dict):
+        for key, item in value.items():
+            refuse_sealed_text(item, [*loc, key])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_sealed_text(item, [*loc, index])
+
+
+def restore_masked(schema: Any, value: Any, previous: Any) -> Any:
+    """Put back the stored secret where a client sent `***` (a form or GET-then-save round trip)."""
+    props, secret = _secret_properties(schema)
+    if not isinstance(value, dict) or not isinstance(previous, dict):
+        return value
+    result = dict(value)
+    for name, item in value.items():
+        if name in secret and item == MASK and name in previous:
+            result[name] = previous[name]
+        elif name in props:
+            result[name] = restore_masked(props[name], item, previous.get(name))
+    return result
+
+
+def seal(schema: Any, value: Any, previous: Any = None) -> Any:
+    """`value` with every secret property sealed; a plaintext equal to the `previous` stored
+    secret keeps its token, so saving an unchanged schedule changes nothing."""
+    props, secret = _secret_properties(schema)
+    if not isinstance(value, dict):
+        return value
+    previous = previous if isinstance(previous, dict) else {}
+    result = dict(value)
+    for name, item in value.items():
+        if name in secret and not is_sealed(item):
+            old = previous.get(name)
+            same = is_sealed(old) and _unseal_value(old) == item
+            result[name] = old if same else _seal_value(item)
+        elif name in props:
+            result[name] = seal(props[name], item, previous.get(name))
+    return result
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _walk(value: Any, leaf: Callable[[str], Any]) -> Any:
+    if isinstance(value, str):
+        return leaf(value) if is_sealed(value) else value
+    if isinstance(value, dict):
+        return {key: _walk(item, leaf) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_walk(item, leaf) for item in value]
+    return value
+
+
+def unseal(value: Any) -> Any:
+    """`value` with every sealed string decrypted (for actions and for re-validation)."""
+    return _walk(value, _unseal_value)
+
+
+def rotate(value: Any) -> Any:
+    """`value` with every sealed string re-encrypted with the first key."""
+    return _walk(
+        value, lambda text: PREFIX + _fernet().rotate(text[len(PREFIX) :].encode()).decode()
+    )
+
+
+def mask(value: Any) -> Any:
+    return _walk(value, lambda _text: MASK)
+
+
+def mask_text(text: str) -> str:
+    """Serialized JSON or HTML with every sealed string replaced by `***`."""
+    return SEALED.sub(MASK, text) if PREFIX in text else text
+
+
+def plaintexts(value: Any) -> list[Any]:
+    """The decrypted values of every sealed string in `value`."""
+    found: list[Any] = []
+    _walk(value, lambda text: found.append(_unseal_value(text)))
+    return found
+
+
+def scrub(value: Any, sealed_input: Any) -> Any:
+    """`value` (an action's output or error) with the run's secret plaintexts replaced by `***`,
+    so an action that echoes its input does not write the secret into history."""
+    secrets = [json.dumps(s) if not isinstance(s, str) else s for s in plaintexts(sealed_input)]
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        return value
+
+    def clean(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {key: clean(sub) for key, sub in item.items()}
+        if isinstance(item, list):
+            return [clean(sub) for sub in item]
+        if isinstance(item, str):
+            for secret in secrets:
+                item = item.replace(secret, MASK)
+            return item
+        if not isinstance(item, bool) and json.dumps(item) in secrets:
+            return MASK
+        return item
+
+    return clean(value)

@@ -1,0 +1,67 @@
+"""What the namespace overview asks of schedules: counts by status, the blocked and overdue ones.
+
+Every figure here is also what the API's list answers (`GET /schedules?status=…`, and an active
+schedule's `next_fire_at`), so the overview and the API agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.db import SCHEDULE_STATUSES, Namespace, Schedule
+
+NAMED = 10
+
+
+@dataclass(frozen=True)
+class ScheduleHealth:
+    """Counts per status, and the first few blocked and overdue schedules by name."""
+
+    counts: dict[str, int]
+    blocked: list[Schedule]
+    overdue: list[Schedule]
+    overdue_count: int
+    overdue_after: datetime
+
+    @property
+    def total(self) -> int:
+        """Schedules that are not deleted."""
+        return sum(n for status, n in self.counts.items() if status != "deleted")
+
+
+def schedule_health(
+    session: Session, namespace: Namespace, now: datetime, grace: timedelta
+) -> ScheduleHealth:
+    """Counts by status; blocked schedules; active ones due more than `grace` before `now`."""
+    rows = session.execute(
+        select(Schedule.status, func.count())
+        .where(Schedule.namespace_id == namespace.id)
+        .group_by(Schedule.status)
+    )
+    counts = dict.fromkeys(SCHEDULE_STATUSES, 0) | {status: n for status, n in rows}
+    blocked = list(
+        session.scalars(
+            select(Schedule)
+            .where(Schedule.namespace_id == namespace.id, Schedule.status == "blocked")
+            .order_by(Schedule.updated_at.desc(), Schedule.id.desc())
+            .limit(NAMED)
+        )
+    )
+    cutoff = now - grace
+    late = (Schedule.namespace_id == namespace.id) & (Schedule.status == "active")
+    late = late & (Schedule.next_fire_at < cutoff)
+    overdue = list(
+        session.scalars(
+            select(Schedule).where(late).order_by(Schedule.next_fire_at, Schedule.id).limit(NAMED)
+        )
+    )
+    overdue_count = (
+        len(overdue)
+        if len(overdue) < NAMED
+        else session.scalar(select(func.count()).select_from(Schedule).where(late)) or 0
+    )
+    return ScheduleHealth(counts, blocked, overdue, overdue_count, cutoff)

@@ -1,0 +1,131 @@
+"""Where a simulation starts: the window and run length asked for, and the schedule's state,
+either from a save body (parsed and checked as a save would, nothing written) or from the
+stored schedule (its cursor, pending occurrence, buffer, remaining runs and active runs).
+
+Only reads; the simulation itself is pure (app/schedules/simulate.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.calendar import CalendarError, check_range, parse_duration, parse_instant
+from app.db import Namespace, Schedule
+from app.runs import lifecycle
+from app.schedules import store, targets
+from app.schedules.config import parse_request
+from app.schedules.errors import invalid
+from app.schedules.simulate import ActiveRun, Buffered, Start
+
+WINDOW_KEYS = ("from", "to", "run_duration")
+MAX_WINDOW = timedelta(days=366)
+MAX_RUN_DURATION = timedelta(days=366)
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2900, 1, 1, tzinfo=UTC)
+# Run ids of a simulated schedule saved without an id (save would generate one).
+UNSAVED_ID = "new"
+
+
+@dataclass(frozen=True)
+class Window:
+    """[begin, end) and the assumed length of every run."""
+
+    begin: datetime
+    end: datetime
+    run_duration: timedelta
+
+
+def parse_window(data: Mapping[str, Any]) -> Window:
+    """`from`, `to` (ISO-8601 instants) and `run_duration` (default PT0S), or 422 naming one."""
+    begin, end = _instant(data, "from"), _instant(data, "to")
+    if end <= begin:
+        raise invalid(["to"], "must be after 'from'")
+    if end - begin > MAX_WINDOW:
+        raise invalid(["to"], f"must be at most {MAX_WINDOW.days} days after 'from'")
+    raw = data.get("run_duration")
+    duration = timedelta(0)
+    if raw is not None:
+        try:
+            duration = parse_duration(raw, ("run_duration",))
+        except CalendarError as exc:
+            raise invalid(["run_duration"], exc.msg) from None
+        if duration > MAX_RUN_DURATION:
+            raise invalid(["run_duration"], f"must be at most {MAX_RUN_DURATION.days} days")
+    return Window(begin, end, duration)
+
+
+def from_body(
+    session: Session, now: datetime, namespace: Namespace, data: Mapping[str, Any], begin: datetime
+) -> Start:
+    """A schedule saved from `data` just before `begin`: the same checks as save, no write.
+
+    A body naming an existing schedule keeps that schedule's uid (a replacement would), so the
+    jitter matches; a new schedule's uid is only drawn when it is saved, so a stand-in is used.
+    """
+    schedule_id, config = parse_request(data)
+    check_range(config.spec, now)
+    targets.resolve(session, namespace, config, data)
+    existing = store.find(session, namespace, schedule_id) if schedule_id else None
+    return Start(
+        schedule_id=schedule_id or UNSAVED_ID,
+        uid=existing.uid if existing is not None else _stand_in_uid(namespace, schedule_id),
+        spec=config.spec,
+        # Just before `from`: an occurrence at `from` itself is in the window.
+        cursor=begin - timedelta(microseconds=1),
+        overlap_policy=config.overlap_policy,
+        missed_policy=config.missed_policy,
+        jitter_seconds=config.jitter_seconds,
+        remaining_runs=config.max_runs,
+    )
+
+
+def from_stored(session: Session, schedule: Schedule) -> Start:
+    """The stored schedule as it is now; only an active schedule fires."""
+    assert schedule.cursor_at is not None
+    runs = [
+        ActiveRun(run.run_id, run.created_at, run.lease_owner is not None)
+        for run in lifecycle.active_runs_of_schedule(session, schedule.uid)
+    ]
+    buffer = [
+        Buffered(row.instant, row.origin)
+        for row in (store.buffered(session, schedule) if schedule.buffered_count else [])
+    ]
+    return Start(
+        schedule_id=schedule.schedule_id,
+        uid=schedule.uid,
+        spec=store.spec_of(schedule),
+        cursor=schedule.cursor_at,
+        overlap_policy=schedule.overlap_policy,
+        missed_policy=schedule.missed_policy,
+        jitter_seconds=schedule.jitter_seconds,
+        remaining_runs=schedule.remaining_runs,
+        active=schedule.status == "active",
+        pending=schedule.pending_occurrence,
+        pending_until=schedule.pending_until,
+        buffer=buffer,
+        runs=runs,
+    )
+
+
+def _instant(data: Mapping[str, Any], key: str) -> datetime:
+    raw = data.get(key)
+    if raw is None:
+        raise invalid([key], "is required (an ISO-8601 instant, like 2026-01-05T12:00:00Z)")
+    try:
+        value = parse_instant(raw, (key,))
+    except CalendarError as exc:
+        raise invalid([key], exc.msg) from None
+    if not EARLIEST <= value < LATEST:
+        raise invalid([key], "must be between 1970 and 2900")
+    return value
+
+
+def _stand_in_uid(namespace: Namespace, schedule_id: str | None) -> str:
+    digest = hashlib.blake2b(f"{namespace.name}|{schedule_id or ''}".encode(), digest_size=16)
+    return f"simulated-{digest.hexdigest()}"

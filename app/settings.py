@@ -1,0 +1,85 @@
+"""The app's defaults, where its folders live, and the secret key generated on first start."""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+ROOT = Path(__file__).resolve().parent.parent
+
+DEFAULTS: dict[str, Any] = {
+    "DATABASE_URL": None,
+    # The owner login `db upgrade` and `db create-roles` use (default: DATABASE_URL).
+    "MIGRATION_DATABASE_URL": None,
+    # The login the ticker uses on PostgreSQL (default: DATABASE_URL), docs/postgres.md.
+    "SCHEDULER_DATABASE_URL": None,
+    "SECRET_KEY": None,
+    # Comma-separated Fernet keys for secret inputs: the first encrypts, all decrypt.
+    "ENCRYPTION_KEYS": None,
+    "SCHEDULER": "on",
+    "TICK_SECONDS": 1.0,
+    "TICK_BUDGET_SECONDS": 5.0,
+    "MISFIRE_GRACE_SECONDS": 60,
+    "ADMIN_USER": "admin",
+    "ADMIN_PASSWORD": None,
+    "ADMIN_TOKEN": None,
+    "ACTION_MODULES": "",
+    # Worker threads hosted beside the ticker, their step lease, idle poll and claim batch.
+    "WORKERS": 2,
+    "LEASE_SECONDS": 60.0,
+    "WORKER_POLL_SECONDS": 0.5,
+    "WORKER_BATCH": 1,
+    "CLOCK": "system",
+    # Test-only (refused unless TESTING): skews this process's own clock by this many seconds.
+    "CLOCK_OFFSET_SECONDS": 0,
+    "TESTING": False,
+    # 1 MiB of request body is plenty for any definition, schedule or signal (413 beyond).
+    "MAX_CONTENT_LENGTH": 1024 * 1024,
+    "SESSION_COOKIE_HTTPONLY": True,
+    "SESSION_COOKIE_SAMESITE": "Lax",
+    "REMEMBER_COOKIE_HTTPONLY": True,
+    "REMEMBER_COOKIE_SAMESITE": "Lax",
+    "PERMANENT_SESSION_LIFETIME": 8 * 3600,
+    "WTF_CSRF_TIME_LIMIT": None,
+    # Seconds a thread may hold the GIL before another may take it (Python's default is 5 ms).
+    # The web process serves many threads; a short interval keeps cheap requests (health,
+    # pages) prompt while a CPU-heavy one runs.
+    "GIL_SWITCH_INTERVAL": 0.001,
+}
+PRIVATE = 0o600
+
+
+def read_or_create_secret(path: Path, make: str) -> str:
+    """The stripped contents of `path`; when it does not exist, create it 0600 holding `make`.
+
+    Writing then `chmod`-ing would leave a window in which another local user can read the file,
+    so it is opened with mode 0600 in the same call that creates it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(make)
+    return make.strip()
+
+
+def instance_secret(app: Flask) -> str:
+    """A secret key generated once and kept under `instance/` (created 0600)."""
+    return read_or_create_secret(Path(app.instance_path) / "secret_key", secrets.token_hex(32))
+
+
+def encryption_keys(app: Flask) -> list[str]:
+    """`ALMANAC_ENCRYPTION_KEYS`, else one Fernet key generated once under `instance/` (0600)."""
+    configured = app.config.get("ENCRYPTION_KEYS")
+    if configured:
+        return str(configured).split(",")
+    # A Fernet key is 32 random bytes, URL-safe base64: no need to load cryptography here.
+    fresh = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    return [read_or_create_secret(Path(app.instance_path) / "encryption_key", fresh)]

@@ -1,0 +1,82 @@
+"""One live server per database for the whole client test package, and helpers to drive it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from almanac import Client
+from almanac.cli import cli
+from tests.conftest import PG_URL
+from tests.live import Live, postgres_database, serve
+
+NOOP = {
+    "name": "noop-flow",
+    "input_schema": {"type": "object"},
+    "steps": [{"id": "a", "type": "action", "action": "noop"}],
+}
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def live(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    workdir = tmp_path_factory.mktemp(f"client-{request.param}")
+    if request.param == "sqlite":
+        with serve(f"sqlite:///{workdir / 'live.db'}", workdir, "sqlite") as server:
+            yield server
+        return
+    request.getfixturevalue("postgres_url")  # skips (or fails when required) without PostgreSQL
+    with postgres_database(PG_URL) as url, serve(url, workdir, "postgres") as server:
+        yield server
+
+
+@pytest.fixture
+def namespace(live: Live) -> str:
+    """A fresh namespace per test, with a deployed, activated no-op workflow."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    with Client(live.url, live.token, name) as client:
+        client.create_namespace(name)
+        client.deploy_workflow(NOOP)
+        client.create_activation("noop-flow")
+    return name
+
+
+@pytest.fixture
+def sdk(live: Live, namespace: str) -> Iterator[Client]:
+    with Client(live.url, live.token, namespace) as client:
+        yield client
+
+
+class Almanac:
+    """Runs the `almanac` command in-process against the live server."""
+
+    def __init__(self, live: Live, namespace: str, config_home: Path) -> None:
+        self.env = {
+            "ALMANAC_URL": live.url,
+            "ALMANAC_TOKEN": live.token,
+            "ALMANAC_NAMESPACE": namespace,
+            "ALMANAC_PROFILE": None,
+            "XDG_CONFIG_HOME": str(config_home),
+            "COLUMNS": "80",
+        }
+
+    def __call__(self, *args: str, input: str | None = None, **env: Any) -> Result:
+        runner = CliRunner()
+        return runner.invoke(
+            cli, list(args), input=input, env=self.env | env, catch_exceptions=False
+        )
+
+
+@pytest.fixture
+def almanac(live: Live, namespace: str, tmp_path: Path) -> Almanac:
+    return Almanac(live, namespace, tmp_path / "config")
+
+
+def schedule_body(schedule_id: str, cron: str = "0 * * * *", **extra: Any) -> dict[str, Any]:
+    return {"schedule_id": schedule_id, "cron": cron, "action": {"workflow": "noop-flow"}} | extra

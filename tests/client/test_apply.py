@@ -1,0 +1,115 @@
+"""`almanac schedules apply`: schedules as code, idempotent, with --prune and --dry-run."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from tests.client.conftest import schedule_body
+
+
+def write_folder(folder, count=20):
+    folder.mkdir()
+    for index in range(count):
+        body = schedule_body(f"job-{index:02d}", f"{index} 2 * * *", labels={"team": "billing"})
+        if index % 3 == 0:
+            # Long form with non-canonical spellings the server normalizes: still "unchanged".
+            body = {
+                "schedule_id": f"job-{index:02d}",
+                "spec": {
+                    "cron_expressions": [f"{index}  2 * * *"],
+                    "intervals": [{"every": "PT360M"}],
+                    "timezone": "UTC",
+                    "start_at": "2026-01-01T00:00:00+00:00",
+                },
+                "action": {"workflow": "noop-flow", "input": {"mode": "nightly"}},
+                "overlap_policy": "skip",
+                "labels": {"team": "billing"},
+            }
+        if index % 5 == 0:
+            (folder / f"job-{index:02d}.yaml").write_text(yaml.safe_dump(body))
+        else:
+            (folder / f"job-{index:02d}.json").write_text(json.dumps(body, indent=2))
+
+
+def plan_of(result):
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    return body, {step["schedule_id"]: step["action"] for step in body["plan"]}
+
+
+def revisions(sdk):
+    return {s.schedule_id: s.revision for s in sdk.list_schedules(include_deleted=True)}
+
+
+def test_apply_creates_is_idempotent_updates_one_and_prunes_one(almanac, sdk, tmp_path):
+    folder = tmp_path / "schedules"
+    write_folder(folder)
+    first, actions = plan_of(almanac("schedules", "apply", str(folder), "-o", "json"))
+    assert set(actions.values()) == {"create"} and len(actions) == 20
+    assert first["summary"] == {"created": 20, "updated": 0, "unchanged": 0, "deleted": 0}
+    assert revisions(sdk) == {f"job-{i:02d}": 1 for i in range(20)}
+    history_before = len(list(sdk.iter_schedule_history("job-03")))
+
+    second, actions = plan_of(almanac("schedules", "apply", str(folder), "-o", "json"))
+    assert second["summary"] == {"created": 0, "updated": 0, "unchanged": 20, "deleted": 0}
+    assert revisions(sdk) == {f"job-{i:02d}": 1 for i in range(20)}
+    assert len(list(sdk.iter_schedule_history("job-03"))) == history_before
+
+    edited = json.loads((folder / "job-07.json").read_text())
+    edited["cron"] = "45 3 * * *"
+    (folder / "job-07.json").write_text(json.dumps(edited))
+    table = almanac("schedules", "apply", str(folder))
+    assert table.exit_code == 0, table.stderr
+    assert "update     job-07  (spec)" in table.stdout.splitlines()
+    assert table.stdout.splitlines()[-1] == "0 created, 1 updated, 19 unchanged, 0 deleted"
+    after_edit = revisions(sdk)
+    assert after_edit.pop("job-07") == 2 and set(after_edit.values()) == {1}
+    assert sdk.get_schedule("job-07").spec["cron_expressions"] == ["45 3 * * *"]
+
+    (folder / "job-12.json").unlink()
+    dry, actions = plan_of(
+        almanac("schedules", "apply", str(folder), "--prune", "--dry-run", "-o", "json")
+    )
+    assert dry["dry_run"] is True and actions["job-12"] == "delete"
+    assert dry["summary"]["deleted"] == 1 and dry["summary"]["unchanged"] == 19
+    assert sdk.get_schedule("job-12").status == "active"
+
+    pruned, actions = plan_of(almanac("schedules", "apply", str(folder), "--prune", "-o", "json"))
+    assert pruned["summary"] == {"created": 0, "updated": 0, "unchanged": 19, "deleted": 1}
+    statuses = {s.schedule_id: s.status for s in sdk.list_schedules(include_deleted=True)}
+    assert statuses.pop("job-12") == "deleted" and set(statuses.values()) == {"active"}
+
+
+def test_dry_run_changes_nothing(almanac, sdk, tmp_path):
+    folder = tmp_path / "schedules"
+    write_folder(folder, count=3)
+    sdk.save_schedule(schedule_body("job-01", "59 23 * * *"))
+    sdk.save_schedule(schedule_body("stray"))
+    result = almanac("schedules", "apply", str(folder), "--prune", "--dry-run", "-o", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    steps = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(s["schedule_id"], s["action"]) for s in steps] == [
+        ("job-00", "create"),
+        ("job-01", "update"),
+        ("job-02", "create"),
+        ("stray", "delete"),
+    ]
+    assert steps[1]["changed_fields"] == ["spec", "labels"]
+    assert revisions(sdk) == {"job-01": 1, "stray": 1}
+    assert sdk.get_schedule("stray").status == "active"
+
+
+def test_apply_errors(almanac, sdk, tmp_path):
+    nameless = tmp_path / "nameless.json"
+    nameless.write_text(json.dumps({"cron": "0 * * * *", "action": {"workflow": "noop-flow"}}))
+    missing_id = almanac("schedules", "apply", str(nameless))
+    assert missing_id.exit_code == 2 and "needs its schedule_id" in missing_id.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(schedule_body("bad", "61 * * * *")))
+    refused = almanac("schedules", "apply", str(bad))
+    assert refused.exit_code == 1 and refused.stderr.startswith("error CALENDAR_INVALID: ")
+    assert list(sdk.list_schedules()) == []
+    nowhere = almanac("schedules", "apply", str(tmp_path / "nowhere"))
+    assert nowhere.exit_code == 2

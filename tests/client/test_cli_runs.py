@@ -1,0 +1,218 @@
+"""`almanac workflows|activations|runs|tasks|calendar|auth` against a live server."""
+
+from __future__ import annotations
+
+import json
+
+from almanac import Client
+
+APPROVAL = {
+    "name": "approval",
+    "input_schema": {"type": "object"},
+    "steps": [
+        {"id": "ask", "type": "signal", "signal": "approve", "timeout_seconds": 3600},
+        {"id": "review", "type": "task", "title": "Check totals", "timeout_seconds": 3600},
+    ],
+}
+
+
+def as_json(result):
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def lines(result):
+    assert result.exit_code == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_workflows_deploy_list_show_and_errors(almanac, tmp_path):
+    path = tmp_path / "approval.json"
+    path.write_text(json.dumps(APPROVAL))
+    deployed = as_json(almanac("workflows", "deploy", str(path), "-o", "json"))
+    assert (deployed["name"], deployed["version"]) == ("approval", 1)
+    names = [w["name"] for w in lines(almanac("workflows", "list", "--all", "-o", "jsonl"))]
+    assert names == ["approval", "noop-flow"]
+    shown = as_json(almanac("workflows", "show", "approval", "-o", "json"))
+    assert shown["versions"][0]["version"] == 1
+    table = almanac("workflows", "list")
+    assert table.stdout.splitlines()[0].split() == ["Name", "Version", "Steps", "Updated", "At"]
+    missing = almanac("workflows", "show", "nope")
+    assert missing.exit_code == 1 and missing.stderr.startswith("error NOT_FOUND: ")
+    path.write_text(json.dumps({"name": "broken", "steps": [{"id": "a", "type": "teleport"}]}))
+    invalid = almanac("workflows", "deploy", str(path))
+    assert invalid.exit_code == 1 and invalid.stderr.startswith("error VALIDATION: ")
+
+
+def test_activations_create_list_retire_and_errors(almanac):
+    created = as_json(almanac("activations", "create", "noop-flow", "-o", "json"))
+    assert created["status"] == "ready"
+    listed = lines(almanac("activations", "list", "--all", "-o", "jsonl"))
+    assert created["id"] in [a["id"] for a in listed] and len(listed) == 2
+    retired = as_json(almanac("activations", "retire", created["id"], "-o", "json"))
+    assert retired["status"] == "retired"
+    ready = lines(almanac("activations", "list", "--status", "ready", "-o", "jsonl"))
+    assert created["id"] not in [a["id"] for a in ready]
+    missing = almanac("activations", "create", "nope")
+    assert missing.exit_code == 1 and missing.stderr.startswith("error NOT_FOUND: ")
+
+
+def test_a_run_through_signal_and_task_from_the_terminal(almanac, sdk, tmp_path):
+    sdk.deploy_workflow(APPROVAL)
+    sdk.create_activation("approval")
+    started = as_json(
+        almanac("runs", "start", "approval", "--input", '{"n": 1}', "--run-id", "r-1", "-o", "json")
+    )
+    assert (started["run_id"], started["input"]) == ("r-1", {"n": 1})
+    sdk.tick(work=True)
+    assert as_json(almanac("runs", "show", "r-1", "-o", "json"))["status"] == "waiting"
+    signal = as_json(almanac("runs", "signal", "r-1", "approve", "--payload", "true", "-o", "json"))
+    assert signal["status"] == "delivered"
+    sdk.tick(work=True)
+    tasks = lines(almanac("tasks", "list", "--status", "open", "-o", "jsonl"))
+    assert [(t["run_id"], t["title"]) for t in tasks] == [("r-1", "Check totals")]
+    done = almanac("tasks", "complete", str(tasks[0]["id"]), "--output-json", '{"ok": true}')
+    assert done.exit_code == 0, done.stderr
+    sdk.tick(work=True)
+    assert sdk.get_run("r-1").status == "completed"
+    events = [
+        e["event_type"] for e in lines(almanac("runs", "history", "r-1", "--all", "-o", "jsonl"))
+    ]
+    assert events[0] == "run_started" and events[-1] == "run_completed"
+    assert "signal_received" in events and "task_completed" in events
+    assert as_json(almanac("runs", "replay", "r-1", "-o", "json"))["agree"] is True
+    listed = lines(almanac("runs", "list", "--workflow", "approval", "--all", "-o", "jsonl"))
+    assert [r["run_id"] for r in listed] == ["r-1"]
+
+
+def test_cancel_and_terminate_from_the_terminal(almanac, sdk):
+    sdk.deploy_workflow(APPROVAL)
+    sdk.create_activation("approval")
+    for run_id in ("c-1", "t-1"):
+        sdk.start_run("approval", run_id=run_id)
+    sdk.tick(work=True)
+    cancelled = as_json(almanac("runs", "cancel", "c-1", "--reason", "not needed", "-o", "json"))
+    assert cancelled["status"] == "cancelled"
+    terminated = as_json(almanac("runs", "terminate", "t-1", "-o", "json"))
+    assert terminated["status"] == "terminated"
+    again = almanac("runs", "signal", "c-1", "approve")
+    assert again.exit_code == 1 and again.stderr.startswith("error CONFLICT: ")
+
+
+def test_run_errors_exit_1_or_2(almanac):
+    assert almanac("runs", "show", "nope").stderr.startswith("error NOT_FOUND: ")
+    bad_status = almanac("runs", "list", "--status", "bogus")
+    assert bad_status.exit_code == 1 and bad_status.stderr.startswith("error VALIDATION: ")
+    bad_json = almanac("runs", "start", "noop-flow", "--input", "{nope")
+    assert bad_json.exit_code == 2 and "not JSON" in bad_json.stderr
+    unknown = almanac("tasks", "complete", "999999", "--output-json", "1")
+    assert unknown.exit_code == 1 and unknown.stderr.startswith("error NOT_FOUND: ")
+
+
+def test_calendar_preview_and_its_error(almanac):
+    body = as_json(
+        almanac(
+            "calendar",
+            "preview",
+            "--cron",
+            "0 2 * * *",
+            "--timezone",
+            "America/New_York",
+            "--count",
+            "3",
+            "-o",
+            "json",
+        )
+    )
+    assert len(body["occurrences"]) == 3
+    assert all(
+        o["local"].endswith(("02:00:00-05:00", "02:00:00-04:00")) for o in body["occurrences"]
+    )
+    intervals = as_json(
+        almanac("calendar", "preview", "--interval", "PT6H/PT5M", "--count", "2", "-o", "json")
+    )
+    assert all(o["at"][14:19] == "05:00" for o in intervals["occurrences"])
+    rows = lines(
+        almanac("calendar", "preview", "--cron", "0 2 * * *", "--count", "3", "-o", "jsonl")
+    )
+    assert [row["at"][11:] for row in rows] == ["02:00:00Z"] * 3
+    bad = almanac("calendar", "preview", "--cron", "61 * * * *")
+    assert bad.exit_code == 1 and bad.stderr.startswith("error CALENDAR_INVALID: ")
+    none = almanac("calendar", "preview")
+    assert none.exit_code == 2
+
+
+def test_auth_status_shows_who_you_are_and_a_bad_token_exits_1(almanac, live, namespace):
+    status = almanac("auth", "status")
+    assert status.exit_code == 0, status.stderr
+    assert "signed in as admin (superuser)" in status.stdout
+    assert f"namespace in use: {namespace}" in status.stdout
+    body = as_json(almanac("auth", "status", "-o", "json"))
+    assert body["username"] == "admin" and body["superuser"] is True
+    assert {"name": namespace, "role": "admin"} in body["namespaces"]
+    with Client(live.url, live.token) as client:
+        assert client.me().username == "admin"
+    bad = almanac("auth", "status", "--token", "wrong")
+    assert bad.exit_code == 1 and bad.stderr.startswith("error UNAUTHENTICATED: ")
+
+
+EVERY_COMMAND = [
+    ["auth", "status"],
+    ["schedules", "read", "s"],
+    ["schedules", "list"],
+    ["schedules", "history", "s"],
+    ["schedules", "occurrences", "s"],
+    *[["schedules", verb, "s", "--revision", "1"] for verb in ("pause", "resume", "disable")],
+    *[["schedules", verb, "s", "--revision", "1"] for verb in ("enable", "delete")],
+    ["schedules", "trigger", "s"],
+    [
+        "schedules",
+        "backfill",
+        "s",
+        "--from",
+        "2026-01-01T00:00:00Z",
+        "--to",
+        "2026-01-02T00:00:00Z",
+    ],
+    ["calendar", "preview", "--cron", "0 * * * *"],
+    ["workflows", "list"],
+    ["workflows", "show", "noop-flow"],
+    ["activations", "create", "noop-flow"],
+    ["activations", "list"],
+    ["activations", "retire", "a"],
+    ["runs", "start", "noop-flow"],
+    ["runs", "list"],
+    ["runs", "show", "r"],
+    ["runs", "history", "r"],
+    ["runs", "signal", "r", "go"],
+    ["runs", "cancel", "r"],
+    ["runs", "terminate", "r"],
+    ["runs", "replay", "r"],
+    ["tasks", "list"],
+    ["tasks", "complete", "1", "--output-json", "1"],
+]
+
+
+def test_every_command_with_a_wrong_token_exits_1_unauthenticated(almanac):
+    for args in EVERY_COMMAND:
+        result = almanac(*args, "--token", "wrong-token")
+        assert result.exit_code == 1, args
+        assert result.stderr.startswith("error UNAUTHENTICATED: "), (args, result.stderr)
+        assert result.stdout == "" and "wrong-token" not in result.stderr
+
+
+def test_every_state_change_with_a_stale_revision_exits_1(almanac, sdk):
+    sdk.save_schedule(
+        {"schedule_id": "s", "cron": "0 * * * *", "action": {"workflow": "noop-flow"}}
+    )
+    sdk.schedule("s").pause()
+    for verb in ("pause", "resume", "disable", "enable", "delete"):
+        result = almanac("schedules", verb, "s", "--revision", "1")
+        assert result.exit_code == 1
+        assert "error SCHEDULE_REVISION: " in result.stderr
+        assert result.stderr.rstrip().endswith("(current revision: 2)")
+
+
+def test_auth_setup_without_a_token_is_a_usage_error(almanac):
+    result = almanac("auth", "setup", "--url", "http://127.0.0.1:9")
+    assert result.exit_code == 2 and "--token" in result.stderr

@@ -1,0 +1,277 @@
+"""`almanac schedules ...` against a live server, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.client.conftest import schedule_body
+
+BIN = Path(sys.executable).parent
+
+
+def save(almanac, tmp_path, body, *args):
+    path = tmp_path / f"{body['schedule_id']}.json"
+    path.write_text(json.dumps(body))
+    return almanac("schedules", "save", "--request", str(path), *args)
+
+
+def test_save_creates_then_replaces_at_a_revision(almanac, tmp_path):
+    created = save(almanac, tmp_path, schedule_body("nightly"), "-o", "json")
+    assert created.exit_code == 0, created.stderr
+    body = json.loads(created.stdout)
+    assert (body["schedule_id"], body["revision"], body["status"]) == ("nightly", 1, "active")
+    replaced = save(
+        almanac, tmp_path, schedule_body("nightly", "30 2 * * *"), "--revision", "1", "-o", "json"
+    )
+    assert replaced.exit_code == 0, replaced.stderr
+    assert json.loads(replaced.stdout)["revision"] == 2
+    assert json.loads(replaced.stdout)["spec"]["cron_expressions"] == ["30 2 * * *"]
+
+
+def test_save_reads_stdin_and_a_bad_calendar_exits_1_naming_the_code(almanac):
+    body = json.dumps(schedule_body("piped"))
+    piped = almanac("schedules", "save", "--request", "-", "-o", "jsonl", input=body)
+    assert piped.exit_code == 0 and json.loads(piped.stdout)["schedule_id"] == "piped"
+    bad = almanac(
+        "schedules", "save", "--request", "-", input=json.dumps(schedule_body("x", "61 * * * *"))
+    )
+    assert bad.exit_code == 1
+    assert bad.stderr.startswith("error CALENDAR_INVALID: ")
+    assert bad.stdout == ""
+
+
+def test_read_shows_the_schedule_and_an_unknown_id_exits_1(almanac, sdk):
+    sdk.save_schedule(schedule_body("hourly"))
+    shown = almanac("schedules", "read", "hourly")
+    assert shown.exit_code == 0
+    lines = dict(line.split(None, 1) for line in shown.stdout.splitlines())
+    assert lines["schedule_id"] == "hourly" and lines["status"] == "active"
+    missing = almanac("schedules", "read", "nope")
+    assert missing.exit_code == 1
+    assert missing.stderr.startswith("error NOT_FOUND: ")
+
+
+def test_list_all_walks_past_the_100_item_page(almanac, sdk):
+    for index in range(105):
+        sdk.save_schedule(schedule_body(f"s-{index:03d}"))
+    lines = almanac("schedules", "list", "--all", "--limit", "100", "-o", "jsonl")
+    assert lines.exit_code == 0, lines.stderr
+    ids = [json.loads(line)["schedule_id"] for line in lines.stdout.splitlines()]
+    assert sorted(ids) == [f"s-{index:03d}" for index in range(105)]
+    every = json.loads(almanac("schedules", "list", "--all", "-o", "json").stdout)
+    assert list(every) == ["items"] and len(every["items"]) == 105
+    page = almanac("schedules", "list", "--limit", "100", "-o", "json")
+    body = json.loads(page.stdout)
+    assert len(body["items"]) == 100 and body["next_cursor"]
+    table = almanac("schedules", "list", "--limit", "3")
+    assert len(table.stdout.splitlines()) == 4
+    assert table.stderr.startswith("More items available (--cursor ")
+
+
+def test_list_with_a_forged_cursor_exits_1(almanac):
+    result = almanac("schedules", "list", "--cursor", "forged")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error INVALID_CURSOR: ")
+
+
+def test_history_all_jsonl_prints_every_event_in_order(almanac, sdk):
+    sdk.save_schedule(schedule_body("busy", "* * * * *", overlap_policy="allow_all"))
+    # One ScheduleTriggered event per backfilled run: 1 + 250 events in one request.
+    backfill = sdk.backfill_schedule("busy", "2026-10-01T00:00:00Z", "2026-10-01T04:10:00Z")
+    assert backfill.started == 250
+    result = almanac("schedules", "history", "busy", "--all", "-o", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["sequence"] for e in events] == list(range(1, 252))
+    assert [e["event_type"] for e in events[:2]] == ["ScheduleCreated", "ScheduleTriggered"]
+    assert events[-1]["workflow_instance_id"] == "schedule:busy:backfill:20261001T040900Z"
+    assert result.stderr == ""
+
+
+def test_history_table_has_the_columns_and_the_more_events_hint(almanac, sdk):
+    sdk.save_schedule(schedule_body("paged"))
+    handle = sdk.schedule("paged")
+    handle.pause("maintenance")
+    handle.resume()
+    result = almanac("schedules", "history", "paged", "--limit", "2")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split("  ")[:1] == ["Seq"]
+    assert [c.strip() for c in lines[0].split("  ") if c.strip()] == [
+        "Seq",
+        "Event",
+        "Recorded At",
+        "Workflow Refs",
+    ]
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["1", "ScheduleCreated"],
+        ["2", "SchedulePaused"],
+    ]
+    assert result.stderr == "More events available (--after-sequence 2)\n"
+    rest = almanac("schedules", "history", "paged", "--after-sequence", "2", "-o", "json")
+    body = json.loads(rest.stdout)
+    assert [e["sequence"] for e in body["events"]] == [3] and body["has_more"] is False
+    missing = almanac("schedules", "history", "nope")
+    assert missing.exit_code == 1 and missing.stderr.startswith("error NOT_FOUND: ")
+
+
+def test_changes_are_recorded_with_the_cli_source(almanac, sdk, tmp_path):
+    save(almanac, tmp_path, schedule_body("sourced"))
+    sdk.schedule("sourced").pause()
+    events = list(sdk.iter_schedule_history("sourced"))
+    sources = [e.payload["command_context"]["source"] for e in events]
+    assert sources == ["cli", "sdk"]
+
+
+def test_state_changes_need_the_current_revision(almanac, sdk):
+    sdk.save_schedule(schedule_body("toggle"))
+    steps = [("pause", 1), ("resume", 2), ("disable", 3), ("enable", 4), ("delete", 5)]
+    statuses = []
+    for verb, revision in steps:
+        result = almanac("schedules", verb, "toggle", "--revision", str(revision), "-o", "json")
+        assert result.exit_code == 0, (verb, result.stderr)
+        body = json.loads(result.stdout)
+        assert body["revision"] == revision + 1
+        statuses.append(body["status"])
+    assert statuses == ["paused", "active", "paused", "active", "deleted"]
+
+
+def test_a_stale_revision_exits_1_naming_the_code_and_the_current_revision(almanac, sdk):
+    sdk.save_schedule(schedule_body("stale"))
+    sdk.schedule("stale").pause()
+    result = almanac("schedules", "resume", "stale", "--revision", "1")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error SCHEDULE_REVISION: ")
+    assert "(current revision: 2)" in result.stderr
+    assert sdk.get_schedule("stale").status == "paused"
+
+
+def test_trigger_starts_a_run_and_a_deleted_schedule_refuses(almanac, sdk):
+    sdk.save_schedule(schedule_body("manual", overlap_policy="allow_all"))
+    result = almanac("schedules", "trigger", "manual", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["outcome"] == "triggered" and body["run_id"].startswith("schedule:manual:manual:")
+    assert sdk.get_run(body["run_id"]).schedule_id == "manual"
+    ledger = almanac("schedules", "occurrences", "manual", "--all", "-o", "jsonl")
+    assert [json.loads(line)["run_id"] for line in ledger.stdout.splitlines()] == [body["run_id"]]
+    sdk.schedule("manual").delete()
+    refused = almanac("schedules", "trigger", "manual")
+    assert refused.exit_code == 1 and refused.stderr.startswith("error SCHEDULE_DELETED: ")
+    missing = almanac("schedules", "occurrences", "nope")
+    assert missing.exit_code == 1 and missing.stderr.startswith("error NOT_FOUND: ")
+
+
+def run_on_a_terminal(args, env):
+    """Run the installed command with stderr on a pseudo-terminal: (exit code, stdout, stderr)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(BIN / "almanac"), *args], env=env, stdout=subprocess.PIPE, stderr=slave
+    )
+    os.close(slave)
+    stdout, _ = proc.communicate(timeout=300)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO once the terminal's other side is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return proc.returncode, stdout.decode(), b"".join(chunks).decode(errors="replace")
+
+
+def test_a_1500_occurrence_backfill_is_split_and_starts_1500_runs(almanac, sdk):
+    sdk.save_schedule(schedule_body("minutely", "* * * * *"))
+    env = {k: v for k, v in os.environ.items() if v is not None} | {
+        k: v for k, v in almanac.env.items() if v is not None
+    }
+    code, stdout, terminal = run_on_a_terminal(
+        [
+            "schedules",
+            "backfill",
+            "minutely",
+            "--from",
+            "2026-10-01T00:00:00Z",
+            "--to",
+            "2026-10-02T01:00:00Z",
+            "--overlap-policy",
+            "allow_all",
+        ],
+        env,
+    )
+    assert code == 0, terminal
+    summary = dict(line.split() for line in stdout.splitlines())
+    assert summary == {
+        "started": "1500",
+        "skipped": "0",
+        "already_started": "0",
+        "occurrences": "1500",
+        "requests": "2",
+    }
+    assert "backfill" in terminal and "100%" in terminal  # the progress bar, on the terminal
+    runs = list(sdk.list_runs(schedule_id="minutely", limit=100))
+    assert len(runs) == 1500
+    assert len({run.run_id for run in runs}) == 1500
+    again = almanac(
+        "schedules",
+        "backfill",
+        "minutely",
+        "--from",
+        "2026-10-01T00:00:00Z",
+        "--to",
+        "2026-10-01T00:10:00Z",
+        "-o",
+        "json",
+    )
+    assert again.stderr == ""  # no progress bar when stderr is not a terminal
+    outcomes = {r["outcome"] for r in json.loads(again.stdout)["results"]}
+    assert outcomes == {"already_started"}
+
+
+def test_a_backfill_with_to_before_from_exits_1(almanac, sdk):
+    sdk.save_schedule(schedule_body("reversed"))
+    window = ["--from", "2026-10-01T00:00:00Z", "--to", "2026-10-01T03:00:00Z"]
+    done = almanac("schedules", "backfill", "reversed", *window, "-o", "jsonl")
+    assert done.exit_code == 0, done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["occurrence_time"] for r in results] == [
+        "2026-10-01T00:00:00Z",
+        "2026-10-01T01:00:00Z",
+        "2026-10-01T02:00:00Z",
+    ]
+    result = almanac(
+        "schedules",
+        "backfill",
+        "reversed",
+        "--from",
+        "2026-10-02T00:00:00Z",
+        "--to",
+        "2026-10-01T00:00:00Z",
+    )
+    assert result.exit_code == 1 and result.stderr.startswith("error VALIDATION: ")
+    garbage = almanac("schedules", "backfill", "reversed", "--from", "soon", "--to", "later")
+    assert garbage.exit_code == 2 and "not an ISO-8601 instant" in garbage.stderr
+
+
+def test_tables_fit_80_columns_without_wrapping_rows(almanac, sdk):
+    long_id = "a-very-long-schedule-identifier-" + "x" * 60
+    body = schedule_body(long_id, "0 9 * * 1-5", timezone="America/New_York")
+    body["spec"] = {"cron_expressions": ["0 9 * * 1-5", "30 17 * * 1-5"], "timezone": "UTC"}
+    del body["cron"], body["timezone"]
+    sdk.save_schedule(body)
+    result = almanac("schedules", "list")
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" in lines[1]
+    assert all(
+        len(line) <= 80 for line in almanac("schedules", "read", long_id).stdout.splitlines()
+    )

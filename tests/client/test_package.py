@@ -1,0 +1,217 @@
+"""The client package on its own: no server code, installable, profiles, exit 2, retries."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import stat
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from almanac import AsyncClient, CapacityExceeded, Client
+from almanac.cli import cli
+from tests.live import ROOT, free_port
+
+BIN = Path(sys.executable).parent
+
+
+def test_the_client_imports_nothing_from_the_server():
+    offenders = []
+    for path in sorted((ROOT / "almanac").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in {"app", "tests"}]
+    assert offenders == []
+
+
+def test_pyproject_packages_only_the_client_with_its_command():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["scripts"] == {"almanac": "almanac.cli:main"}
+    assert project["tool"]["setuptools"]["packages"]["find"]["include"] == ["almanac*"]
+    names = {
+        d.split(">")[0].split("=")[0].split("<")[0] for d in project["project"]["dependencies"]
+    }
+    assert names == {"httpx", "click"}
+
+
+def test_the_installed_command_answers_help_and_version():
+    help_run = subprocess.run([str(BIN / "almanac"), "--help"], capture_output=True, text=True)
+    assert help_run.returncode == 0
+    assert "schedules" in help_run.stdout and "Exit codes" in help_run.stdout
+    version = subprocess.run([str(BIN / "almanac"), "--version"], capture_output=True, text=True)
+    assert version.stdout.strip() == "almanac, version 0.1.0"
+
+
+def test_a_closed_port_exits_2_with_a_connection_error():
+    url = f"http://127.0.0.1:{free_port()}"
+    run = subprocess.run(
+        [str(BIN / "almanac"), "schedules", "list", "--url", url, "--token", "t"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2
+    assert run.stderr.startswith("error CONNECTION: cannot reach " + url)
+    assert run.stdout == ""
+
+
+def test_no_server_configured_is_a_usage_error(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_PROFILE": None}
+    result = CliRunner().invoke(cli, ["schedules", "list"], env=env)
+    assert result.exit_code == 2
+    assert "no server" in result.stderr
+
+
+def test_auth_setup_writes_a_0600_profile_that_commands_use(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    args = ["auth", "setup", "--url", "http://127.0.0.1:9", "--token", "tok-secret"]
+    first = CliRunner().invoke(cli, [*args, "--namespace", "billing"], env=env)
+    assert first.exit_code == 0, first.output
+    second = CliRunner().invoke(cli, [*args, "--profile", "ci"], env=env)
+    assert second.exit_code == 0
+    path = tmp_path / "almanac" / "profiles.toml"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    profiles = tomllib.loads(path.read_text())
+    assert profiles["default"] == {
+        "url": "http://127.0.0.1:9",
+        "token": "tok-secret",
+        "namespace": "billing",
+    }
+    assert profiles["ci"]["namespace"] == "default"
+    # The profile is used when neither flags nor environment say otherwise: port 9 is closed.
+    used = CliRunner().invoke(cli, ["schedules", "list"], env=env)
+    assert used.exit_code == 2
+    assert "cannot reach http://127.0.0.1:9" in used.stderr
+    missing = CliRunner().invoke(cli, ["schedules", "list", "--profile", "nope"], env=env)
+    assert missing.exit_code == 2 and "no profile 'nope'" in missing.stderr
+
+
+class Stub(BaseHTTPRequestHandler):
+    """Answers 429 with Retry-After: 1 to the first request, then 200; records what it saw."""
+
+    seen: list[dict[str, str]] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        Stub.seen.append(dict(self.headers))
+        if len(Stub.seen) == 1:
+            body, status, extra = {"error": {"code": "CAPACITY", "message": "full"}}, 429, 1
+        else:
+            body, status, extra = {"username": "stub", "superuser": False, "namespaces": []}, 200, 0
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        if extra:
+            self.send_header("Retry-After", "1")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def stub() -> Iterator[str]:
+    Stub.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_429_with_retry_after_is_retried_once_then_succeeds(stub, monkeypatch):
+    waits: list[float] = []
+    monkeypatch.setattr("almanac.transport.time.sleep", waits.append)
+    with Client(stub, "secret-token") as client:
+        assert client.me().username == "stub"
+    assert waits == [1.0]
+    assert len(Stub.seen) == 2
+    assert Stub.seen[1]["Authorization"] == "Bearer secret-token"
+    assert Stub.seen[1]["X-Almanac-Source"] == "sdk"
+
+
+def test_the_async_client_retries_the_same_way(stub, monkeypatch):
+    waits: list[float] = []
+
+    async def record(delay: float) -> None:
+        waits.append(delay)
+
+    monkeypatch.setattr("almanac.aio.asyncio.sleep", record)
+
+    async def main() -> str:
+        async with AsyncClient(stub, "t") as client:
+            return (await client.me()).username
+
+    assert asyncio.run(main()) == "stub"
+    assert waits == [1.0] and len(Stub.seen) == 2
+
+
+def test_with_no_retries_left_the_429_is_a_capacity_error(stub):
+    with Client(stub, "t", retries=0) as client, pytest.raises(CapacityExceeded) as caught:
+        client.me()
+    assert caught.value.status == 429 and caught.value.code == "CAPACITY"
+
+
+def test_the_token_never_shows_in_a_repr():
+    client = Client("http://127.0.0.1:9", "very-secret-token", "ns")
+    assert "very-secret-token" not in repr(client)
+    assert "very-secret-token" not in repr(client.schedule("x"))
+    client.close()
+
+
+def test_the_backfill_splitter_halves_refused_parts_and_keeps_time_order():
+    from datetime import timedelta
+
+    from almanac.backfill import RangeSplitter, to_datetime
+    from almanac.errors import ValidationError
+
+    # A "server" that refuses any part longer than 6 hours, as the 1000-occurrence cap would.
+    splitter = RangeSplitter("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")
+    sent, fractions = [], []
+    while (part := splitter.next_part()) is not None:
+        start, end = part
+        if end - start > timedelta(hours=6):
+            splitter.refused(ValidationError("BACKFILL_TOO_LARGE", "split it", {}, 422))
+            continue
+        sent.append((start.hour, end.hour))
+        splitter.accepted({"results": [{"outcome": "backfilled"}], "started": 1, "skipped": 0})
+        fractions.append(splitter.fraction)
+    assert sent == [(0, 6), (6, 12), (12, 18), (18, 0)]
+    assert fractions == [0.25, 0.5, 0.75, 1.0]
+    summary = splitter.summary()
+    assert (summary.started, summary.requests, len(summary.results)) == (4, 4, 4)
+    other = RangeSplitter("2026-01-01T00:00:00Z", to_datetime("2026-01-02T00:00:00+00:00"))
+    with pytest.raises(ValidationError):
+        other.refused(ValidationError("VALIDATION", "to must be after from", {}, 422))
+
+
+def test_retry_delays_follow_retry_after_else_back_off_exponentially():
+    import email.utils
+    from datetime import UTC, datetime, timedelta
+
+    import httpx
+
+    from almanac.transport import retry_delay
+
+    def busy(**headers: str) -> httpx.Response:
+        return httpx.Response(503, headers=headers)
+
+    assert retry_delay(busy(**{"Retry-After": "2"}), 0) == 2.0
+    assert retry_delay(busy(**{"Retry-After": "3600"}), 0) == 60.0  # capped
+    soon = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 <= retry_delay(busy(**{"Retry-After": soon}), 0) <= 30
+    assert [retry_delay(busy(), attempt) for attempt in range(3)] == [0.5, 1.0, 2.0]

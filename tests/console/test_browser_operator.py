@@ -1,0 +1,220 @@
+"""The console in Debian Chromium against a real gunicorn process (manual clock, ticker on)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.console.conftest import sign_in
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def workflows(live_api):
+    return {
+        "noop": live_api.deploy("report", [{"id": "a", "type": "action", "action": "noop"}]),
+        "signal": live_api.deploy(
+            "approval",
+            [
+                {
+                    "id": "wait-approve",
+                    "type": "signal",
+                    "signal": "approve",
+                    "timeout_seconds": 86400,
+                    "on_timeout": "fail",
+                },
+                {"id": "done", "type": "action", "action": "noop"},
+            ],
+        ),
+        "task": live_api.deploy(
+            "review",
+            [
+                {
+                    "id": "check",
+                    "type": "task",
+                    "title": "Check totals",
+                    "role": "operator",
+                    "timeout_seconds": 86400,
+                    "on_timeout": "fail",
+                }
+            ],
+        ),
+    }
+
+
+def test_create_schedule_with_live_preview_and_field_error(
+    live_server, live_api, workflows, page, artifacts
+):
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules")  # sign-in lands on the overview
+    page.get_by_role("link", name="New schedule").click()
+    page.get_by_label("Schedule id").fill("nightly-report")
+    page.get_by_label("Cron expressions").fill("30 2 * * *")
+    page.get_by_label("Time zone").fill("America/New_York")
+    preview = page.locator("#preview")
+    preview.get_by_text("2026-03-08 07:00:00 UTC").wait_for()
+    assert "does not exist" in preview.inner_text()
+    page.locator("#workflow").fill("report")
+    page.locator("#input").fill("{not json")
+    page.screenshot(path=str(artifacts / "console-form-preview.png"), full_page=True)
+    page.get_by_role("button", name="Create schedule").click()
+    page.locator("#err-input").wait_for()
+    assert "not valid JSON" in page.locator("#err-input").inner_text()
+    page.screenshot(path=str(artifacts / "console-form-error.png"), full_page=True)
+    page.locator("#input").fill('{"mode": "nightly"}')
+    page.get_by_role("button", name="Create schedule").click()
+    page.wait_for_url("**/schedules/nightly-report")
+    assert page.locator(".upcoming").get_by_text("2026-03-08 07:00:00 UTC").is_visible()
+    page.screenshot(path=str(artifacts / "console-detail.png"), full_page=True)
+
+    page.goto(live_server.url + "/ns/default/schedules")
+    row = page.locator("tr[data-schedule='nightly-report']")
+    assert "2026-03-08 07:00:00 UTC" in row.inner_text()
+    assert "active" in row.inner_text()
+    page.screenshot(path=str(artifacts / "console-list-1280.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(artifacts / "console-list-390.png"), full_page=True)
+
+
+def test_pause_resume_trigger_and_delete(live_server, live_api, workflows, page, artifacts):
+    live_api.post(
+        "/schedules",
+        {"schedule_id": "ops-daily", "cron": "0 6 * * *", "action": {"workflow": "report"}},
+    )
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/ops-daily")
+    page.get_by_label("Pause reason").fill("maintenance window")
+    page.get_by_role("button", name="Pause").click()
+    page.get_by_text("Paused ops-daily.").wait_for()
+    assert "maintenance window" in page.locator(".headline").inner_text()
+    page.get_by_role("button", name="Resume").click()
+    page.get_by_text("Resumed ops-daily.").wait_for()
+    page.get_by_role("button", name="Trigger now").click()
+    result = page.locator("#action-result")
+    result.get_by_text("schedule:ops-daily:manual:").wait_for()
+    page.screenshot(path=str(artifacts / "console-trigger.png"), full_page=True)
+    assert live_api.get("/schedules/ops-daily")["fires_count"] == 1
+    page.get_by_role("button", name="Delete").click()
+    page.wait_for_url("**/ns/default/schedules")
+    page.get_by_text("Deleted ops-daily").wait_for()
+    assert live_api.get("/schedules/ops-daily")["status"] == "deleted"
+
+
+def test_history_modal_loads_every_page(live_server, live_api, workflows, page, artifacts):
+    live_api.post(
+        "/schedules",
+        {"schedule_id": "busy", "cron": "*/5 * * * *", "action": {"workflow": "report"}},
+    )
+    revision = 1
+    for index in range(249):  # 1 created + 249 pause/resume events = 250
+        verb = "pause" if index % 2 == 0 else "resume"
+        live_api.post(f"/schedules/busy/{verb}", {}, **{"If-Match": str(revision)})
+        revision += 1
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules")  # sign-in lands on the overview
+    opener = page.locator("#history-open-busy")
+    opener.click()
+    modal = page.locator("#modal")
+    modal.locator("li.event").nth(99).wait_for()
+    assert page.evaluate("document.activeElement.id") == "modal-title"
+    assert modal.locator("li.event").count() == 100
+    for expected in (200, 250):
+        modal.get_by_role("button", name="Load more").click()
+        modal.locator("li.event").nth(expected - 1).wait_for()
+        assert modal.locator("li.event").count() == expected
+    assert modal.get_by_role("button", name="Load more").count() == 0
+    assert modal.locator("li.event").last.get_attribute("data-sequence") == "250"
+    page.screenshot(path=str(artifacts / "console-history-modal.png"))
+    # The list refreshes itself every 5 s behind the open modal; wait for that request.
+    with page.expect_response(
+        lambda r: (
+            r.url.split("?")[0].endswith("/ns/default/schedules")
+            and r.request.headers.get("hx-request") == "true"
+        ),
+        timeout=15_000,
+    ):
+        pass
+    page.wait_for_load_state("networkidle")
+    assert modal.is_visible() and modal.locator("li.event").count() == 250
+    page.keyboard.press("Escape")
+    assert not modal.is_visible()
+    assert page.evaluate("document.activeElement.id") == "history-open-busy"
+
+
+def test_revision_conflict_between_two_browsers(
+    live_server, live_api, workflows, browser, artifacts
+):
+    live_api.post(
+        "/schedules",
+        {"schedule_id": "shared", "cron": "0 9 * * *", "action": {"workflow": "report"}},
+    )
+    first = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    second = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    for page in (first, second):
+        sign_in(page, live_server)
+        page.goto(live_server.url + "/ns/default/schedules/shared/edit")
+    first.get_by_label("Notes").fill("first editor")
+    first.get_by_role("button", name="Save changes").click()
+    first.wait_for_url("**/schedules/shared")
+    second.get_by_label("Cron expressions").fill("0 10 * * *")
+    second.get_by_role("button", name="Save changes").click()
+    conflict = second.locator(".conflict")
+    conflict.wait_for()
+    assert "Someone else changed this schedule" in conflict.inner_text()
+    assert "revision 2" in conflict.inner_text() and "Notes" in conflict.inner_text()
+    second.screenshot(path=str(artifacts / "console-conflict.png"), full_page=True)
+    conflict.get_by_role("link", name="Reload the current version").click()
+    assert second.get_by_label("Notes").input_value() == "first editor"
+    assert live_api.get("/schedules/shared")["spec"]["cron_expressions"] == ["0 9 * * *"]
+    first.context.close()
+    second.context.close()
+
+
+def test_signal_completes_waiting_run(live_server, live_api, workflows, page, artifacts):
+    run = live_api.post("/runs", {"workflow": "approval", "run_id": "approve-1"})
+    live_api.work()
+    assert live_api.get("/runs/approve-1")["status"] == "waiting"
+    sign_in(page, live_server)
+    page.goto(live_server.url + f"/ns/default/runs/{run['run_id']}")
+    assert "signal of wait-approve" in page.locator(".deadlines").inner_text()
+    page.get_by_label("Signal name").fill("approve")
+    page.get_by_label("Payload").fill('{"by": "admin"}')
+    page.get_by_role("button", name="Send signal").click()
+    page.get_by_text("Signal 'approve': delivered").wait_for()
+    live_api.work()
+    page.reload()
+    assert "completed" in page.locator(".headline").inner_text()
+    assert "signal_received" in page.locator(".timeline").inner_text()
+    page.screenshot(path=str(artifacts / "console-run-detail.png"), full_page=True)
+
+
+def test_task_inbox_completes_task(live_server, live_api, workflows, page, artifacts):
+    live_api.post("/runs", {"workflow": "review", "run_id": "review-1"})
+    live_api.work()
+    sign_in(page, live_server)
+    page.get_by_role("link", name="Tasks", exact=True).click()
+    task = page.locator("article.task", has_text="Check totals")
+    task.get_by_label("Output").fill('{"ok": true}')
+    page.screenshot(path=str(artifacts / "console-task-inbox.png"), full_page=True)
+    task.get_by_role("button", name="Complete task").click()
+    page.get_by_text("Task completed.").wait_for()
+    live_api.work()
+    assert live_api.get("/runs/review-1")["status"] == "completed"
+
+
+def test_load_chart_shows_busiest_slots(live_server, live_api, workflows, page, artifacts):
+    for index in range(3):
+        live_api.post(
+            "/schedules",
+            {
+                "schedule_id": f"top-of-hour-{index}",
+                "cron": "0 * * * *",
+                "action": {"workflow": "report"},
+            },
+        )
+    sign_in(page, live_server)
+    page.get_by_role("link", name="Load", exact=True).click()
+    chart = page.locator("figure.chart svg")
+    assert chart.locator("rect.busiest").count() >= 1
+    assert "runs starting in the next 24 h" in page.locator("figcaption").inner_text()
+    page.screenshot(path=str(artifacts / "console-load.png"), full_page=True)

@@ -1,0 +1,342 @@
+"""What a newcomer trips over in the console in the first hour (issue 9), through the Flask
+client on both databases; the browser walks are in test_first_hour_browser.py."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from app.console.filters import relative
+from app.context import database
+from app.db import Membership, Namespace, User
+from app.ticker.tick import run_tick
+from tests.conftest import FIXED_NOW
+from tests.console.conftest import seed_workflow
+from tests.console.test_pages import csrf_from, sign_in
+from tests.console.test_run_pages import TASK_STEPS
+
+
+@pytest.fixture
+def olga(app, client, accounts):
+    account = accounts.create("olga", role="operator")
+    seed_workflow(app)
+    sign_in(client, "olga", account.password)
+    return account
+
+
+def _schedule(api, schedule_id="s", **extra):
+    body = {"schedule_id": schedule_id, "cron": "0 * * * *", "workflow": "invoice-sync"}
+    response = api.post("/schedules", json=body | extra)
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()
+
+
+def _count(client, query):
+    response = client.get(f"/ns/default/schedules/s/backfill/count?{query}")
+    assert response.status_code == 200
+    return response.get_data(as_text=True)
+
+
+RANGE = "from=2026-01-05T06:00:00Z&to=2026-01-05T10:00:00Z"
+
+
+def test_backfill_count_says_how_many_start_and_how_many_the_overlap_policy_skips(
+    client, olga, api_for, app
+):
+    api = api_for("apiuser")
+    _schedule(api)
+    assert api.post("/schedules/s/trigger", json={}).get_json()["outcome"] == "triggered"
+    text = _count(client, RANGE)
+    assert "This range holds 4 occurrences" in text
+    assert "0 runs would start" in text and "4 skipped by the overlap policy" in text
+    allowed = _count(client, RANGE + "&overlap_policy=allow_all")
+    assert "4 runs would start" in allowed and "skipped" not in allowed
+    assert "overlap policy: allow all" in allowed
+    # The count agrees with what the backfill then does.
+    result = api.post(
+        "/schedules/s/backfill",
+        json={"from": "2026-01-05T06:00:00Z", "to": "2026-01-05T10:00:00Z"},
+    ).get_json()
+    assert (result["started"], result["skipped"]) == (0, 4)
+    refused = _count(client, RANGE + "&overlap_policy=bogus")
+    assert "Unknown overlap policy" in refused
+
+
+def test_backfill_count_respects_max_runs_and_reports_already_started(client, olga, api_for):
+    api = api_for("apiuser")
+    _schedule(api, overlap_policy="allow_all", max_runs=3)
+    body = {"from": "2026-01-05T06:00:00Z", "to": "2026-01-05T07:00:00Z"}
+    assert api.post("/schedules/s/backfill", json=body).get_json()["started"] == 1
+    text = _count(client, RANGE)
+    assert "2 runs would start" in text
+    assert "1 past max runs" in text
+    assert "1 already started" in text
+
+
+def test_backfill_form_confirms_only_the_backfill_and_keeps_the_token_out_of_urls(
+    client, olga, api_for
+):
+    _schedule(api_for("apiuser"))
+    html = client.get("/ns/default/schedules/s").get_data(as_text=True)
+    form = html[html.index('class="backfill stack"') :]
+    form = form[: form.index("</form>")]
+    assert 'hx-disinherit="*"' in form
+    for field in re.findall(r"<(?:input|select)[^>]*hx-get[^>]*>", form):
+        assert "hx-confirm" not in field and "closest form" not in field
+        assert 'hx-include="#bf-from, #bf-to, #bf-policy"' in field
+    assert '<select id="bf-policy" name="overlap_policy"' in form
+    assert "the schedule's (skip)" in form
+
+
+def test_backfill_with_an_override_from_the_console(client, olga, api_for):
+    api = api_for("apiuser")
+    _schedule(api)
+    api.post("/schedules/s/trigger", json={})
+    token = csrf_from(client.get("/ns/default/schedules/s"))
+    data = {"csrf_token": token, "from": "2026-01-05T06:00:00Z", "to": "2026-01-05T08:00:00Z"}
+    done = client.post(
+        "/ns/default/schedules/s/backfill",
+        data=data | {"overlap_policy": "allow_all"},
+        headers={"HX-Request": "true"},
+    )
+    assert "Backfill started 2 runs" in done.get_data(as_text=True)
+
+
+def test_labels_show_one_syntax_and_filter_with_either(client, olga, api_for):
+    _schedule(api_for("apiuser"), labels={"team": "infra"})
+    listed = client.get("/ns/default/schedules").get_data(as_text=True)
+    assert "team:infra" in listed and "team=infra" not in listed
+    for raw in ("team:infra", "team=infra"):
+        rows = client.get(f"/ns/default/schedules?label={raw}").get_data(as_text=True)
+        assert 'data-schedule="s"' in rows, raw
+    bad = client.get("/ns/default/schedules?label=team")
+    assert bad.status_code == 422
+    text = bad.get_data(as_text=True)
+    assert "is not a label" in text and 'data-schedule="s"' not in text
+    detail = client.get("/ns/default/schedules/s").get_data(as_text=True)
+    assert "team:infra" in detail and "team=infra" not in detail
+    edit = client.get("/ns/default/schedules/s/edit").get_data(as_text=True)
+    assert ">team:infra</textarea>" in edit and "one <code>key:value</code> per line" in edit
+
+
+def test_the_form_takes_labels_with_either_separator(client, olga, api_for):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "schedule_id": "labelled",
+            "cron_expressions": "0 2 * * *",
+            "workflow": "invoice-sync",
+            "labels": "team:infra\nenv=prod\nurl:http://x",
+        },
+    )
+    assert response.status_code == 302, response.get_data(as_text=True)[:2000]
+    saved = api_for("apiuser").get("/schedules/labelled").get_json()
+    assert saved["labels"] == {"team": "infra", "env": "prod", "url": "http://x"}
+
+
+def test_favicon_is_served(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response.mimetype in {"image/svg+xml", "image/x-icon", "image/vnd.microsoft.icon"}
+    assert len(response.data) > 50
+    page = client.get("/login").get_data(as_text=True)
+    assert 'rel="icon"' in page
+
+
+def test_run_detail_names_workflow_and_version(client, olga, api_for, app):
+    api = api_for("apiuser")
+    assert api.post("/runs", json={"workflow": "invoice-sync", "run_id": "r-1"}).status_code == 201
+    run_tick(app, work=True)
+    html = client.get("/ns/default/runs/r-1").get_data(as_text=True)
+    assert re.search(r"<dt>Workflow</dt><dd>invoice-sync <[^>]+>version 1<", html), html[:3000]
+
+
+def test_load_chart_counts_only_the_runs_a_schedule_has_left(client, olga, api_for):
+    _schedule(api_for("apiuser"), cron="* * * * *", max_runs=1)
+    html = client.get("/ns/default/load").get_data(as_text=True)
+    assert "1 runs starting in the next 24 h" in html
+
+
+def test_landing_is_the_last_namespace_used_else_default(client, app, accounts):
+    account = accounts.create("nina", role="operator", namespace="billing")
+    accounts.create("nina-default", role="operator", namespace="default")
+    _member(app, "nina", "default")
+    sign_in(client, "nina", account.password)
+    assert client.get("/").headers["Location"].endswith("/ns/default/schedules")
+    assert client.get("/ns/billing/schedules").status_code == 200
+    client.post("/logout", data={"csrf_token": csrf_from(client.get("/ns/billing/schedules"))})
+    sign_in(client, "nina", account.password)
+    assert client.get("/").headers["Location"].endswith("/ns/billing/schedules")
+
+
+def test_landing_without_default_is_the_first_namespace(client, app, accounts):
+    account = accounts.create("omar", role="operator", namespace="zeta")
+    _member(app, "omar", "alpha")
+    sign_in(client, "omar", account.password)
+    assert client.get("/").headers["Location"].endswith("/ns/alpha/schedules")
+
+
+def _member(app, username, namespace):
+    with database(app).session() as session:
+        ns = session.scalar(select(Namespace).where(Namespace.name == namespace))
+        if ns is None:
+            ns = Namespace(name=namespace, created_at=FIXED_NOW)
+            session.add(ns)
+            session.flush()
+        user = session.scalar(select(User).where(User.username == username))
+        session.add(Membership(user_id=user.id, namespace_id=ns.id, role="operator"))
+        session.commit()
+
+
+def _open_tasks(app, api):
+    seed_workflow(app, "review", steps=TASK_STEPS)
+    for run_id in ("review-1", "review-2"):
+        assert api.post("/runs", json={"workflow": "review", "run_id": run_id}).status_code == 201
+    run_tick(app, work=True)
+    return [task["id"] for task in api.get("/tasks").get_json()["items"]]
+
+
+def test_task_inbox_keeps_the_input_and_shows_the_error_under_that_task(client, olga, api_for, app):
+    first, second = _open_tasks(app, api_for("apiuser"))
+    token = csrf_from(client.get("/ns/default/tasks"))
+    typed = '{"approved": tru'
+    response = client.post(
+        f"/ns/default/tasks/{first}/complete", data={"csrf_token": token, "output": typed}
+    )
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    card = html[html.index(f'id="task-{first}"') :]
+    card = card[: card.index("</article>")]
+    assert "{&#34;approved&#34;: tru</textarea>" in card
+    assert f'id="output-error-{first}"' in card and "not valid JSON" in card
+    other = html[html.index(f'id="task-{second}"') :]
+    assert ">{}</textarea>" in other[: other.index("</article>")]
+    assert "flash-error" not in html
+    assert all(t["status"] == "open" for t in api_for("reader").get("/tasks").get_json()["items"])
+
+
+FIVE_MISTAKES = {
+    "schedule_id": "nightly",
+    "cron_expressions": "0 25 * * *",
+    "timezone": "america/new_york",
+    "workflow": "invoice-sync",
+    "input": "{oops",
+    "max_runs": "0",
+    "labels": "no separator here",
+    "notes": "kept as typed",
+}
+
+
+def test_the_form_reports_every_mistake_in_one_submit_with_a_linked_summary(client, olga, app):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post("/ns/default/schedules/new", data={"csrf_token": token} | FIVE_MISTAKES)
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    for field in ("cron_expressions", "timezone", "input", "max_runs", "labels"):
+        assert f'id="err-{field}"' in html, field
+        assert f'<a href="#{field}">' in html, field
+    summary = html[html.index('id="error-summary"') :]
+    assert summary.index("5 problems") < summary.index('<a href="#cron_expressions">')
+    assert 'tabindex="-1"' in html[html.index('id="error-summary"') - 200 :][:400]
+    assert "America/New_York" in html  # did you mean
+    assert "must be null" not in html
+    assert 'value="nightly"' in html and "kept as typed</textarea>" in html
+    assert "{oops</textarea>" in html and "no separator here</textarea>" in html
+    assert 'value="0"' in html  # max_runs as typed
+    with database(app).session() as session:
+        assert session.scalar(select(User).where(User.username == "olga")) is not None
+
+
+def test_the_empty_form_shows_a_neutral_preview(client, olga):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={"csrf_token": token, "cron_expressions": "", "intervals": "", "timezone": "UTC"},
+    )
+    html = response.get_data(as_text=True)
+    assert "preview-error" not in html and "needs at least one" not in html
+    assert "Type a cron expression or an interval" in html
+
+
+def test_history_rows_read_in_one_line_and_jump_to_latest_loads_the_last_page(
+    client, olga, api_for
+):
+    api = api_for("apiuser")
+    _schedule(api)
+    revision = 1
+    for index in range(120):
+        verb = "pause" if index % 2 == 0 else "resume"
+        body = {"reason": "maintenance window"} if verb == "pause" else {}
+        response = api.post(f"/schedules/s/{verb}", json=body, headers={"If-Match": str(revision)})
+        assert response.status_code == 200
+        revision += 1
+    patched = api.request(
+        "PATCH", "/schedules/s", json={"notes": "n"}, headers={"If-Match": str(revision)}
+    )
+    assert patched.status_code == 200, patched.get_json()
+    first = client.get("/ns/default/schedules/s/history", headers={"HX-Request": "true"})
+    html = first.get_data(as_text=True)
+    assert "apiuser via api: created" in html
+    assert "apiuser via api: paused (maintenance window)" in html
+    assert "Jump to latest" in html
+    # One control per row: the summary; only the first row's is a Tab stop.
+    assert html.count("<summary") == 100 and html.count('<summary tabindex="-1">') == 99
+    assert "<details><summary>payload</summary>" not in html
+    latest = client.get(
+        "/ns/default/schedules/s/history?latest=1", headers={"HX-Request": "true"}
+    ).get_data(as_text=True)
+    sequences = [int(n) for n in re.findall(r'data-sequence="(\d+)"', latest)]
+    assert sequences == list(range(23, 123))
+    assert "apiuser via api: updated notes" in latest
+    assert "Load more" not in latest and "From the start" in latest
+
+
+def test_preview_notes_that_a_fixed_offset_zone_never_observes_dst(client, olga):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={"csrf_token": token, "cron_expressions": "0 9 * * *", "timezone": "EST"},
+    )
+    html = response.get_data(as_text=True)
+    assert "EST is a fixed offset (UTC−05:00) and never observes daylight saving time" in html
+    assert "14:00:00 UTC" in html
+
+
+def test_conflict_banner_names_fields_as_the_form_labels_them(client, olga, api_for):
+    api = api_for("apiuser")
+    _schedule(api)
+    form = client.get("/ns/default/schedules/s/edit")
+    token = csrf_from(form)
+    patched = api.request(
+        "PATCH", "/schedules/s", json={"overlap_policy": "allow_all"}, headers={"If-Match": "1"}
+    )
+    assert patched.status_code == 200
+    response = client.post(
+        "/ns/default/schedules/s/edit",
+        data={
+            "csrf_token": token,
+            "revision": "1",
+            "cron_expressions": "0 * * * *",
+            "timezone": "UTC",
+            "workflow": "invoice-sync",
+            "overlap_policy": "skip",
+            "missed_policy": "skip",
+        },
+    )
+    assert response.status_code == 409
+    html = response.get_data(as_text=True)
+    banner = html[html.index('class="conflict"') :][:1500]
+    assert "Overlap policy" in banner and "overlap_policy" not in banner
+
+
+def test_relative_times_say_just_now_rather_than_in_zero_seconds():
+    assert relative(FIXED_NOW, FIXED_NOW) == "just now"
+    assert relative(FIXED_NOW + timedelta(seconds=90), FIXED_NOW) == "in 1 min"
+    assert relative(FIXED_NOW - timedelta(seconds=5), FIXED_NOW) == "5 s ago"

@@ -1,0 +1,175 @@
+"""The first hour in Debian Chromium against a real gunicorn (issue 9): the backfill count, the
+history modal by keyboard, the runs filter, the schedule form's errors, the task inbox and the
+load chart, each photographed at 1280 and 390 px under tests/artifacts/."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.console.conftest import sign_in
+
+pytestmark = pytest.mark.browser
+WIDTHS = (1280, 390)
+
+
+@pytest.fixture(scope="module")
+def flows(live_api):
+    live_api.deploy("fh-report", [{"id": "a", "type": "action", "action": "noop"}])
+    wait = {"id": "wait", "type": "signal", "signal": "go", "timeout_seconds": 86400}
+    live_api.deploy("fh-wait", [wait | {"on_timeout": "fail"}])
+    live_api.deploy(
+        "fh-review",
+        [
+            {
+                "id": "check",
+                "type": "task",
+                "title": "Approve the totals",
+                "role": "operator",
+                "timeout_seconds": 86400,
+                "on_timeout": "fail",
+            }
+        ],
+    )
+    return "fh-report"
+
+
+def _shots(page, artifacts, name):
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+        page.screenshot(path=str(artifacts / f"first-hour-{name}-{width}.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def test_backfill_count_asks_nothing_while_typing_and_names_the_skips(
+    live_server, live_api, flows, page, artifacts
+):
+    live_api.post(
+        "/schedules", {"schedule_id": "fh-backfill", "cron": "0 * * * *", "workflow": "fh-wait"}
+    )
+    live_api.post("/schedules/fh-backfill/trigger", {})  # a waiting run: `skip` refuses others
+    dialogs, urls = [], []
+    page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+    page.on("request", lambda request: urls.append(request.url))
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/fh-backfill")
+    page.get_by_label("From (inclusive, UTC ISO-8601)").type("2026-03-07T06:00:00Z", delay=5)
+    page.get_by_label("To (exclusive)").type("2026-03-07T10:00:00Z", delay=5)
+    count = page.locator("#backfill-count")
+    count.get_by_text("This range holds 4 occurrences").wait_for()
+    assert "0 runs would start" in count.inner_text()
+    assert "4 skipped by the overlap policy" in count.inner_text()
+    assert dialogs == []
+    counted = [url for url in urls if "/backfill/count" in url]
+    assert counted and not any("csrf_token" in url for url in counted)
+    page.get_by_label("Overlap policy for these runs").select_option("allow_all")
+    count.get_by_text("4 runs would start").wait_for()
+    _shots(page, artifacts, "backfill-count")
+    page.get_by_role("button", name="Backfill").click()
+    page.locator("#action-result").get_by_text("Backfill started 4 runs").wait_for()
+    assert dialogs == ["Start the runs counted above?"]
+
+
+def test_history_modal_by_keyboard(live_server, live_api, flows, page, artifacts):
+    live_api.post(
+        "/schedules", {"schedule_id": "fh-busy", "cron": "*/5 * * * *", "workflow": flows}
+    )
+    for index in range(149):  # created + 149 pause/resume events = 150: two pages
+        verb = "pause" if index % 2 == 0 else "resume"
+        live_api.post(f"/schedules/fh-busy/{verb}", {}, **{"If-Match": str(index + 1)})
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/fh-busy")
+    page.locator("#history-open-detail").focus()
+    page.keyboard.press("Enter")
+    modal = page.locator("#modal")
+    modal.locator("li.event").nth(99).wait_for()
+    assert page.evaluate("document.activeElement.id") == "modal-title"
+    assert "admin via api: created" in modal.locator("li.event").first.inner_text()
+    tabs = 0
+    while page.evaluate("document.activeElement.textContent.trim()") != "Load more":
+        page.keyboard.press("Tab")
+        tabs += 1
+        assert tabs <= 5, page.evaluate("document.activeElement.outerHTML")
+    page.keyboard.press("Enter")
+    modal.locator("li.event").nth(149).wait_for()
+    focused = "document.activeElement.closest('li.event')?.dataset.sequence"
+    page.wait_for_function(f"{focused} === '101'")
+    assert page.evaluate("document.activeElement.tagName") == "SUMMARY"
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(focused) == "102"
+    _shots(page, artifacts, "history-modal")
+    page.keyboard.press("Escape")
+    page.locator("#history-open-detail").click()
+    modal.get_by_role("button", name="Jump to latest").click()
+    modal.get_by_role("button", name="From the start").wait_for()
+    assert modal.locator("li.event").last.get_attribute("data-sequence") == "150"
+    assert modal.locator("li.event").first.get_attribute("data-sequence") == "51"
+
+
+def test_runs_status_filter_is_a_row_not_a_column(live_server, page, artifacts):
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/runs")
+    checks = page.locator("fieldset.checks")
+    for width, tallest in ((1280, 60), (390, 160)):
+        page.set_viewport_size({"width": width, "height": 844})
+        box = checks.bounding_box()
+        assert box is not None and box["height"] <= tallest, (width, box)
+        first = page.locator("fieldset.checks input").first.bounding_box()
+        assert first is not None and first["width"] < 40
+    _shots(page, artifacts, "runs-filter")
+
+
+def test_schedule_form_reports_every_mistake_at_once(live_server, flows, page, artifacts):
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/new")
+    preview = page.locator("#preview")
+    preview.get_by_text("Type a cron expression or an interval").wait_for()
+    assert page.locator(".preview-error").count() == 0
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.get_by_label("Schedule id").fill("fh-form")
+    page.get_by_label("Cron expressions").fill("0 25 * * *")
+    page.get_by_label("Time zone").fill("america/new_york")
+    page.locator("#workflow").fill(flows)
+    page.locator("#input").fill("{oops")
+    page.locator("#max_runs").fill("0")
+    page.locator("#labels").fill("no separator")
+    page.get_by_role("button", name="Create schedule").click()
+    summary = page.locator("#error-summary")
+    summary.wait_for()
+    assert page.evaluate("document.activeElement.id") == "error-summary"
+    assert "5 problems" in summary.inner_text()
+    assert summary.locator("a").count() == 5
+    assert "did you mean 'America/New_York'" in summary.inner_text()
+    assert page.locator("#input").input_value() == "{oops"
+    assert page.locator("#max_runs").input_value() == "0"
+    _shots(page, artifacts, "form-errors")
+    summary.locator("a[href='#timezone']").click()
+    assert page.evaluate("document.activeElement.id") == "timezone"
+
+
+def test_task_inbox_keeps_what_was_typed(live_server, live_api, flows, page, artifacts):
+    for run_id in ("fh-review-1", "fh-review-2"):
+        live_api.post("/runs", {"workflow": "fh-review", "run_id": run_id})
+    live_api.work()
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/tasks")
+    cards = page.locator("article.task", has_text="Approve the totals")
+    first, second = cards.nth(0), cards.nth(1)
+    first.locator("textarea").fill('{"approved": tru')
+    first.get_by_role("button", name="Complete task").click()
+    page.locator(".field-error").wait_for()
+    first = page.locator("article.task", has=page.locator(".field-error"))
+    assert first.locator("textarea").input_value() == '{"approved": tru'
+    assert "not valid JSON" in first.locator(".field-error").inner_text()
+    assert page.locator(".flash-error").count() == 0
+    assert second.locator("textarea").input_value() == "{}"
+    _shots(page, artifacts, "task-inbox")
+
+
+def test_load_chart_axis_is_readable_on_a_phone(live_server, flows, page, artifacts):
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/load")
+    page.set_viewport_size({"width": 390, "height": 844})
+    label = page.locator(".chart text.tick").nth(1)
+    box = label.bounding_box()
+    assert box is not None and box["height"] >= 9, box
+    _shots(page, artifacts, "load-chart")

@@ -1,0 +1,84 @@
+"""Relative times around now, in both directions, and the UTC / schedule-zone switch."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from app.console.timefmt import relative
+from tests.conftest import FIXED_NOW
+from tests.console.test_pages import csrf_from, sign_in
+
+NOW = FIXED_NOW
+
+
+@pytest.mark.parametrize(
+    ("offset", "text"),
+    [
+        (0, "just now"),
+        (1, "just now"),
+        (-1, "just now"),
+        (9.9, "just now"),
+        (-9.9, "just now"),
+        (10, "in 10 s"),
+        (-10, "10 s ago"),
+        (59, "in 59 s"),
+        (-59.5, "59 s ago"),
+        (60, "in 1 min"),
+        (-60, "1 min ago"),
+        (300, "in 5 min"),
+        (-300, "5 min ago"),
+        (359, "in 5 min"),  # truncated: never promises less time than is left
+        (3599, "in 59 min"),
+        (3600, "in 1 h"),
+        (-3600, "1 h ago"),
+        (3600 + 25 * 60, "in 1 h 25 min"),
+        (-(2 * 3600 + 60), "2 h 1 min ago"),
+        (6 * 3600, "in 6 h"),
+        (-(47 * 3600), "47 h ago"),
+        (2 * 86400, "in 2 d"),
+        (-(9 * 86400 + 5), "9 d ago"),
+    ],
+)
+def test_relative_reads_right_both_ways(offset, text):
+    assert relative(NOW + timedelta(seconds=offset), NOW) == text
+
+
+def test_relative_of_nothing_is_a_dash():
+    assert relative(None, NOW) == "—"
+
+
+def test_past_events_never_read_as_future():
+    for seconds in range(0, 4000, 7):
+        past = relative(NOW - timedelta(seconds=seconds, microseconds=1), NOW)
+        assert not past.startswith("in "), (seconds, past)
+        future = relative(NOW + timedelta(seconds=seconds, microseconds=1), NOW)
+        assert not future.endswith(" ago"), (seconds, future)
+
+
+def test_zone_toggle_sticks_and_changes_absolute_times(h, client):
+    activation = h.workflow()
+    h.create("paris", "30 7 * * *", activation_id=activation, timezone="Europe/Paris")
+    sign_in(client, "olga", "pw-olga-secret")
+    page = client.get("/ns/default/schedules").get_data(as_text=True)
+    assert "2026-01-06 06:30:00 UTC" in page  # UTC by default
+    assert "Times: UTC" in page
+    token = csrf_from(client.get("/ns/default/schedules"))
+    switched = client.post(
+        "/preferences/times",
+        data={"show": "zone", "next": "/ns/default/schedules?status=active", "csrf_token": token},
+    )
+    assert switched.status_code == 302
+    assert switched.headers["Location"] == "/ns/default/schedules?status=active"
+    assert "almanac_times=zone" in switched.headers["Set-Cookie"]
+    page = client.get("/ns/default/schedules").get_data(as_text=True)
+    assert "2026-01-06 07:30:00 +0100 (Europe/Paris)" in page
+    assert "Times: schedule zone" in page
+    # The other display stays on hover.
+    assert 'title="2026-01-06 07:30:00 +0100 (Europe/Paris) · 2026-01-06 06:30:00 UTC"' in page
+    back = client.post(
+        "/preferences/times", data={"show": "utc", "next": "//evil.example", "csrf_token": token}
+    )
+    assert back.headers["Location"] == "/"  # only local paths
+    assert "2026-01-06 06:30:00 UTC" in client.get("/ns/default/schedules").get_data(as_text=True)

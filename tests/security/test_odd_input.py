@@ -1,0 +1,65 @@
+"""Odd input is a 4xx, never a 500; identifiers are matched whole (finding 6)."""
+
+from __future__ import annotations
+
+from tests.security.conftest import deploy, error_of, sign_in
+
+
+def test_stray_ns_and_url_for_arguments_in_the_query_do_not_500(client, accounts, admin_api):
+    deploy(admin_api)
+    # More than one page, so the list builds a "next page" link from the query arguments.
+    for index in range(51):
+        body = {"id": f"s{index:02d}", "cron": "0 * * * *", "action": {"workflow": "wf"}}
+        assert admin_api.post("/schedules", json=body).status_code == 201
+    account = accounts.create("alice")
+    sign_in(client, "alice", account.password)
+    for query in ("?ns=x", "?_external=1", "?_anchor=x", "?_scheme=javascript", "?ns=y&q=s"):
+        response = client.get("/ns/default/schedules" + query)
+        assert response.status_code == 200, (query, response.status_code)
+        html = response.get_data(as_text=True)
+        assert "cursor=" in html and "javascript:" not in html and "http://" not in html, query
+
+
+def test_identifiers_with_a_trailing_newline_are_refused(admin_api):
+    assert deploy(admin_api).status_code == 201
+    run = admin_api.post("/runs", json={"workflow": "wf", "run_id": "x\n"})
+    assert run.status_code == 422 and error_of(run)["details"]["errors"][0]["loc"] == ["run_id"]
+    workflow = deploy(admin_api, "wf\n")
+    assert workflow.status_code == 422
+    namespace = admin_api.post("/namespaces", json={"name": "default\n"})
+    assert namespace.status_code == 422
+    schedule = admin_api.post(
+        "/schedules", json={"id": "s\n", "cron": "* * * * *", "action": {"workflow": "wf"}}
+    )
+    assert schedule.status_code == 422
+    labels = admin_api.post(
+        "/schedules",
+        json={"id": "s", "cron": "* * * * *", "action": {"workflow": "wf"}, "labels": {"k\n": "v"}},
+    )
+    assert labels.status_code == 422
+    steps = [{"id": "wait", "type": "signal", "signal": "go\n"}]
+    assert deploy(admin_api, "sig", steps=steps).status_code == 422
+    started = admin_api.post("/runs", json={"workflow": "wf", "run_id": "r1"})
+    assert started.status_code == 201
+    signal = admin_api.post("/runs/r1/signals/go%0A", json={})
+    assert signal.status_code in (404, 409, 422)
+    error_of(signal)
+    assert admin_api.get("/namespaces/default%0A/schedules").status_code == 404
+
+
+def test_year_9999_and_0001_and_huge_weeks_in_every_instant_field(admin_api):
+    deploy(admin_api)
+    admin_api.post(
+        "/schedules", json={"id": "s", "cron": "* * * * *", "action": {"workflow": "wf"}}
+    )
+    for instant in ("9999-12-31T23:59:59Z", "0001-01-01T00:00:00+05:00"):
+        backfill = admin_api.post("/schedules/s/backfill", json={"from": instant, "to": instant})
+        assert backfill.status_code in (400, 422), backfill.get_json()
+        error_of(backfill)
+        spec = {"cron": "* * * * *", "start_at": instant}
+        preview = admin_api.post("/calendar/preview", json={"spec": spec})
+        assert preview.status_code == 422
+    wait = [{"id": "w", "type": "wait", "duration": "P142857142W"}]
+    response = deploy(admin_api, "longwait", steps=wait)
+    assert response.status_code == 422
+    error_of(response)

@@ -1,0 +1,183 @@
+"""Secret inputs: encrypted at rest, `***` in every response and page, plaintext for actions,
+and nowhere in the database file, its WAL, a pg_dump or the logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import make_url
+
+from app.context import database
+from app.db import Run, Schedule
+from app.runs.actions import ActionContext, action
+from tests.security.conftest import csrf_from, deploy, sign_in
+
+API_SECRET = "hunter2-api-plaintext-7f3a"
+FORM_SECRET = "swordfish-console-plaintext-91c2"
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "token": {"type": "string", "x-secret": True, "minLength": 4},
+        "password": {"type": "string", "writeOnly": True},
+        "region": {"type": "string"},
+    },
+}
+SEEN: list[dict[str, Any]] = []
+
+
+@action("capture-secret")
+def capture(ctx: ActionContext) -> Any:
+    """Remember the input the action received, and echo it (history must still hide it)."""
+    SEEN.append(dict(ctx.input))
+    return {"echo": ctx.input, "note": f"used {ctx.input.get('token')}"}
+
+
+STEPS = [{"id": "use", "type": "action", "action": "capture-secret"}]
+
+
+def _everything_shown(api, run_id: str) -> str:
+    parts = [
+        api.get(f"/runs/{run_id}").get_data(as_text=True),
+        api.get(f"/runs/{run_id}/history").get_data(as_text=True),
+        api.get(f"/runs/{run_id}/replay").get_data(as_text=True),
+        api.get("/runs").get_data(as_text=True),
+    ]
+    return "\n".join(parts)
+
+
+def _database_bytes(app) -> bytes:
+    url = make_url(app.config["DATABASE_URL"])
+    if url.get_backend_name() == "sqlite":
+        path = Path(url.database)
+        return b"".join(
+            Path(f"{path}{suffix}").read_bytes()
+            for suffix in ("", "-wal", "-shm")
+            if Path(f"{path}{suffix}").exists()
+        )
+    dump = subprocess.run(
+        ["pg_dump", "-h", url.host or "127.0.0.1", "-U", url.username or "postgres", url.database],
+        capture_output=True,
+        check=True,
+    )
+    return dump.stdout
+
+
+def test_secret_written_through_api_and_console_is_hidden_everywhere(
+    app, client, accounts, admin_api, caplog
+):
+    caplog.set_level(logging.DEBUG)
+    SEEN.clear()
+    assert deploy(admin_api, "pay", SCHEMA, STEPS).status_code == 201
+    # API: a run with secrets.
+    body = {
+        "workflow": "pay",
+        "run_id": "r1",
+        "input": {"token": API_SECRET, "password": API_SECRET + "p", "region": "eu"},
+    }
+    started = admin_api.post("/runs", json=body)
+    assert started.status_code == 201
+    assert started.get_json()["input"] == {"token": "***", "password": "***", "region": "eu"}
+    # A schema failure on a secret does not quote the value back.
+    bad = admin_api.post("/runs", json={"workflow": "pay", "input": {"token": "abc"}})
+    assert bad.status_code == 422 and "abc" not in bad.get_data(as_text=True)
+    # Console: a schedule whose input holds a secret, saved through the form.
+    account = accounts.create("olga", role="operator")
+    sign_in(client, "olga", account.password)
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    form = {
+        "csrf_token": token,
+        "schedule_id": "nightly",
+        "cron_expressions": "*/5 * * * *",
+        "timezone": "UTC",
+        "workflow": "pay",
+        "input": json.dumps({"token": FORM_SECRET, "region": "us"}),
+        "overlap_policy": "allow_all",
+        "missed_policy": "skip",
+    }
+    saved = client.post("/ns/default/schedules/new", data=form)
+    assert saved.status_code == 302, saved.get_data(as_text=True)[:2000]
+    # Editing without retyping the secret (the form shows ***) keeps it.
+    edit = client.get("/ns/default/schedules/nightly/edit")
+    edit_html = edit.get_data(as_text=True)
+    assert FORM_SECRET not in edit_html and "***" in edit_html
+    form_again = form | {
+        "csrf_token": csrf_from(edit),
+        "input": '{"token": "***", "region": "us"}',
+        "revision": "1",
+    }
+    resaved = client.post("/ns/default/schedules/nightly/edit", data=form_again)
+    assert resaved.status_code == 302, resaved.get_data(as_text=True)[:2000]
+    # Fire the schedule and run every step: actions see the plaintext.
+    ticked = admin_api.post(
+        "/admin/clock", json={"now": "2026-01-05T12:05:00Z", "tick": True, "work": True}
+    )
+    assert ticked.status_code == 200, ticked.get_json()
+    assert {"token": API_SECRET, "password": API_SECRET + "p", "region": "eu"} in SEEN
+    assert {"token": FORM_SECRET, "region": "us"} in SEEN
+    scheduled = "schedule:nightly:20260105T120500Z"
+    shown = "\n".join(
+        [
+            _everything_shown(admin_api, "r1"),
+            _everything_shown(admin_api, scheduled),
+            admin_api.get("/schedules/nightly").get_data(as_text=True),
+            admin_api.get("/schedules/nightly/history").get_data(as_text=True),
+            admin_api.get("/schedules").get_data(as_text=True),
+            client.get("/ns/default/schedules/nightly").get_data(as_text=True),
+            client.get("/ns/default/runs/r1").get_data(as_text=True),
+            client.get(f"/ns/default/runs/{scheduled}").get_data(as_text=True),
+            client.get(
+                "/ns/default/schedules/nightly/history", headers={"HX-Request": "true"}
+            ).get_data(as_text=True),
+        ]
+    )
+    assert "***" in shown
+    for secret in (API_SECRET, FORM_SECRET):
+        assert secret not in shown
+        assert secret not in caplog.text
+    with database(app).session() as session:
+        stored = session.scalar(select(Run.input).where(Run.run_id == "r1"))
+        assert stored["token"].startswith("enc:v1:") and stored["region"] == "eu"
+        action = session.scalar(select(Schedule.action).where(Schedule.schedule_id == "nightly"))
+        assert action["input"]["token"].startswith("enc:v1:")
+    dumped = _database_bytes(app)
+    assert b"enc:v1:" in dumped
+    for secret in (API_SECRET, FORM_SECRET):
+        assert secret.encode() not in dumped
+
+
+def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner):
+    from cryptography.fernet import Fernet
+
+    from app.runs import secrets
+
+    deploy(admin_api, "pay", SCHEMA, STEPS)
+    old_key = app.config.get("ENCRYPTION_KEYS") or None
+    first = Fernet.generate_key().decode()
+    second = Fernet.generate_key().decode()
+    secrets.configure([first])
+    try:
+        body = {"workflow": "pay", "run_id": "r1", "input": {"token": API_SECRET}}
+        assert admin_api.post("/runs", json=body).status_code == 201
+        secrets.configure([second, first])
+        result = runner.invoke(args=["secrets", "rotate"])
+        assert result.exit_code == 0, result.output
+        assert "re-encrypted" in result.output and API_SECRET not in result.output
+        secrets.configure([second])  # the old key is gone: everything must still decrypt
+        with database(app).session() as session:
+            stored = session.scalar(select(Run.input).where(Run.run_id == "r1"))
+        assert secrets.unseal(stored) == {"token": API_SECRET}
+    finally:
+        if old_key:
+            secrets.configure(old_key.split(","))
+
+
+def test_text_that_looks_sealed_is_refused_in_input(admin_api):
+    deploy(admin_api, "pay", SCHEMA, STEPS)
+    body = {"workflow": "pay", "input": {"region": "enc:v1:gAAAAAB"}}
+    response = admin_api.post("/runs", json=body)
+    assert response.status_code == 422

@@ -1,0 +1,1 @@
+"""Helpers the tests share: the schedules harness plugin, action modules, worker scripts."""

@@ -1,0 +1,117 @@
+"""The ticker host: APScheduler in the web process with worker threads, the CLI commands."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from app.context import database
+from app.ticker import host
+from tests.conftest import Api, make_test_app
+
+# Run scenarios here end, as in tests/runs, by replaying their runs against the stored state.
+pytestmark = pytest.mark.usefixtures("replay_every_run")
+
+
+def _eventually(condition, seconds: float = 30.0) -> None:
+    """Wait (real time) for the background threads to do something."""
+    give_up = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < give_up, "the background ticker or workers never did it"
+        time.sleep(0.05)
+
+
+def test_scheduler_on_ticks_and_works_in_the_background_and_stops_cleanly(db_url, accounts):
+    token = accounts.create("boss", role="admin").token
+    app = make_test_app(db_url, SCHEDULER="on", TICK_SECONDS=0.1, WORKER_POLL_SECONDS=0.05)
+    try:
+        assert app.extensions["almanac.ticker"].running
+        assert app.extensions["almanac.workers"].size == 2
+        # A second app in the same process does not start a second ticker.
+        other = make_test_app(db_url, SCHEDULER="on")
+        assert "almanac.ticker" not in other.extensions
+        api = Api(app.test_client(), token)
+        api.post(
+            "/workflows",
+            json={
+                "name": "bg",
+                "steps": [{"id": "a", "type": "action", "action": "echo", "args": 7}],
+            },
+        )
+        api.post("/activations", json={"workflow": "bg"})
+        run_id = api.post("/runs", json={"workflow": "bg"}).get_json()["run_id"]
+        _eventually(lambda: api.get(f"/runs/{run_id}").get_json()["status"] == "completed")
+        _eventually(lambda: api.get("/health").get_json()["ticker"]["last_tick_at"] is not None)
+        health = api.get("/health").get_json()
+        assert health["ticker"]["enabled"] is True
+        assert health["ticker"]["last_tick_at"] is not None
+        assert health["ticker"]["lag_seconds"] is not None
+    finally:
+        scheduler = app.extensions["almanac.ticker"]
+        pool = app.extensions["almanac.workers"]
+        host.stop()
+        database(app).dispose()
+    assert not scheduler.running
+    assert pool.threads == [] and pool.stopping.is_set()
+
+
+def test_the_reloader_watcher_and_other_cli_commands_start_no_ticker(db_url, monkeypatch):
+    monkeypatch.delenv("WERKZEUG_RUN_MAIN", raising=False)
+    app = make_test_app(db_url, SCHEDULER="on", DEBUG=True)
+    assert "almanac.ticker" not in app.extensions
+    monkeypatch.setenv("FLASK_RUN_FROM_CLI", "true")
+    monkeypatch.setattr("sys.argv", ["flask", "--app", "wsgi", "worker"])
+    app = make_test_app(db_url, SCHEDULER="on")
+    assert "almanac.ticker" not in app.extensions
+
+
+def test_admin_tick_runs_deadlines_and_work_and_reports_counts(scenario):
+    scenario.deploy(
+        "w",
+        [
+            {"id": "a", "type": "action", "action": "noop"},
+            {"id": "w", "type": "wait", "duration": "PT1S"},
+        ],
+    )
+    scenario.start("w")
+    body = scenario.api.post("/admin/tick", json={"work": True}).get_json()
+    assert body["steps"] == 1 and body["deadlines"] == 0 and body["now"] == "2026-01-05T12:00:00Z"
+    body = scenario.api.post(
+        "/admin/clock", json={"now": "2026-01-05T12:00:01Z", "tick": True, "work": True}
+    ).get_json()
+    assert body["deadlines"] == 1 and body["steps"] == 0
+
+
+def test_scheduler_tick_cli_works_and_worker_command_is_registered(runner, scenario):
+    scenario.deploy("cli", [{"id": "a", "type": "action", "action": "noop"}])
+    scenario.start("cli")
+    result = runner.invoke(args=["scheduler", "tick", "--work", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["steps"] == 1
+    result = runner.invoke(args=["worker", "--help"])
+    assert result.exit_code == 0 and "--queue" in result.output
+
+
+def test_action_modules_are_loaded_from_the_configuration(db_url, accounts):
+    app = make_test_app(db_url, ACTION_MODULES="tests.support.extra_actions")
+    api = Api(app.test_client(), accounts.create("dep", role="deployer").token)
+    response = api.post(
+        "/workflows",
+        json={
+            "name": "loud",
+            "steps": [{"id": "a", "type": "action", "action": "shout", "args": "hi"}],
+        },
+    )
+    assert response.status_code == 201, response.get_json()
+    database(app).dispose()
+
+
+@pytest.fixture
+def accounts(db_url):
+    from tests.conftest import Accounts
+
+    app = make_test_app(db_url)
+    yield Accounts(app)
+    database(app).dispose()
