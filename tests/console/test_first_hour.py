@@ -167,18 +167,18 @@ def test_landing_is_the_last_namespace_used_else_default(client, app, accounts):
     accounts.create("nina-default", role="operator", namespace="default")
     _member(app, "nina", "default")
     sign_in(client, "nina", account.password)
-    assert client.get("/").headers["Location"].endswith("/ns/default/schedules")
+    assert client.get("/").headers["Location"].endswith("/ns/default/")
     assert client.get("/ns/billing/schedules").status_code == 200
     client.post("/logout", data={"csrf_token": csrf_from(client.get("/ns/billing/schedules"))})
     sign_in(client, "nina", account.password)
-    assert client.get("/").headers["Location"].endswith("/ns/billing/schedules")
+    assert client.get("/").headers["Location"].endswith("/ns/billing/")
 
 
 def test_landing_without_default_is_the_first_namespace(client, app, accounts):
     account = accounts.create("omar", role="operator", namespace="zeta")
     _member(app, "omar", "alpha")
     sign_in(client, "omar", account.password)
-    assert client.get("/").headers["Location"].endswith("/ns/alpha/schedules")
+    assert client.get("/").headers["Location"].endswith("/ns/alpha/")
 
 
 def _member(app, username, namespace):
@@ -339,4 +339,4 @@ def test_conflict_banner_names_fields_as_the_form_labels_them(client, olga, api_
 def test_relative_times_say_just_now_rather_than_in_zero_seconds():
     assert relative(FIXED_NOW, FIXED_NOW) == "just now"
     assert relative(FIXED_NOW + timedelta(seconds=90), FIXED_NOW) == "in 1 min"
-    assert relative(FIXED_NOW - timedelta(seconds=5), FIXED_NOW) == "5 s ago"
+    assert relative(FIXED_NOW - timedelta(seconds=15), FIXED_NOW) == "15 s ago"

@@ -101,10 +101,13 @@ def test_viewer_sees_no_mutating_control_on_any_page(client, accounts, admin_api
         "/ns/default/runs",
         "/ns/default/runs/r1",
         "/ns/default/tasks",
+        "/ns/default/",
+        "/ns/default/workflows",
     ):
         html = client.get(path).get_data(as_text=True)
         forms = re.findall(r'<form[^>]*method="post"[^>]*action="([^"]+)"', html)
-        assert forms == ["/logout"], (path, forms)
+        # Only the viewer's own session and display preference (a cookie) can be posted.
+        assert sorted(forms) == ["/logout", "/preferences/times"], (path, forms)
         for label in (
             "New schedule",
             "Pause",
