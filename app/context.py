@@ -8,18 +8,31 @@ from typing import Any
 from flask import Flask, current_app, g
 from sqlalchemy.orm import Session
 
-from app.db import Database
+from app.db import Database, rls
 from app.db.clock import ManualClock, SystemClock, make_clock
 
 
 def init_app(app: Flask) -> None:
-    app.extensions["almanac.db"] = Database(app.config["DATABASE_URL"])
-    app.extensions["almanac.clock"] = make_clock(str(app.config["CLOCK"]), app.config["TESTING"])
+    db = Database(app.config["DATABASE_URL"])
+    app.extensions["almanac.db"] = db
+    # The ticker may log in as another role (the scheduler login, docs/postgres.md).
+    ticker_url = app.config.get("SCHEDULER_DATABASE_URL")
+    app.extensions["almanac.ticker_db"] = Database(ticker_url) if ticker_url else db
+    app.extensions["almanac.clock"] = make_clock(
+        str(app.config["CLOCK"]),
+        app.config["TESTING"],
+        float(app.config.get("CLOCK_OFFSET_SECONDS") or 0),
+    )
     app.teardown_appcontext(_close_session)
 
 
 def database(app: Flask | None = None) -> Database:
     return (app or current_app).extensions["almanac.db"]  # type: ignore[no-any-return]
+
+
+def ticker_database(app: Flask | None = None) -> Database:
+    """The database as the ticker reaches it: the scheduler login when one is configured."""
+    return (app or current_app).extensions["almanac.ticker_db"]  # type: ignore[no-any-return]
 
 
 def clock(app: Flask | None = None) -> SystemClock | ManualClock:
@@ -31,6 +44,11 @@ def session() -> Session:
     if "db_session" not in g:
         g.db_session = database().sessions()
     return g.db_session  # type: ignore[no-any-return]
+
+
+def act_as(user_id: int) -> None:
+    """From now on this request's transactions may touch the namespaces of `user_id`."""
+    rls.bind(session(), rls.Scope.user(user_id))
 
 
 def now() -> datetime:

@@ -14,6 +14,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULTS: dict[str, Any] = {
     "DATABASE_URL": None,
+    # The owner login `db upgrade` and `db create-roles` use (default: DATABASE_URL).
+    "MIGRATION_DATABASE_URL": None,
+    # The login the ticker uses on PostgreSQL (default: DATABASE_URL), docs/postgres.md.
+    "SCHEDULER_DATABASE_URL": None,
     "SECRET_KEY": None,
     # Comma-separated Fernet keys for secret inputs: the first encrypts, all decrypt.
     "ENCRYPTION_KEYS": None,
@@ -31,6 +35,8 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_POLL_SECONDS": 0.5,
     "WORKER_BATCH": 1,
     "CLOCK": "system",
+    # Test-only (refused unless TESTING): skews this process's own clock by this many seconds.
+    "CLOCK_OFFSET_SECONDS": 0,
     "TESTING": False,
     # 1 MiB of request body is plenty for any definition, schedule or signal (413 beyond).
     "MAX_CONTENT_LENGTH": 1024 * 1024,

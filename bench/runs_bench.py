@@ -32,8 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import create_app  # noqa: E402
 from app.auth.service import create_namespace  # noqa: E402
+from app.cli.database import upgrade_database  # noqa: E402
 from app.context import clock, database  # noqa: E402
 from app.db import Base, Run, RunHistoryEvent, normalize_url  # noqa: E402
+from app.db.rls import Scope  # noqa: E402
+from app.db.roles import APP_ROLE, create_roles  # noqa: E402
 from app.runs import deadlines, engine, lifecycle, workflows  # noqa: E402
 
 START = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -130,7 +133,10 @@ def _app(url: str):
         }
     )
     db = database(app)
-    Base.metadata.create_all(db.engine)
+    if db.is_sqlite:
+        Base.metadata.create_all(db.engine)
+    # Workers see every namespace (as `worker_pool` binds them); so does the setup here.
+    db.scope = Scope.all()
     with db.session() as session:
         clock(app).set(session, START)  # type: ignore[union-attr]
         session.commit()
@@ -241,14 +247,22 @@ def main() -> None:
 
 
 def _on_postgres(args: argparse.Namespace, scenario: Callable[..., None], n_runs: int) -> None:
-    """Run `scenario` in a fresh PostgreSQL database, dropped afterwards."""
+    """Run `scenario` in a fresh PostgreSQL database, dropped afterwards: migrated by the owner
+    and worked as the app login under row security, as in production."""
     admin = create_engine(normalize_url(args.postgres_url), isolation_level="AUTOCOMMIT")
     name = f"almanac_bench_{uuid.uuid4().hex[:8]}"
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(normalize_url(args.postgres_url)).set(database=name)
+    owner = url.render_as_string(hide_password=False)
     try:
-        scenario(url.render_as_string(hide_password=False), n_runs, args.threads or 4, args.batch)
+        engine = create_engine(owner)
+        with engine.begin() as conn:
+            create_roles(conn)
+        engine.dispose()
+        upgrade_database(owner)
+        login = url.set(username=APP_ROLE, password=None).render_as_string(hide_password=False)
+        scenario(login, n_runs, args.threads or 4, args.batch)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

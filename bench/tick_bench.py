@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import create_engine, insert, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from app.cli.database import upgrade_database  # noqa: E402
 from app.db import (  # noqa: E402
     Activation,
     Base,
@@ -48,7 +49,10 @@ from app.db import (  # noqa: E402
     make_engine,
     normalize_url,
 )
+from app.db.rls import Scope  # noqa: E402
+from app.db.roles import SCHEDULER_ROLE, create_roles  # noqa: E402
 from app.schedules.tick.due import fire_due  # noqa: E402
+from app.ticker.rotation import PHASE_LIMITS  # noqa: E402
 
 DUE = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -150,10 +154,26 @@ def _seed(db: Database, count: int) -> None:
 
 
 def measure_almanac(url: str, count: int) -> dict[str, Any]:
-    """Seed, then fire everything in one tick's fire phase; returns the figures."""
-    db = Database(url)
-    Base.metadata.create_all(db.engine)
-    _seed(db, count)
+    """Seed, then fire everything in one tick's fire phase; returns the figures.
+
+    On PostgreSQL the database is migrated by its owner (row-level security on) and the fire
+    phase runs as it does in production: as `almanac_scheduler`, bound to the namespace, with
+    the phase's statement and lock timeouts.
+    """
+    owner = Database(url)
+    # TICK_BENCH_OWNER=1 fires as the owner without row security (to measure what it costs).
+    if owner.is_sqlite or os.environ.get("TICK_BENCH_OWNER") == "1":
+        Base.metadata.create_all(owner.engine)
+        db = owner
+    else:
+        with owner.engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(7310013)"))
+            create_roles(conn)
+        upgrade_database(url)
+        login = make_url(url).set(username=SCHEDULER_ROLE, password=None)
+        scope = Scope.of([1]).limited(**PHASE_LIMITS)
+        db = Database(login.render_as_string(hide_password=False)).bound(scope)
+    _seed(owner, count)
     commits: list[tuple[float, int]] = []
     started = time.perf_counter()
     rows = fire_due(
@@ -165,9 +185,10 @@ def measure_almanac(url: str, count: int) -> dict[str, Any]:
     )
     elapsed = time.perf_counter() - started
     lags = _weighted_quantiles([(stamp - started, claimed) for stamp, claimed in commits])
-    with db.engine.connect() as conn:
+    with owner.engine.connect() as conn:
         runs = conn.execute(text("SELECT count(*) FROM runs")).scalar_one()
     db.dispose()
+    owner.dispose()
     fired = sum(1 for row in rows if row["outcome"] == "triggered")
     assert fired == count == runs, (fired, count, runs)
     return {

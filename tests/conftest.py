@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,11 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from app import create_app
+from app.cli.database import upgrade_database
+from app.context import database
 from app.db import Base, make_engine, normalize_url
+from app.db.rls import Scope
+from app.db.roles import APP_ROLE, SCHEDULER_ROLE, create_roles
 
 FIXED_NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 PG_URL = os.environ.get(
@@ -32,29 +37,60 @@ def _require(name: str) -> bool:
     return os.environ.get(name, "") in {"1", "true", "yes"}
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A freshly created PostgreSQL database for this test session, dropped afterwards."""
-    admin_url = normalize_url(PG_URL)
+def _admin_engine() -> Any:
+    """The PostgreSQL superuser's engine, or skip (fail under ALMANAC_REQUIRE_POSTGRES)."""
     try:
-        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        admin = create_engine(normalize_url(PG_URL), isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(text("SELECT 1"))
     except Exception as exc:  # noqa: BLE001 - any failure means "no PostgreSQL here"
         if _require("ALMANAC_REQUIRE_POSTGRES"):
             pytest.fail(f"PostgreSQL is required but does not answer at {PG_URL}: {exc}")
         pytest.skip(f"PostgreSQL does not answer at {PG_URL}")
+    return admin
+
+
+def login_url(url: str, role: str) -> str:
+    """`url` with another user name (trust authentication in the test cluster)."""
+    return make_url(url).set(username=role, password=None).render_as_string(hide_password=False)
+
+
+@contextmanager
+def fresh_postgres(migrate: bool = True) -> Iterator[str]:
+    """A new PostgreSQL database (the owner's URL): the logins exist, and with `migrate`
+    it is upgraded to head with row security, as `db create-roles` + `db upgrade` leave it."""
+    admin = _admin_engine()
     name = f"almanac_test_{uuid.uuid4().hex[:12]}"
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    url = make_url(normalize_url(PG_URL)).set(database=name).render_as_string(hide_password=False)
     engine = make_engine(url)
-    Base.metadata.create_all(engine)
+    with engine.begin() as conn:
+        # Roles are shared by the cluster: another session may be creating them too.
+        conn.execute(text("SELECT pg_advisory_xact_lock(7310013)"))
+        create_roles(conn)
     engine.dispose()
-    yield url
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    if migrate:
+        upgrade_database(url)
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_owner_url() -> Iterator[str]:
+    """This session's PostgreSQL database, as its owner (migrations, truncation)."""
+    with fresh_postgres() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_owner_url: str) -> str:
+    """The same database as the app's login: every query runs under row-level security."""
+    return login_url(postgres_owner_url, APP_ROLE)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -63,8 +99,16 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty schema: a new SQLite file, or the session's PostgreSQL database truncated."""
+def db_url(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """An empty schema: a new SQLite file, or the session's PostgreSQL database truncated.
+
+    On PostgreSQL the URL is the app login's; the environment names the scheduler's and the
+    owner's, so apps and the processes tests spawn use each for its job.
+    """
+    for name in ("ALMANAC_SCHEDULER_DATABASE_URL", "ALMANAC_MIGRATION_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
     if backend == "sqlite":
         url = f"sqlite:///{tmp_path / 'almanac.db'}"
         engine = make_engine(url)
@@ -72,9 +116,11 @@ def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iter
         engine.dispose()
         yield url
         return
-    url = request.getfixturevalue("postgres_url")
-    yield url
-    engine = make_engine(url)
+    owner = request.getfixturevalue("postgres_owner_url")
+    monkeypatch.setenv("ALMANAC_SCHEDULER_DATABASE_URL", login_url(owner, SCHEDULER_ROLE))
+    monkeypatch.setenv("ALMANAC_MIGRATION_DATABASE_URL", owner)
+    yield request.getfixturevalue("postgres_url")
+    engine = make_engine(owner)
     with engine.begin() as conn:
         tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
         conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
@@ -91,7 +137,11 @@ def make_test_app(db_url: str, **overrides: Any) -> Flask:
         "ADMIN_PASSWORD": None,
         "ADMIN_TOKEN": None,
     } | overrides
-    return create_app(config)
+    app = create_app(config)
+    # Fixtures seed and inspect as a trusted tool would: every namespace. Requests, ticks and
+    # workers bind their own scopes, so the product's paths still run under row security.
+    database(app).scope = Scope.all()
+    return app
 
 
 @pytest.fixture

@@ -55,6 +55,7 @@ def current_user() -> User:
         if user is None:
             raise Unauthenticated("the token is unknown, revoked, or its user is disabled")
         g.api_user = user
+        context.act_as(user.id)
     return g.api_user  # type: ignore[no-any-return]
 
 

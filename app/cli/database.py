@@ -1,14 +1,24 @@
-"""`db upgrade` / `db downgrade` through Alembic, with the app's database URL."""
+"""`db upgrade` / `db downgrade` through Alembic, and `db create-roles` (docs/postgres.md).
+
+Migrations run as the owner: `ALMANAC_MIGRATION_DATABASE_URL` when set, else the app's
+`ALMANAC_DATABASE_URL`. Before an upgrade changes anything it checks that login's privileges.
+"""
 
 from __future__ import annotations
+
+import sys
 
 import click
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from flask import current_app
 from flask.cli import AppGroup
 
-from app.db import normalize_url
+from app.db import make_engine, normalize_url
+from app.db.privileges import missing_privileges
+from app.db.roles import create_roles, grant_privileges
 from app.settings import ROOT
 
 
@@ -20,14 +30,62 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-db = AppGroup("db", help="Database migrations.")
+def migration_url() -> str:
+    """The owner's URL: `MIGRATION_DATABASE_URL`, else the app's."""
+    return str(
+        current_app.config.get("MIGRATION_DATABASE_URL") or current_app.config["DATABASE_URL"]
+    )
+
+
+def check_upgrade(url: str, target: str = "head") -> list[str]:
+    """What the login at `url` lacks to upgrade to `target` (empty when it may go ahead)."""
+    script = ScriptDirectory.from_config(alembic_config(url))
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_heads()
+            pending = [
+                getattr(rev.module, "REQUIRES", {})
+                for rev in script.iterate_revisions(target, current or "base")
+                if rev is not None
+            ]
+            return missing_privileges(conn, pending) if pending else []
+    finally:
+        engine.dispose()
+
+
+def upgrade_database(url: str, revision: str = "head") -> list[str]:
+    """Check, migrate, then grant the logins what is new; return what the grants did."""
+    missing = check_upgrade(url, revision)
+    if missing:
+        raise PermissionError(missing)
+    command.upgrade(alembic_config(url), revision)
+    engine = make_engine(url)
+    try:
+        if engine.dialect.name != "postgresql":
+            return []
+        with engine.begin() as conn:
+            return grant_privileges(conn)
+    finally:
+        engine.dispose()
+
+
+db = AppGroup("db", help="Database migrations and logins.")
 
 
 @db.command("upgrade")
 @click.argument("revision", default="head")
 def upgrade(revision: str) -> None:
-    """Upgrade the database to REVISION (default: head)."""
-    command.upgrade(alembic_config(current_app.config["DATABASE_URL"]), revision)
+    """Upgrade the database to REVISION (default: head), checking privileges first."""
+    try:
+        done = upgrade_database(migration_url(), revision)
+    except PermissionError as exc:
+        click.echo("upgrade refused, nothing was changed; this login lacks:", err=True)
+        for item in exc.args[0]:
+            click.echo(f"  - {item}", err=True)
+        sys.exit(1)
+    for line in done:
+        click.echo(line)
     click.echo(f"database upgraded to {revision}")
 
 
@@ -35,5 +93,21 @@ def upgrade(revision: str) -> None:
 @click.argument("revision")
 def downgrade(revision: str) -> None:
     """Downgrade the database to REVISION (`base` removes every table)."""
-    command.downgrade(alembic_config(current_app.config["DATABASE_URL"]), revision)
+    command.downgrade(alembic_config(migration_url()), revision)
     click.echo(f"database downgraded to {revision}")
+
+
+@db.command("create-roles")
+def create_roles_command() -> None:
+    """Create or update the PostgreSQL logins and grant them their tables (idempotent)."""
+    engine = make_engine(migration_url())
+    try:
+        if engine.dialect.name != "postgresql":
+            click.echo("SQLite has no logins: nothing to do")
+            return
+        with engine.begin() as conn:
+            done = create_roles(conn) + grant_privileges(conn)
+    finally:
+        engine.dispose()
+    for line in done:
+        click.echo(line)

@@ -33,7 +33,10 @@ csrf = CSRFProtect()
 
 @login_manager.user_loader
 def _load_user(user_id: str) -> ConsoleUser | None:
-    return ConsoleUser.load(context.session(), context.now(), user_id)
+    user = ConsoleUser.load(context.session(), context.now(), user_id)
+    if user is not None:
+        context.act_as(user.user.id)
+    return user
 
 
 def init_app(app: Flask) -> None:

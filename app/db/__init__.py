@@ -27,7 +27,7 @@ from app.db.schedules import (
 )
 from app.db.security import ConsoleSession, LoginFailure
 from app.db.session import Database, make_engine, normalize_url
-from app.db.system import ClockState, TickerBeat
+from app.db.system import ClockState, SchedulerCursor, TickerBeat
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
@@ -56,6 +56,7 @@ __all__ = [
     "JSONType",
     "Membership",
     "Namespace",
+    "SchedulerCursor",
     "TickerBeat",
     "UTCDateTime",
     "User",

@@ -1,13 +1,19 @@
-"""The one abstraction for "now": system UTC by default, a manual clock for tests and demos."""
+"""The one abstraction for "now": the system clock by default, a manual clock for tests and demos.
+
+On PostgreSQL the system clock is the database's (`clock_timestamp()`): every process, on any
+machine, agrees on what is due even when their own clocks disagree (docs/postgres.md). SQLite
+lives on one machine and keeps the process clock.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from app.db import rls
 from app.db.system import ClockState
 
 
@@ -16,14 +22,32 @@ class Clock(Protocol):
 
     def now(self, session: Session) -> datetime: ...
 
+    def current(self, session: Session) -> datetime: ...
+
 
 class SystemClock:
-    """Wall-clock UTC."""
+    """Wall-clock UTC: the database's on PostgreSQL, the process's (plus `offset`) elsewhere.
+
+    `offset` shifts the process clock; tests use it to play processes whose clocks are skewed.
+    """
 
     manual = False
 
+    def __init__(self, offset: timedelta = timedelta(0)) -> None:
+        self.offset = offset
+
     def now(self, session: Session) -> datetime:
-        return datetime.now(UTC)
+        """The time the session's transaction began (read in the same round trip as its
+        namespaces, app.db.rls), or the process's clock on SQLite."""
+        began = rls.began_at(session)
+        return self.current(session) if began is None else began.astimezone(UTC)
+
+    def current(self, session: Session) -> datetime:
+        """The time right now (a round trip on PostgreSQL)."""
+        if session.get_bind().dialect.name == "postgresql":
+            value: Any = session.scalar(text("SELECT clock_timestamp()"))
+            return value.astimezone(UTC)  # type: ignore[no-any-return]
+        return datetime.now(UTC) + self.offset
 
 
 class ManualClock:
@@ -35,6 +59,9 @@ class ManualClock:
         current = session.scalar(select(ClockState.now).where(ClockState.id == 1))
         return current if current is not None else datetime.now(UTC).replace(microsecond=0)
 
+    def current(self, session: Session) -> datetime:
+        return self.now(session)
+
     def set(self, session: Session, instant: datetime) -> datetime:
         """Move the clock (forward or backward) to `instant`; the caller commits."""
         state = session.get(ClockState, 1)
@@ -45,10 +72,12 @@ class ManualClock:
         return instant
 
 
-def make_clock(kind: str, testing: bool) -> SystemClock | ManualClock:
-    """Build the configured clock; the manual one is refused outside testing."""
+def make_clock(kind: str, testing: bool, offset_seconds: float = 0) -> SystemClock | ManualClock:
+    """Build the configured clock; the manual one and a skew are refused outside testing."""
+    if offset_seconds and not testing:
+        raise RuntimeError("ALMANAC_CLOCK_OFFSET_SECONDS is refused unless ALMANAC_TESTING=1")
     if kind == "system":
-        return SystemClock()
+        return SystemClock(timedelta(seconds=offset_seconds))
     if kind == "manual":
         if not testing:
             raise RuntimeError("ALMANAC_CLOCK=manual is refused unless ALMANAC_TESTING=1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -9,9 +10,12 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db import rls
 from app.db.files import prepare_sqlite_file
+from app.db.rls import Scope
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_WRITE_KEY = "almanac.write_transaction"
 
 
 def normalize_url(url: str) -> str:
@@ -56,20 +60,33 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
 
 class Database:
-    """An engine and its session factory, owned by one app (or one CLI process)."""
+    """An engine and its session factory, owned by one app (or one CLI process).
 
-    def __init__(self, url: str) -> None:
+    Sessions carry a row-security scope (`app.db.rls`): `scope` is the one `session()` gives
+    them unless told otherwise; `bound(scope)` is a view of the same engine with another.
+    """
+
+    def __init__(self, url: str, *, scope: Scope = rls.NOTHING) -> None:
         self.engine = make_engine(url)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.scope = scope
+        rls.install(self.sessions)
+
+    def bound(self, scope: Scope) -> Database:
+        """This database (same engine and pool) whose sessions get `scope`."""
+        view = copy.copy(self)
+        view.scope = scope
+        return view
 
     @property
     def is_sqlite(self) -> bool:
         return self.engine.dialect.name == "sqlite"
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        """Yield a session that is rolled back on error and always closed."""
+    def session(self, scope: Scope | None = None) -> Iterator[Session]:
+        """Yield a session (with `scope`, else this database's) rolled back on error, closed."""
         session = self.sessions()
+        rls.bind(session, self.scope if scope is None else scope)
         try:
             yield session
         except BaseException:
@@ -86,10 +103,15 @@ def begin_write(session: Session) -> None:
     """Start a write transaction now: `BEGIN IMMEDIATE` on SQLite, so a writer that read first
     queues on the lock instead of failing to upgrade a stale read (PostgreSQL locks rows).
 
-    A transaction with only reads so far (authentication, lookups) is committed first.
+    A transaction with only reads so far (authentication, lookups) is committed first; one
+    that `begin_write` began already is kept (nested service calls need no second commit).
     """
+    current = session.get_transaction()
+    if current is not None and session.info.get(_WRITE_KEY) is current:
+        return
     if session.in_transaction():
         if session.new or session.dirty or session.deleted:
             raise RuntimeError("begin_write with unflushed changes pending")
         session.commit()
     session.connection(execution_options={"sqlite_immediate": True})
+    session.info[_WRITE_KEY] = session.get_transaction()

@@ -28,3 +28,15 @@ class TickerBeat(Base):
     last_tick_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_tick_clock: Mapped[datetime] = mapped_column(UTCDateTime())
     duration_ms: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class SchedulerCursor(Base):
+    """Where the scheduler's rotation over namespaces stopped, so it resumes after a restart.
+
+    Written only by the due-work discovery function on PostgreSQL (docs/postgres.md).
+    """
+
+    __tablename__ = "scheduler_cursors"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    last_namespace_id: Mapped[int] = mapped_column(Integer, default=0)

@@ -12,6 +12,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 
 from app.context import clock, database
+from app.db.rls import Scope
 from app.runs.actions import load_modules
 from app.runs.engine import DEFAULT_LEASE_SECONDS
 from app.runs.pool import WorkerPool
@@ -38,8 +39,9 @@ def _tick_job(app: Flask) -> None:
 def worker_pool(app: Flask, *, queue: str | None = None, size: int | None = None) -> WorkerPool:
     """A (not yet started) pool of `WORKERS` threads for `app`, with its action modules loaded."""
     load_modules(app.config.get("ACTION_MODULES"))
+    # Workers take runnable steps of every namespace (the app login, under row security).
     return WorkerPool(
-        database(app),
+        database(app).bound(Scope.all()),
         clock(app),
         queue=queue,
         size=int(size if size is not None else app.config.get("WORKERS", DEFAULT_WORKERS)),

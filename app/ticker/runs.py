@@ -44,6 +44,10 @@ def work_until_idle(ctx: TickContext) -> None:
         lease_seconds=float(ctx.config.get("LEASE_SECONDS", engine.DEFAULT_LEASE_SECONDS)),
     )
     # Clocks are stateless (the manual one lives in the database): build the configured kind.
-    clock = make_clock(str(ctx.config["CLOCK"]), bool(ctx.config["TESTING"]))
+    clock = make_clock(
+        str(ctx.config["CLOCK"]),
+        bool(ctx.config["TESTING"]),
+        float(ctx.config.get("CLOCK_OFFSET_SECONDS") or 0),
+    )
     while advanced := engine.work_once(ctx.db, clock, settings):
         ctx.result.steps += advanced

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from app.db.clock import make_clock
 from app.schedules.tick import buffers, due
 from app.ticker.types import TickContext
 
@@ -15,7 +16,15 @@ def drain_buffers(ctx: TickContext) -> None:
 
 
 def fire_due_schedules(ctx: TickContext) -> None:
-    """Claim due schedules in pages and fire them."""
+    """Claim due schedules in pages and fire them; each page reads the clock again before it
+    commits, so a start whose grace ran out while the page waited is not made stale."""
     grace = timedelta(seconds=float(ctx.config["MISFIRE_GRACE_SECONDS"]))
-    rows = due.fire_due(ctx.db, ctx.now, grace, budget_deadline=ctx.deadline_monotonic)
+    clock = make_clock(
+        str(ctx.config["CLOCK"]),
+        bool(ctx.config["TESTING"]),
+        float(ctx.config.get("CLOCK_OFFSET_SECONDS") or 0),
+    )
+    rows = due.fire_due(
+        ctx.db, ctx.now, grace, budget_deadline=ctx.deadline_monotonic, recheck=clock.current
+    )
     ctx.result.rows.extend(rows)

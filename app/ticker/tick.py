@@ -6,15 +6,17 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from flask import Flask
 
 from app.context import clock as app_clock
-from app.context import database
+from app.context import database, ticker_database
 from app.db import Database, TickerBeat
+from app.db.rls import Scope
 from app.db.session import begin_write
-from app.ticker import runs, schedules
+from app.ticker import rotation, runs, schedules
 from app.ticker.types import Phase, TickContext, TickResult
 
 TICKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -31,18 +33,27 @@ WORKERS: list[Phase] = [runs.work_until_idle]
 
 
 def run_tick(app: Flask, *, work: bool = False) -> TickResult:
-    """Run one tick at the clock's current time and record the beat."""
-    db = database(app)
+    """Run one tick at the clock's current time and record the beat.
+
+    On PostgreSQL the phases run namespace by namespace in bound transactions (rotation.py);
+    on SQLite once over all. Either way a failing phase is logged and the others still run.
+    """
+    db = ticker_database(app)
     with db.session() as session:
         now = app_clock(app).now(session)
     started = time.monotonic()
     budget = float(app.config["TICK_BUDGET_SECONDS"])
     ctx = TickContext(db, now, app.config, TickResult(now), started + budget)
-    for phase in PHASES:
-        phase(ctx)
+    if db.is_sqlite:
+        for phase in PHASES:
+            rotation.run_guarded(ctx, phase, "")
+    else:
+        max_pages = app.config.get("TICK_MAX_NAMESPACE_PAGES")
+        rotation.run_bound(ctx, PHASES, int(max_pages) if max_pages else None)
     if work:
+        wctx = replace(ctx, db=database(app).bound(Scope.all()))
         for worker in WORKERS:
-            worker(ctx)
+            worker(wctx)
     _record_beat(db, now, int((time.monotonic() - started) * 1000))
     return ctx.result
 

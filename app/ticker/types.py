@@ -19,6 +19,9 @@ class TickResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     deadlines: int = 0
     steps: int = 0
+    # Namespaces visited (PostgreSQL) and phases that failed, with their cause.
+    namespaces: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -26,6 +29,7 @@ class TickResult:
             "rows": self.rows,
             "deadlines": self.deadlines,
             "steps": self.steps,
+            "failures": self.failures,
         }
 
 

@@ -54,7 +54,8 @@ def test_clock_refuses_bad_instants_and_non_superusers(admin_api, api_for):
 def test_tick_endpoint_returns_rows(admin_api):
     response = admin_api.post("/admin/tick", json={})
     assert response.status_code == 200
-    assert set(response.get_json()) == {"now", "rows", "deadlines", "steps"}
+    assert set(response.get_json()) == {"now", "rows", "deadlines", "steps", "failures"}
+    assert response.get_json()["failures"] == []
     assert response.get_json()["now"] == "2026-01-05T12:00:00Z"
     health = admin_api.get("/health").get_json()
     assert health["ticker"]["last_tick_at"] is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -9,6 +10,7 @@ from sqlalchemy import inspect, text
 
 from app.cli.database import alembic_config
 from app.db import Base, make_engine
+from tests.conftest import fresh_postgres
 
 
 def _empty(url: str) -> None:
@@ -25,7 +27,18 @@ def _empty(url: str) -> None:
     engine.dispose()
 
 
-def test_upgrade_to_head_matches_models_and_downgrades_to_base(db_url):
+@pytest.fixture
+def owner_url(backend, tmp_path):
+    """An empty database as its owner: a new SQLite file, or a new PostgreSQL database."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'migrate.db'}"
+        return
+    with fresh_postgres(migrate=False) as url:
+        yield url
+
+
+def test_upgrade_to_head_matches_models_and_downgrades_to_base(owner_url):
+    db_url = owner_url
     _empty(db_url)
     config = alembic_config(db_url)
     command.upgrade(config, "head")

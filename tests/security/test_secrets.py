@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -59,8 +60,17 @@ def _database_bytes(app) -> bytes:
             for suffix in ("", "-wal", "-shm")
             if Path(f"{path}{suffix}").exists()
         )
+    # Dump as the owner: the app login cannot read every table (nor bypass row security).
+    owner = make_url(os.environ.get("ALMANAC_MIGRATION_DATABASE_URL") or str(url))
     dump = subprocess.run(
-        ["pg_dump", "-h", url.host or "127.0.0.1", "-U", url.username or "postgres", url.database],
+        [
+            "pg_dump",
+            "-h",
+            owner.host or "127.0.0.1",
+            "-U",
+            owner.username or "postgres",
+            url.database,
+        ],
         capture_output=True,
         check=True,
     )

@@ -17,8 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app import create_app  # noqa: E402
-from app.context import clock, database  # noqa: E402
+from app.context import clock, ticker_database  # noqa: E402
 from app.schedules.tick import due  # noqa: E402
+from app.ticker import rotation  # noqa: E402
 from app.ticker import schedules as phases  # noqa: E402
 from app.ticker.types import TickContext, TickResult  # noqa: E402
 
@@ -34,9 +35,12 @@ def main() -> None:
             "CLOCK": "manual",
             "SCHEDULER": "off",
             "SECRET_KEY": "replica",
+            # The URL given is the login to tick as (the scheduler's on PostgreSQL).
+            "SCHEDULER_DATABASE_URL": None,
         }
     )
-    db = database(app)
+    # The scheduler login (from the environment) on PostgreSQL, namespace by namespace.
+    db = ticker_database(app)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     print("ready", flush=True)
@@ -44,8 +48,11 @@ def main() -> None:
         with db.session() as session:
             now = clock(app).now(session)
         ctx = TickContext(db, now, app.config, TickResult(now), time.monotonic() + 5)
-        phases.drain_buffers(ctx)
-        phases.fire_due_schedules(ctx)
+        if db.is_sqlite:
+            phases.drain_buffers(ctx)
+            phases.fire_due_schedules(ctx)
+        else:
+            rotation.run_bound(ctx, [phases.drain_buffers, phases.fire_due_schedules], None)
         if not ctx.result.rows:
             time.sleep(0.01)
     db.dispose()

@@ -19,7 +19,7 @@ from typing import Any, cast
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.calendar import CalendarError, Spec, due_time, format_utc_or_none
+from app.calendar import CalendarError, Spec, due_time, format_utc_or_none, parse_instant
 from app.db import Database, Namespace, Schedule
 from app.db.session import begin_write
 from app.schedules.ledger import Writes, record_skip
@@ -53,10 +53,12 @@ def fire_due(
     *,
     budget_deadline: float,
     on_page: Callable[[int], None] | None = None,
+    recheck: Callable[[Session], datetime] | None = None,
 ) -> list[dict[str, Any]]:
     """Fire every due schedule, page by page and namespace by namespace, within the budget.
 
     `on_page(claimed)` is called after each page commits (the benchmark times them).
+    `recheck(session)` reads the clock again right before a page commits (see `_stale_at`).
     """
     rows: list[dict[str, Any]] = []
     with db.session() as session:
@@ -69,7 +71,7 @@ def fire_due(
     while namespaces and time.monotonic() < budget_deadline:
         for namespace_id in list(namespaces):
             claimed, keys[namespace_id] = _fire_page(
-                db, now, grace, namespace_id, keys[namespace_id], rows, budget_deadline
+                db, now, grace, namespace_id, keys[namespace_id], rows, budget_deadline, recheck
             )
             if on_page is not None:
                 on_page(claimed)
@@ -88,6 +90,7 @@ def _fire_page(
     key: tuple[datetime, int] | None,
     rows: list[dict[str, Any]],
     budget_deadline: float = float("inf"),
+    recheck: Callable[[Session], datetime] | None = None,
 ) -> tuple[int, tuple[datetime, int] | None]:
     with db.session() as session:
         begin_write(session)
@@ -97,6 +100,14 @@ def _fire_page(
         keys = [(s.next_fire_at, s.id) for s in schedules]
         try:
             page_rows, schedules = _fire_schedules(session, now, grace, schedules, budget_deadline)
+            later = _stale_at(session, now, page_rows, grace, recheck)
+            if later is not None:
+                # The page waited (on locks) past a start's grace: decide again at that time,
+                # so the occurrence is recorded as missed instead of started stale.
+                session.rollback()
+                return _fire_page(
+                    db, later, grace, namespace_id, key, rows, budget_deadline, recheck
+                )
             session.commit()
         except IntegrityError:
             # Another writer already holds one of these run ids: redo the page one by one.
@@ -106,6 +117,27 @@ def _fire_page(
     last_key = keys[len(schedules) - 1]
     assert last_key[0] is not None
     return len(schedules), (last_key[0], last_key[1])
+
+
+def _stale_at(
+    session: Session,
+    now: datetime,
+    rows: list[dict[str, Any]],
+    grace: timedelta,
+    recheck: Callable[[Session], datetime] | None,
+) -> datetime | None:
+    """The clock's time now, if a start of `rows` that was within its grace at `now` is past
+    it by then; else None. (`fire_once` starts an overdue occurrence on purpose: not stale.)"""
+    if recheck is None:
+        return None
+    ends = [
+        parse_instant(r["occurrence_time"]) + grace for r in rows if r["outcome"] == "triggered"
+    ]
+    ends = [end for end in ends if end > now]
+    if not ends:
+        return None
+    current = recheck(session)
+    return current if current >= min(ends) else None
 
 
 def _fire_each(

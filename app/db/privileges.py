@@ -1,0 +1,74 @@
+"""What a login needs before `db upgrade` may change anything (docs/postgres.md).
+
+Each pending revision may declare `REQUIRES = {"own": tables, "member_of": roles, "roles":
+roles that must exist}`; every revision needs `CREATE` on the schema. The check only reads the
+catalogs, so a refused upgrade leaves the schema and `alembic_version` exactly as they were.
+Nothing here grants anything: the operator decides who holds what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+
+def _merged(requirements: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
+    merged: dict[str, set[str]] = {"own": set(), "member_of": set(), "roles": set()}
+    for each in requirements:
+        for key in merged:
+            merged[key].update(each.get(key, ()))
+    return merged
+
+
+def _missing_roles(conn: Connection, roles: set[str]) -> list[str]:
+    return [
+        f"role {role} does not exist (run `flask --app wsgi db create-roles` first)"
+        for role in sorted(roles)
+        if not conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role})
+    ]
+
+
+def _missing_ownership(conn: Connection, tables: set[str]) -> list[str]:
+    missing = []
+    for table in sorted(tables):
+        owner = conn.scalar(
+            text(
+                "SELECT tableowner FROM pg_tables "
+                "WHERE schemaname = current_schema() AND tablename = :t"
+            ),
+            {"t": table},
+        )
+        # A table a revision creates first is owned by whoever runs it.
+        if owner is None:
+            continue
+        held = conn.scalar(text("SELECT pg_has_role(current_user, :o, 'USAGE')"), {"o": owner})
+        if not held:
+            missing.append(f"ownership of table {table} (owned by {owner})")
+    return missing
+
+
+def _missing_memberships(conn: Connection, roles: set[str]) -> list[str]:
+    missing = []
+    for role in sorted(roles):
+        exists = conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role})
+        if exists and not conn.scalar(
+            text("SELECT pg_has_role(current_user, :r, 'MEMBER')"), {"r": role}
+        ):
+            missing.append(f"membership in role {role} (to make it own what the upgrade creates)")
+    return missing
+
+
+def missing_privileges(conn: Connection, requirements: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Everything the current login lacks for revisions with `requirements` (empty: go ahead)."""
+    if conn.dialect.name != "postgresql":
+        return []
+    merged = _merged(requirements)
+    missing = []
+    if not conn.scalar(text("SELECT has_schema_privilege(current_schema(), 'CREATE')")):
+        missing.append("CREATE on schema " + str(conn.scalar(text("SELECT current_schema()"))))
+    missing += _missing_roles(conn, merged["roles"] | merged["member_of"])
+    missing += _missing_ownership(conn, merged["own"])
+    missing += _missing_memberships(conn, merged["member_of"])
+    return missing

@@ -1,0 +1,160 @@
+"""Row-level security: which namespaces a transaction may touch (docs/postgres.md).
+
+On PostgreSQL every namespace-scoped table has a forced policy that compares its namespace with
+the transaction-local setting `almanac.namespaces` (an integer array). A session carries a
+`Scope`; at the start of each of its transactions one statement sets that setting with
+`set_config(..., true)` (the same as `SET LOCAL`), so it ends with the transaction and a pooled
+connection never carries it over. A transaction whose session has no scope sets nothing and
+sees no business row. SQLite has no row security: scopes are ignored there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, event, text
+from sqlalchemy.orm import Session, sessionmaker
+
+SETTING = "almanac.namespaces"
+# 'on' lets a transaction touch every namespace, even one created after it began.
+ALL_SETTING = "almanac.all_namespaces"
+_INFO_KEY = "almanac.scope"
+_BEGAN_KEY = "almanac.began"
+
+# Tables with a namespace column, and children that reach one through their parent's key.
+# (The policies of children use their parent's, so they follow it.)
+NAMESPACE_TABLES = ("workflows", "activations", "runs", "tasks", "schedules", "run_incidents")
+CHILD_TABLES = {
+    "workflow_versions": ("workflow_id", "workflows"),
+    "run_history_events": ("run_pk", "runs"),
+    "deadlines": ("run_pk", "runs"),
+    "signals": ("run_pk", "runs"),
+    "run_branches": ("run_pk", "runs"),
+    "schedule_revisions": ("schedule_pk", "schedules"),
+    "schedule_occurrences": ("schedule_pk", "schedules"),
+    "schedule_history_events": ("schedule_pk", "schedules"),
+}
+# Shared by every namespace: accounts, the catalog of namespaces, process state.
+GLOBAL_TABLES = (
+    "namespaces",
+    "users",
+    "memberships",
+    "api_tokens",
+    "clock_state",
+    "ticker_beats",
+    "scheduler_cursors",
+    "console_sessions",
+    "login_failures",
+)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose namespaces a session's transactions may touch.
+
+    `ids`: exactly these. `user_id`: the namespaces where that user holds a role (every one
+    for a superuser), resolved by the database at each transaction's start so a grant or
+    revoke takes effect at once. `everything`: every namespace (workers and trusted tools).
+    """
+
+    ids: tuple[int, ...] = ()
+    user_id: int | None = None
+    everything: bool = False
+    # Other transaction-local settings set in the same statement (the ticker's timeouts).
+    limits: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, ids: Iterable[int]) -> Scope:
+        return cls(ids=tuple(sorted(set(ids))))
+
+    @classmethod
+    def user(cls, user_id: int) -> Scope:
+        return cls(user_id=user_id)
+
+    @classmethod
+    def all(cls) -> Scope:
+        return cls(everything=True)
+
+    def limited(self, **settings: str) -> Scope:
+        """This scope plus transaction-local settings, e.g. `statement_timeout="4s"`."""
+        return replace(self, limits=tuple(sorted(settings.items())))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.ids or self.user_id is not None or self.everything or self.limits)
+
+
+NOTHING = Scope()
+
+_ACTIVE_USER = "FROM users u WHERE u.id = :user_id AND u.disabled_at IS NULL"
+_USER_IDS = (
+    "(SELECT array_agg(m.namespace_id) FROM memberships m "
+    f"WHERE m.user_id = :user_id AND EXISTS (SELECT 1 {_ACTIVE_USER}))"
+)
+_USER_ALL = f"(SELECT CASE WHEN u.is_superuser THEN 'on' END {_ACTIVE_USER})"
+
+
+def _statement(scope: Scope) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {}
+    if scope.user_id is not None:
+        ids, every = _USER_IDS, _USER_ALL
+        params["user_id"] = scope.user_id
+    else:
+        ids, every = ":ids", ("'on'" if scope.everything else "'off'")
+        params["ids"] = "{" + ",".join(str(int(i)) for i in scope.ids) + "}"
+    calls = [
+        f"set_config('{SETTING}', coalesce(CAST({ids} AS text), ''), true)",
+        f"set_config('{ALL_SETTING}', coalesce({every}, 'off'), true)",
+    ]
+    for index, (name, setting) in enumerate(scope.limits):
+        calls.append(f"set_config(:name_{index}, :value_{index}, true)")
+        params |= {f"name_{index}": name, f"value_{index}": setting}
+    # The same round trip reads the database's clock (app.db.clock uses it as "now").
+    return "SELECT clock_timestamp(), " + ", ".join(calls), params
+
+
+def apply(connection: Connection, scope: Scope) -> datetime | None:
+    """Set `scope` (one statement) for the connection's current transaction; PostgreSQL only.
+    Returns the database's clock at that moment."""
+    if connection.dialect.name != "postgresql":
+        return None
+    sql, params = _statement(scope)
+    began: datetime = connection.execute(text(sql), params).scalar_one()
+    return began
+
+
+def began_at(session: Session) -> datetime | None:
+    """The database's clock when the session's current transaction began (PostgreSQL), so
+    reading "now" costs no round trip of its own; None where there is no such reading."""
+    if session.get_bind().dialect.name != "postgresql":
+        return None
+    session.connection()  # begins the transaction if needed, and `_on_begin` reads the clock
+    stamp = session.info.get(_BEGAN_KEY)
+    if stamp is None or stamp[0] is not session.get_transaction():
+        return None
+    return stamp[1]  # type: ignore[no-any-return]
+
+
+def scope_of(session: Session) -> Scope:
+    return session.info.get(_INFO_KEY, NOTHING)  # type: ignore[no-any-return]
+
+
+def bind(session: Session, scope: Scope) -> None:
+    """Give `session` a scope from now on, including the transaction already open, if any."""
+    session.info[_INFO_KEY] = scope
+    if session.in_transaction():
+        apply(session.connection(), scope)
+
+
+def install(factory: sessionmaker[Session]) -> None:
+    """Make every session of `factory` set its scope when a transaction begins."""
+
+    @event.listens_for(factory, "after_begin")
+    def _on_begin(session: Session, transaction: Any, connection: Connection) -> None:
+        # A savepoint shares its transaction's settings.
+        if transaction.nested:
+            return
+        session.info[_BEGAN_KEY] = (transaction, apply(connection, scope_of(session)))

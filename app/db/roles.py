@@ -1,0 +1,83 @@
+"""The PostgreSQL logins Almanac runs as, and what each may do (docs/postgres.md).
+
+- `almanac_app` (web, API, workers): reads and writes every table, business rows only through
+  row-level security; owns nothing, `NOBYPASSRLS`.
+- `almanac_scheduler` (the ticker): the same business tables under row-level security, reads
+  the accounts it checks principals against, and alone may call the due-work function.
+- `almanac_catalog` (no login): owns that function and may read across namespaces only what
+  it needs to find due work.
+
+Everything here is idempotent: run it again after an upgrade and it grants what is new.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+from app.db import rls
+
+APP_ROLE = "almanac_app"
+SCHEDULER_ROLE = "almanac_scheduler"
+CATALOG_ROLE = "almanac_catalog"
+
+_ATTRIBUTES = "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+ROLES = {
+    APP_ROLE: f"LOGIN {_ATTRIBUTES}",
+    SCHEDULER_ROLE: f"LOGIN {_ATTRIBUTES}",
+    CATALOG_ROLE: f"NOLOGIN {_ATTRIBUTES}",
+}
+_DML = "SELECT, INSERT, UPDATE, DELETE"
+BUSINESS_TABLES = rls.NAMESPACE_TABLES + tuple(rls.CHILD_TABLES)
+# Per login: table -> privileges. Business tables are filtered by row-level security.
+APP_GRANTS = {table: _DML for table in BUSINESS_TABLES} | {
+    "namespaces": _DML,
+    "users": _DML,
+    "memberships": _DML,
+    "api_tokens": _DML,
+    "clock_state": _DML,
+    "ticker_beats": _DML,
+    # Console sign-in: server-side sessions and the login throttle's failures.
+    "console_sessions": _DML,
+    "login_failures": _DML,
+}
+SCHEDULER_GRANTS = {table: _DML for table in BUSINESS_TABLES} | {
+    "namespaces": "SELECT",
+    "users": "SELECT",
+    "memberships": "SELECT",
+    "clock_state": "SELECT",
+    "ticker_beats": _DML,
+}
+
+
+def _existing_tables(conn: Connection) -> set[str]:
+    rows = conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"))
+    return {row[0] for row in rows}
+
+
+def create_roles(conn: Connection) -> list[str]:
+    """Create the three roles, or bring their attributes back to these; say what was done."""
+    done = []
+    for role, attributes in ROLES.items():
+        exists = conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role})
+        verb = "ALTER" if exists else "CREATE"
+        conn.execute(text(f'{verb} ROLE "{role}" {attributes}'))
+        done.append(f"{'updated' if exists else 'created'} role {role} ({attributes})")
+    return done
+
+
+def grant_privileges(conn: Connection) -> list[str]:
+    """Grant each login its tables (those that exist now), sequences and schema usage."""
+    if not all(
+        conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": r}) for r in ROLES
+    ):
+        return []
+    tables = _existing_tables(conn)
+    done = []
+    for role, grants in ((APP_ROLE, APP_GRANTS), (SCHEDULER_ROLE, SCHEDULER_GRANTS)):
+        conn.execute(text(f'GRANT USAGE ON SCHEMA public TO "{role}"'))
+        conn.execute(text(f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO "{role}"'))
+        granted = sorted(table for table in grants if table in tables)
+        for table in granted:
+            conn.execute(text(f'GRANT {grants[table]} ON "{table}" TO "{role}"'))
+        done.append(f"granted {role} {len(granted)} tables and the sequences")
+    return done

@@ -1,0 +1,380 @@
+"""Soak: every kind of process on one PostgreSQL, on the real clock, under read load.
+
+Run: .venv/bin/python bench/soak.py [--minutes 10 | --long] [--cron 2000] [--intervals 500]
+     [--web 4] [--schedulers 2] [--workers 2] [--reads 20]
+     [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
+
+A fresh database is set up as in production (`db create-roles`, `db upgrade` as the owner).
+`--web` gunicorn workers serve as `almanac_app`; `--schedulers` `scheduler run --workers 0`
+processes tick as `almanac_scheduler`; `--workers` `worker` processes run steps as
+`almanac_app`. `--cron` schedules on `* * * * *` and `--intervals` on `PT30S` start a one-step
+(`noop`) workflow; a load generator reads the console and the API at `--reads` requests/s.
+
+Reported: commit lag (when a run row first became visible to an outside observer polling every
+0.2 s, minus its due time) and start lag (the run's `started_at`, set when a worker claimed its
+first step, minus due), p50/p99/max; doubles (ledger rows sharing a schedule and instant);
+lost occurrences (canonical occurrences due in the measured window with no ledger row);
+with `--kill`, a scheduler and a worker are SIGKILLed halfway (and started again);
+5xx answers; RSS per process (first sample after warm-up, last, max); PostgreSQL connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import requests
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from save_bench import TOKEN, _flask, _free_port  # noqa: E402
+
+from app.db import normalize_url  # noqa: E402
+
+PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def _quantiles(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    values = sorted(values)
+    p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+    return f"p50 {statistics.median(values):.2f} s, p99 {p99:.2f} s, max {values[-1]:.2f} s"
+
+
+class Soak:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.name = f"soak_{uuid.uuid4().hex[:10]}"
+        admin_url = make_url(normalize_url(args.postgres))
+        self.owner = admin_url.set(database=self.name).render_as_string(hide_password=False)
+        login = make_url(self.owner)
+        self.app_url = login.set(username="almanac_app").render_as_string(hide_password=False)
+        self.ticker_url = login.set(username="almanac_scheduler").render_as_string(
+            hide_password=False
+        )
+        self.admin = create_engine(normalize_url(args.postgres), isolation_level="AUTOCOMMIT")
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.rss: dict[str, list[int]] = {}
+        self.connections: list[int] = []
+        self.statuses: dict[int, int] = {}
+        self.first_seen: dict[str, datetime] = {}
+        self.stop = threading.Event()
+
+    def env(self, url: str) -> dict[str, str]:
+        return {
+            **os.environ,
+            "ALMANAC_DATABASE_URL": url,
+            "ALMANAC_MIGRATION_DATABASE_URL": self.owner,
+            "ALMANAC_SCHEDULER": "off",
+            "ALMANAC_SECRET_KEY": "soak",
+            "ALMANAC_ADMIN_PASSWORD": "soak-password",
+            "ALMANAC_ADMIN_TOKEN": TOKEN,
+        }
+
+    def setup(self) -> str:
+        with self.admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{self.name}"'))
+        env = self.env(self.app_url)
+        for command in (("db", "create-roles"), ("db", "upgrade"), ("admin", "bootstrap")):
+            _flask(env, *command)
+        port = _free_port()
+        self.spawn(
+            "web",
+            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers"]
+            + [str(self.args.web), "--threads", "4", "wsgi:app"],
+            env,
+        )
+        base = f"http://127.0.0.1:{port}"
+        self.wait_ready(base)
+        self.seed(base)
+        flask = [sys.executable, "-m", "flask", "--app", "wsgi"]
+        for index in range(self.args.schedulers):
+            self.spawn(
+                f"scheduler{index}",
+                flask + ["scheduler", "run", "--workers", "0"],
+                self.env(self.ticker_url),
+            )
+        for index in range(self.args.workers):
+            self.spawn(f"worker{index}", flask + ["worker"], env)
+        return base
+
+    def spawn(self, name: str, command: list[str], env: dict[str, str]) -> None:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        process.args_env = (command, env)  # type: ignore[attr-defined]
+        self.processes[name] = process
+
+    def kill_and_replace(self, names: list[str]) -> None:
+        """SIGKILL these processes mid-work and start replacements (a crash and a supervisor)."""
+        for name in names:
+            process = self.processes[name]
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            print(
+                f"  killed {name} (pid {process.pid}) at {datetime.now(UTC):%H:%M:%S}", flush=True
+            )
+            self.spawn(name, *process.args_env)  # type: ignore[attr-defined]
+
+    def wait_ready(self, base: str) -> None:
+        for _ in range(600):
+            try:
+                requests.get(base + "/api/v1/health", timeout=10)
+                return
+            except requests.RequestException:
+                time.sleep(0.1)
+        raise RuntimeError("the web processes did not answer")
+
+    def seed(self, base: str) -> None:
+        """Two templates saved through the API, copied with SQL by the owner."""
+        client = requests.Session()
+        client.headers["Authorization"] = f"Bearer {TOKEN}"
+        api = base + "/api/v1"
+        definition = {"name": "flow", "steps": [{"id": "a", "type": "action", "action": "noop"}]}
+        assert client.post(api + "/workflows", json=definition).status_code == 201
+        assert client.post(api + "/activations", json={"workflow": "flow"}).status_code == 201
+        action = {"action": {"workflow": "flow"}, "overlap_policy": "allow_all"}
+        templates = {
+            "cron": ({"cron": "* * * * *"}, self.args.cron),
+            "every": ({"spec": {"intervals": [{"every": "PT30S"}]}}, self.args.intervals),
+        }
+        engine = create_engine(normalize_url(self.owner))
+        columns = ""
+        with engine.begin() as conn:
+            columns = ", ".join(
+                c
+                for c in conn.scalars(
+                    text(
+                        "SELECT column_name FROM information_schema.columns WHERE "
+                        "table_name = 'schedules' AND column_name NOT IN ('id', 'uid', "
+                        "'schedule_id')"
+                    )
+                )
+            )
+        for prefix, (spec, count) in templates.items():
+            body = {"id": f"{prefix}-0"} | spec | action
+            response = client.post(api + "/schedules", json=body)
+            assert response.status_code == 201, response.text
+            with engine.begin() as conn:
+                conn.execute(
+                    text(
+                        f"INSERT INTO schedules (uid, schedule_id, {columns}) SELECT "
+                        f"gen_random_uuid()::text, :prefix || '-' || g, {columns} "
+                        "FROM schedules s, generate_series(1, :n) g WHERE s.schedule_id = :t"
+                    ),
+                    {"prefix": prefix, "n": count - 1, "t": f"{prefix}-0"},
+                )
+        engine.dispose()
+
+    def observe(self) -> None:
+        """Poll for new runs (commit lag), RSS and connections until stopped."""
+        engine = create_engine(normalize_url(self.owner))
+        last_id, last_sample = 0, 0.0
+        while not self.stop.is_set():
+            with engine.connect() as conn:
+                seen = conn.scalar(text("SELECT clock_timestamp()"))
+                rows = conn.execute(
+                    text("SELECT id, run_id FROM runs WHERE id > :last ORDER BY id"),
+                    {"last": last_id},
+                ).all()
+                for pk, run_id in rows:
+                    self.first_seen.setdefault(run_id, seen)
+                    last_id = max(last_id, pk)
+                if time.monotonic() - last_sample >= 10:
+                    last_sample = time.monotonic()
+                    self.connections.append(
+                        int(
+                            conn.scalar(
+                                text("SELECT count(*) FROM pg_stat_activity WHERE datname = :d"),
+                                {"d": self.name},
+                            )
+                        )
+                    )
+                    self.sample_rss()
+            self.stop.wait(0.2)
+        engine.dispose()
+
+    def sample_rss(self) -> None:
+        for name, process in self.processes.items():
+            pids = [process.pid]
+            children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+            if children.exists():
+                pids += [int(p) for p in children.read_text().split()]
+            total = 0
+            for pid in pids:
+                status = Path(f"/proc/{pid}/status")
+                if status.exists():
+                    for line in status.read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+            self.rss.setdefault(name, []).append(total // 1024)
+
+    def load(self, base: str) -> None:
+        """`--reads` requests a second: the API's schedule list and health, and the console."""
+        client = requests.Session()
+        client.headers["Authorization"] = f"Bearer {TOKEN}"
+        console = requests.Session()
+        form = console.get(base + "/login", timeout=30).text
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        credentials = {"username": "admin", "password": "soak-password"}
+        console.post(
+            base + "/login", data=credentials | {"csrf_token": csrf.group(1) if csrf else ""}
+        )
+        paths = [
+            (client, "/api/v1/schedules?limit=50"),
+            (client, "/api/v1/runs?limit=50"),
+            (client, "/api/v1/health"),
+            (console, "/ns/default/schedules"),
+        ]
+        period, index = 1.0 / self.args.reads, 0
+        while not self.stop.is_set():
+            began = time.monotonic()
+            session, path = paths[index % len(paths)]
+            index += 1
+            try:
+                status = session.get(base + path, timeout=30).status_code
+            except requests.RequestException:
+                status = 599
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            self.stop.wait(max(0.0, period - (time.monotonic() - began)))
+
+    def report(self, window: tuple[datetime, datetime]) -> None:
+        engine = create_engine(normalize_url(self.owner))
+        start, end = window
+        with engine.connect() as conn:
+            runs = conn.execute(
+                text(
+                    "SELECT r.run_id, o.instant, r.started_at FROM runs r JOIN "
+                    "schedule_occurrences o ON o.run_id = r.run_id WHERE o.kind = 'started' "
+                    "AND o.instant >= :s AND o.instant < :e"
+                ),
+                {"s": start, "e": end},
+            ).all()
+            doubles = conn.scalar(
+                text(
+                    "SELECT count(*) FROM (SELECT schedule_pk, instant FROM schedule_occurrences "
+                    "WHERE kind <> 'skipped' GROUP BY 1, 2 HAVING count(*) > 1) d"
+                )
+            )
+            accounted = conn.scalar(
+                text(
+                    "SELECT coalesce(sum(count), 0) FROM schedule_occurrences "
+                    "WHERE instant >= :s AND instant < :e"
+                ),
+                {"s": start, "e": end},
+            )
+            skipped = conn.scalar(
+                text(
+                    "SELECT coalesce(sum(count), 0) FROM schedule_occurrences "
+                    "WHERE kind = 'skipped' AND instant >= :s AND instant < :e"
+                ),
+                {"s": start, "e": end},
+            )
+        engine.dispose()
+        seconds = (end - start).total_seconds()
+        expected = int(self.args.cron * seconds // 60 + self.args.intervals * seconds // 30)
+        commit = [
+            (self.first_seen[run_id] - due).total_seconds()
+            for run_id, due, _ in runs
+            if run_id in self.first_seen
+        ]
+        started = [(s - due).total_seconds() for _, due, s in runs if s is not None]
+        print(f"window {start:%H:%M:%S}–{end:%H:%M:%S} UTC: {expected} occurrences due")
+        print(f"  started {len(runs)}, skipped {skipped}, accounted {accounted}")
+        print(f"  lost {expected - accounted}, doubles {doubles}")
+        print(f"  commit lag: {_quantiles(commit)}")
+        print(f"  start lag: {_quantiles(started)} ({len(started)} of {len(runs)} started)")
+        errors = sum(n for status, n in self.statuses.items() if status >= 500)
+        print(f"  reads: {sum(self.statuses.values())} answers {dict(self.statuses)}, 5xx {errors}")
+        print(f"  PostgreSQL connections: max {max(self.connections, default=0)}")
+        for name, samples in self.rss.items():
+            warm = samples[min(2, len(samples) - 1)] if samples else 0
+            last = samples[-1] if samples else 0
+            top = max(samples, default=0)
+            print(f"  RSS {name}: after warm-up {warm} MiB, last {last} MiB, max {top} MiB")
+
+    def close(self) -> None:
+        self.stop.set()
+        for process in self.processes.values():
+            process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        with self.admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
+        self.admin.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--long", action="store_true", help="30 minutes")
+    parser.add_argument("--cron", type=int, default=2000)
+    parser.add_argument("--intervals", type=int, default=500)
+    parser.add_argument("--web", type=int, default=4)
+    parser.add_argument("--schedulers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--reads", type=float, default=20)
+    parser.add_argument(
+        "--kill", action="store_true", help="SIGKILL a scheduler and a worker halfway, restart them"
+    )
+    parser.add_argument(
+        "--postgres", default=os.environ.get("ALMANAC_TEST_POSTGRES_URL", PG_DEFAULT)
+    )
+    args = parser.parse_args()
+    minutes = 30 if args.long else args.minutes
+    soak = Soak(args)
+    threads: list[threading.Thread] = []
+    try:
+        base = soak.setup()
+        threads = [
+            threading.Thread(target=soak.observe),
+            threading.Thread(target=soak.load, args=(base,)),
+        ]
+        for thread in threads:
+            thread.start()
+        began = datetime.now(UTC)
+        print(f"soaking {minutes} min: {args} ", flush=True)
+        if args.kill:
+            time.sleep(minutes * 30)
+            soak.kill_and_replace(["scheduler0", "worker0"])
+            time.sleep(minutes * 30)
+        else:
+            time.sleep(minutes * 60)
+        # Measure whole minutes after the first (warm-up) and before the last (still firing).
+        start = began.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+        time.sleep(30)  # let the last measured occurrences start
+    finally:
+        soak.stop.set()
+        for thread in threads:
+            thread.join()
+        report: Any = None
+        try:
+            if threads:
+                report = (start, end)
+                soak.report(report)
+        finally:
+            soak.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""`db upgrade` checks its login's privileges first; `db create-roles` is idempotent."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import inspect, text
+
+from app.db import make_engine
+from tests.conftest import fresh_postgres, login_url, make_test_app
+
+# Logins, ownership and role membership are PostgreSQL's: each test has its own database.
+WEAK = "almanac_test_migrator"
+
+
+def _cli(url: str, *args: str):
+    app = make_test_app(url, MIGRATION_DATABASE_URL=url)
+    return app.test_cli_runner().invoke(args=list(args))
+
+
+def _state(url: str) -> tuple[str | None, set[str], bool]:
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        version = conn.scalar(text("SELECT version_num FROM alembic_version"))
+        tables = set(inspect(conn).get_table_names())
+        secured = conn.scalar(text("SELECT relrowsecurity FROM pg_class WHERE relname = 'runs'"))
+    engine.dispose()
+    return version, tables, bool(secured)
+
+
+@pytest.fixture
+def at_0003():
+    """A database at revision 0003, its owner's URL, and a login that may create but owns
+    nothing and is no member of the catalog role."""
+    with fresh_postgres(migrate=False) as owner:
+        result = _cli(owner, "db", "upgrade", "0003")
+        assert result.exit_code == 0, result.output
+        engine = make_engine(owner)
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(7310013)"))
+            if not conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": WEAK}):
+                conn.execute(text(f"CREATE ROLE {WEAK} LOGIN NOSUPERUSER NOBYPASSRLS"))
+            conn.execute(text(f"GRANT CREATE, USAGE ON SCHEMA public TO {WEAK}"))
+            conn.execute(text(f"GRANT SELECT, UPDATE ON alembic_version TO {WEAK}"))
+        engine.dispose()
+        yield owner
+
+
+def test_an_upgrade_by_a_login_lacking_privileges_changes_nothing_and_names_them(at_0003):
+    before = _state(at_0003)
+    result = _cli(login_url(at_0003, WEAK), "db", "upgrade")
+    assert result.exit_code == 1
+    assert "upgrade refused, nothing was changed" in result.output
+    assert "ownership of table schedules (owned by postgres)" in result.output
+    assert "ownership of table run_history_events (owned by postgres)" in result.output
+    assert "membership in role almanac_catalog" in result.output
+    assert _state(at_0003) == before == ("0003", before[1], False)
+    assert "scheduler_cursors" not in before[1]
+    engine = make_engine(at_0003)
+    with engine.connect() as conn:
+        # It granted nobody any role.
+        member = conn.scalar(
+            text("SELECT count(*) FROM pg_auth_members WHERE member = CAST(:r AS regrole)"),
+            {"r": WEAK},
+        )
+    engine.dispose()
+    assert member == 0
+
+
+def test_the_owner_upgrades_then_grants_the_logins(at_0003):
+    result = _cli(at_0003, "db", "upgrade")
+    assert result.exit_code == 0, result.output
+    assert "granted almanac_app" in result.output and "granted almanac_scheduler" in result.output
+    version, tables, secured = _state(at_0003)
+    assert version == "0008" and "scheduler_cursors" in tables and secured
+
+
+def test_create_roles_is_idempotent_and_says_what_it_did(at_0003):
+    first = _cli(at_0003, "db", "create-roles")
+    second = _cli(at_0003, "db", "create-roles")
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    for role in ("almanac_app", "almanac_scheduler", "almanac_catalog"):
+        assert f"updated role {role} (" in second.output
+    assert "NOBYPASSRLS" in second.output
+    assert second.output.count("granted") == 2

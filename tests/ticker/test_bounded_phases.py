@@ -1,0 +1,105 @@
+"""Bounded tick phases on PostgreSQL: a stuck namespace costs its lock timeout, not the tick.
+
+Another connection holds locks the ticker needs; the phase that meets them fails (or skips),
+is logged with its cause, consumes no occurrence, and the other namespace still fires.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from app.db import normalize_url
+from tests.support.schedules_harness import Harness
+
+RUN_ID = "schedule:s:20260105T120500Z"
+# Lock and statement timeouts are PostgreSQL's.
+pytestmark = pytest.mark.parametrize("backend", ["postgres"])
+
+
+@pytest.fixture
+def h(app, admin_api):
+    harness = Harness(app, admin_api)
+    for namespace in ("alpha", "beta"):
+        harness.workflow(name="flow", namespace=namespace)
+        body = {"id": "s", "cron": "*/5 * * * *", "action": {"workflow": "flow"}, "input": {}}
+        response = admin_api.post(f"/namespaces/{namespace}/schedules", json=body)
+        assert response.status_code == 201, response.get_json()
+    harness.set_clock("12:05")
+    return harness
+
+
+@pytest.fixture
+def owner(postgres_owner_url):
+    engine = create_engine(normalize_url(postgres_owner_url))
+    yield engine
+    engine.dispose()
+
+
+def _ledger(h: Harness, namespace: str) -> list[dict]:
+    body = h.api.get(f"/namespaces/{namespace}/schedules/s/occurrences").get_json()
+    return body["items"]
+
+
+def _cursor(h: Harness, namespace: str) -> str | None:
+    return h.api.get(f"/namespaces/{namespace}/schedules/s").get_json()["next_fire_at"]
+
+
+def test_a_locked_schedule_row_is_left_for_the_next_tick_and_others_fire(h, owner):
+    before = _cursor(h, "alpha")
+    with owner.connect() as conn:
+        conn.execute(
+            text(
+                "SELECT s.id FROM schedules s JOIN namespaces n ON n.id = s.namespace_id "
+                "WHERE n.name = 'alpha' FOR UPDATE"
+            )
+        )
+        rows = h.tick()
+        assert [(r["namespace"], r["outcome"]) for r in rows] == [("beta", "triggered")]
+        assert _ledger(h, "alpha") == [] and _cursor(h, "alpha") == before
+        conn.rollback()
+    rows = h.tick()
+    assert [(r["namespace"], r["run_id"]) for r in rows] == [("alpha", RUN_ID)]
+
+
+def test_a_phase_stuck_on_a_lock_fails_alone_and_consumes_no_occurrence(h, owner, caplog):
+    before = _cursor(h, "alpha")
+    with owner.connect() as conn:
+        # An uncommitted run with the id alpha's firing will insert: that insert must wait.
+        conn.execute(
+            text(
+                "INSERT INTO runs (uid, namespace_id, run_id, workflow_id, workflow_version_id, "
+                "status, input, step_index, step_outputs, attempt, labels, memo, "
+                "search_attributes, last_sequence, created_at) "
+                "SELECT gen_random_uuid()::text, n.id, :run_id, w.id, v.id, 'pending', '{}', 0, "
+                "'{}', 0, '{}', '{}', '{}', 0, now() FROM namespaces n "
+                "JOIN workflows w ON w.namespace_id = n.id "
+                "JOIN workflow_versions v ON v.workflow_id = w.id WHERE n.name = 'alpha'"
+            ),
+            {"run_id": RUN_ID},
+        )
+        with caplog.at_level(logging.ERROR, logger="app.ticker.rotation"):
+            result_rows = h.tick()
+        assert [(r["namespace"], r["outcome"]) for r in result_rows] == [("beta", "triggered")]
+        failure = [m for m in caplog.messages if "fire_due_schedules" in m]
+        assert len(failure) == 1 and "LockNotAvailable" in failure[0], caplog.messages
+        assert _ledger(h, "alpha") == [] and _cursor(h, "alpha") == before
+        conn.rollback()
+    rows = h.tick()
+    assert [(r["namespace"], r["run_id"]) for r in rows] == [("alpha", RUN_ID)]
+    assert [item["kind"] for item in _ledger(h, "alpha")] == ["started"]
+
+
+def test_a_ticker_on_the_app_login_may_not_discover_and_says_so(h, db_url):
+    from app.ticker.tick import run_tick
+    from tests.conftest import make_test_app
+
+    app = make_test_app(db_url, SCHEDULER_DATABASE_URL=None)
+    result = run_tick(app)
+    assert result.rows == []
+    assert [f["phase"] for f in result.failures] == ["discovery"]
+    assert result.failures[0]["cause"].startswith("InsufficientPrivilege: permission denied")
+    # Nothing was consumed: the right login fires both namespaces.
+    assert sorted(r["namespace"] for r in h.tick()) == ["alpha", "beta"]
