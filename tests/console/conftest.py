@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ import pytest
 import requests
 
 from tests.conftest import ARTIFACTS
+from tests.live import free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -42,31 +41,11 @@ class LiveServer:
     env: dict[str, str]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_until_up(url: str, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if requests.get(url + "/api/v1/health", timeout=5).status_code in (200, 503):
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)  # polling a starting process, not waiting for the clock
-    raise RuntimeError("server did not start")
-
-
 @contextmanager
 def serve(workdir: Path) -> Iterator[LiveServer]:
     """`db upgrade`, `admin bootstrap`, then gunicorn with the ticker, as `make run` does, on a
     new SQLite file in `workdir`; stopped on exit."""
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")} | {
         "ALMANAC_DATABASE_URL": f"sqlite:///{workdir / 'live.db'}",
         "ALMANAC_SECRET_KEY": "live-test-secret",
@@ -101,7 +80,7 @@ def serve(workdir: Path) -> Iterator[LiveServer]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_until_up(url, proc)
+        wait_until_up(url, proc)
         yield LiveServer(url, "admin", "live-admin-password", "alm_live_test_token", env)
     finally:
         proc.terminate()

@@ -35,8 +35,10 @@ def test_catastrophic_pattern_answers_in_milliseconds_while_health_stays_prompt(
         thread.join()
     assert response.status_code == 422
     assert error_of(response)["code"] == "INPUT_SCHEMA"
-    assert elapsed < 1.0, elapsed
-    assert health_times and max(health_times) < 1.0, max(health_times)
+    # Backtracking would take hours on 10,000 characters; 3 s leaves room for a loaded CI machine
+    # (the full suite measured up to 1.5 s here) while still failing the old behaviour.
+    assert elapsed < 3.0, elapsed
+    assert health_times and max(health_times) < 3.0, max(health_times)
     matching = deployer.post("/runs", json={"workflow": "evil", "input": {"x": "a" * 10_000}})
     assert matching.status_code == 201
 
