@@ -15,13 +15,19 @@ from sqlalchemy.orm import Session
 
 from app import context
 from app.auth import service
+from app.db.session import begin_write
 from app.errors import AlmanacError
 
 
 @contextmanager
 def _transaction() -> Iterator[tuple[Session, Any]]:
-    """A committed session and the clock's now; domain errors become a clean CLI error."""
+    """A committed write session and the clock's now; domain errors become a clean CLI error.
+
+    Every account command writes, so the write lock is taken before the first read: on SQLite a
+    read that later upgrades to a write fails at once if the ticker committed in between.
+    """
     with context.database().session() as session:
+        begin_write(session)
         try:
             yield session, context.clock().now(session)
             session.commit()
