@@ -15,9 +15,9 @@ routing, session, queries, templates. p50/p95 over `--repeat` requests of:
   four parallel lanes (its steps table and Gantt chart derived from ~400 history events),
 - the overview (full page and its htmx refresh): counts by status, overdue and blocked ones,
   runs of the last 24 h per hour by outcome (runs are spread evenly over the last 7 days, so
-  about 143,000 fall in the chart's window), open tasks.
-The overview's busiest slots (every active schedule's next 24 h expanded, as the load page does)
-load in their own request; it is timed apart, with fewer repeats.
+  about 143,000 fall in the chart's window; read from the runs rollup), open tasks,
+- the overview's busiest slots, in their own request (each distinct calendar of the active
+  schedules expanded once, as the load page does).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from app.db import (  # noqa: E402
     WorkflowVersion,
     make_engine,
     normalize_url,
+    rollup,  # noqa: E402
 )
 from app.paging import encode_cursor  # noqa: E402
 from bench import cockpit_rows  # noqa: E402
@@ -207,6 +208,9 @@ def populate(url: str, schedules: int, events: int, runs: int) -> tuple[str, int
         ).scalar_one()
         bulk(conn, Run.__table__, run_rows(namespace_id, (flow, version), schedules, runs))
         cockpit_rows.load(conn, namespace_id, flow, NOW, INCIDENTS)
+        # Runs loaded in bulk bypass the rollup kept at commit: count them once, as the migration
+        # that created it does.
+        rollup.rebuild(conn)
     if engine.dialect.name == "postgresql":
         # What autovacuum does after a bulk load: statistics, and the visibility map that lets
         # the overview count runs from the index alone.
@@ -288,7 +292,8 @@ def measure(
         p50, p95 = timed(client, path, repeat, headers)
         results.append((label, p50, p95))
     busiest_slots = "/ns/default/overview/busiest"
-    p50, p95 = timed(client, busiest_slots, 3, partial)
+    timed(client, busiest_slots, 3, partial)
+    p50, p95 = timed(client, busiest_slots, repeat, partial)
     results.append(("overview busiest slots (own request)", p50, p95))
     database(app).dispose()
     return results

@@ -21,7 +21,7 @@ from app.console.outcome_chart import outcome_chart
 from app.console.session import namespace_view
 from app.runs import overview as runs_overview
 from app.schedules import overview as schedules_overview
-from app.schedules import queries
+from app.schedules.upcoming import upcoming_load
 from app.ticker.health import STALE_PERIODS, ticker_state
 
 bp = Blueprint("console_overview", __name__)
@@ -72,11 +72,12 @@ def index(ns: str) -> Response:
 @bp.get("/ns/<ns>/overview/busiest")
 @login_required
 def busiest(ns: str) -> Response:
-    """The busiest 5-minute slots of the next 24 h; loaded after the overview (it expands every
-    active schedule's calendar, which the overview's own refresh should not wait for)."""
+    """The busiest 5-minute slots of the next 24 h; loaded after the overview (it reads every
+    active schedule's calendar, each distinct one expanded once: app/schedules/upcoming.py)."""
     view = namespace_view(ns, RUN_READ)
     now = context.now()
-    chart = load_chart(queries.upcoming_starts(context.session(), view.current, now), now)
+    upcoming = upcoming_load(context.session(), view.current, now)
+    chart = load_chart((), now, weighted=upcoming.starts)
     slots = sorted(
         (bar for bar in chart.bars if bar.count), key=lambda bar: (-bar.count, bar.start)
     )
@@ -87,4 +88,5 @@ def busiest(ns: str) -> Response:
         now=now,
         slots=slots[:BUSIEST],
         total=chart.total,
+        approximate=upcoming.approximate,
     )
