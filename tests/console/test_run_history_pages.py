@@ -11,7 +11,7 @@ from tests.console.test_pages import sign_in
 LONG = {
     "name": "long",
     "steps": [
-        {"id": f"step-{n:02d}", "type": "action", "action": "echo", "args": {"n": n}}
+        {"id": f"step-{n:02d}", "type": "action", "action": "echo", "args": {"n": n, "note": "<b>x</b>"}}
         for n in range(60)
     ],
 }
@@ -48,6 +48,8 @@ def test_long_history_loads_in_pages(app, client, accounts, api_for):
     assert sequences(page) == everything[:50]
     assert page.count('class="step-bar ') == 60, "the Gantt chart still draws every step"
     assert len(re.findall(r'<tr id="step-', page)) == 60
+    # Outputs written into the steps table are escaped like the rest of the page.
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
     seen, url = sequences(page), more_url(page)
     while url:
         partial = client.get(url, headers={"HX-Request": "true"})
