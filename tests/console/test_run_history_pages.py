@@ -11,7 +11,12 @@ from tests.console.test_pages import sign_in
 LONG = {
     "name": "long",
     "steps": [
-        {"id": f"step-{n:02d}", "type": "action", "action": "echo", "args": {"n": n, "note": "<b>x</b>"}}
+        {
+            "id": f"step-{n:02d}",
+            "type": "action",
+            "action": "echo",
+            "args": {"n": n, "note": "<b>x</b>"},
+        }
         for n in range(60)
     ],
 }
