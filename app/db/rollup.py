@@ -12,7 +12,9 @@ holds the same counts, so the overview reads at most 24 × 6 × `STRIPES` small 
 
 How it stays exact:
 - ORM writes of runs (new runs, status changes, deletes) are seen after each flush, from the
-  attributes' own history; Core inserts of runs say so with `record_inserted`.
+  attributes' own history; Core inserts of runs say so with `record_inserted`, and a Core
+  update of `runs.status` must call `record_status_changes` (tests/runs/test_rollup.py compares
+  the rollup with the runs after every kind of start and end).
 - Changes are kept per transaction and written once, at commit, by one upsert of increments in
   key order (`INSERT … ON CONFLICT DO UPDATE SET runs = runs + excluded.runs`): concurrent
   writers add to the same row without losing updates, take these row locks last and in one
@@ -85,6 +87,18 @@ def record_inserted(session: Session, runs: Iterable[tuple[int, Mapping[str, Any
     changes: Counter[Key] = Counter()
     for pk, row in runs:
         changes[_key(row["namespace_id"], row["created_at"], row["status"], pk)] += 1
+    _record(session, changes)
+
+
+def record_status_changes(
+    session: Session, runs: Iterable[tuple[int, int, datetime, str, str]]
+) -> None:
+    """Count status changes written without the ORM: (primary key, namespace_id, created_at,
+    old status, new status) each. (ORM changes are seen without this.)"""
+    changes: Counter[Key] = Counter()
+    for pk, namespace_id, created_at, old, new in runs:
+        changes[_key(namespace_id, created_at, old, pk)] -= 1
+        changes[_key(namespace_id, created_at, new, pk)] += 1
     _record(session, changes)
 
 

@@ -8,10 +8,10 @@ import threading
 from collections import Counter
 from datetime import timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 
 from app.context import database
-from app.db import Namespace, Run, RunRollup, Workflow
+from app.db import Namespace, Run, RunRollup, Workflow, rollup
 from app.db.rollup import hour_of, rebuild, state_of
 from app.runs import lifecycle
 from app.runs.locking import begin_write
@@ -180,3 +180,31 @@ def test_concurrent_writers_lose_no_increment(h, app):
     direct = assert_agrees(app)
     assert sum(direct.values()) == per_thread * threads
     assert sum(n for key, n in direct.items() if key[2] == "active") == threads * 3
+
+
+def test_core_writes_report_their_changes(h, app):
+    h.workflow("report")
+    db = database(app)
+    with db.session() as session:
+        begin_write(session)
+        namespace, target = _target(session)
+        run = lifecycle.start_run(session, FIXED_NOW, namespace, target, "core-1", {})
+        session.commit()
+    with db.session() as session:
+        begin_write(session)
+        session.execute(update(Run).where(Run.id == run.id).values(status="completed"))
+        rollup.record_status_changes(
+            session, [(run.id, run.namespace_id, run.created_at, "pending", "completed")]
+        )
+        session.commit()
+    direct = assert_agrees(app)
+    assert [key[2] for key in direct] == ["completed"]
+    # And back, so the run again agrees with its history.
+    with db.session() as session:
+        begin_write(session)
+        session.execute(update(Run).where(Run.id == run.id).values(status="pending"))
+        rollup.record_status_changes(
+            session, [(run.id, run.namespace_id, run.created_at, "completed", "pending")]
+        )
+        session.commit()
+    assert [key[2] for key in assert_agrees(app)] == ["active"]
