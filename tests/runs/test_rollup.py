@@ -17,6 +17,7 @@ from app.runs import lifecycle
 from app.runs.locking import begin_write
 from app.runs.overview import OUTCOME_OF, runs_per_hour
 from tests.conftest import FIXED_NOW
+from tests.support.rollup_check import assert_rollup_agrees
 from tests.support.schedules_harness import at
 
 FAILING = [{"id": "charge", "type": "action", "action": "fail", "retry": {"max_attempts": 1}}]
@@ -47,6 +48,7 @@ def rolled_up(app) -> Counter:
 def assert_agrees(app) -> Counter:
     direct = counted(app)
     assert rolled_up(app) == direct
+    assert_rollup_agrees(app)
     return direct
 
 
