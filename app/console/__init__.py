@@ -20,6 +20,7 @@ from app.console import (
     schedule_forms,
     schedules,
     simulation,
+    steps_html,
     workflows,
 )
 from app.console.session import ConsoleUser
@@ -42,6 +43,7 @@ def _load_user(user_id: str) -> ConsoleUser | None:
 def init_app(app: Flask) -> None:
     """Register console blueprints, sessions and CSRF protection."""
     filters.register(app)
+    steps_html.register(app)
     login_manager.init_app(app)
     csrf.init_app(app)
     for module in (

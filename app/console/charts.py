@@ -56,9 +56,14 @@ def _hour_ticks(start: datetime, span: timedelta, every_hours: int) -> list[Tick
 
 
 def load_chart(
-    starts: Iterable[datetime], now: datetime, hours: int = 24, bucket_minutes: int = 5
+    starts: Iterable[datetime],
+    now: datetime,
+    hours: int = 24,
+    bucket_minutes: int = 5,
+    weighted: Iterable[tuple[datetime, int]] = (),
 ) -> LoadChart:
-    """Bucket `starts` into `bucket_minutes` slots over the next `hours` after `now`."""
+    """Bucket `starts` (and `weighted` (start, how many) pairs) into `bucket_minutes` slots
+    over the next `hours` after `now`."""
     span = timedelta(hours=hours)
     size = timedelta(minutes=bucket_minutes)
     slots = int(span / size)
@@ -67,6 +72,10 @@ def load_chart(
         index = int((at - now) / size)
         if 0 <= index < slots:
             counts[index] += 1
+    for at, many in weighted:
+        index = int((at - now) / size)
+        if 0 <= index < slots:
+            counts[index] += many
     peak = max(counts, default=0)
     # The top 5% of non-empty slots (at least the single busiest) are highlighted.
     nonzero = sorted((c for c in counts if c), reverse=True)

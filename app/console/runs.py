@@ -21,7 +21,7 @@ from app.console.gantt import gantt
 from app.console.htmx import render, reply
 from app.console.redirects import local_target
 from app.console.session import NamespaceView, namespace_view
-from app.db import Deadline, Workflow, WorkflowVersion
+from app.db import Deadline, RunHistoryEvent, Workflow, WorkflowVersion
 from app.errors import AlmanacError, ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
@@ -29,7 +29,16 @@ from app.runs.steps_view import derive_steps
 
 bp = Blueprint("console_runs", __name__)
 STEP_EVENTS = 5000
-TIMELINE_EVENTS = 500
+# The run page lists the first events of its history; `Load more` appends the next pages.
+HISTORY_PAGE = 50
+EVENT_COLUMNS = (
+    RunHistoryEvent.sequence,
+    RunHistoryEvent.event_type,
+    RunHistoryEvent.node_id,
+    RunHistoryEvent.branch_path,
+    RunHistoryEvent.payload,
+    RunHistoryEvent.recorded_at,
+)
 RUN_STATUSES = (
     "pending",
     "running",
@@ -78,9 +87,17 @@ def detail(ns: str, run_id: str) -> Response:
     session = context.session()
     run = runs_service.get_run(session, view.current, run_id)
     # The steps are derived from the whole history (up to a bound); the timeline shows its start.
-    events, more = runs_service.history(session, run, STEP_EVENTS, None)
+    # Columns, not objects: ~400 events of a long run are only read here.
+    events = list(
+        session.execute(
+            select(*EVENT_COLUMNS)
+            .where(RunHistoryEvent.run_pk == run.id)
+            .order_by(RunHistoryEvent.sequence)
+            .limit(STEP_EVENTS + 1)
+        )
+    )
     now = context.now()
-    steps = derive_steps(events, now)
+    steps = derive_steps(events[:STEP_EVENTS], now)
     deadlines = list(
         session.scalars(
             select(Deadline)
@@ -99,8 +116,8 @@ def detail(ns: str, run_id: str) -> Response:
         run=run,
         workflow=session.get(Workflow, run.workflow_id),
         version=session.get(WorkflowVersion, run.workflow_version_id),
-        events=events[:TIMELINE_EVENTS],
-        more_events=len(events) > TIMELINE_EVENTS or more is not None,
+        events=events[:HISTORY_PAGE],
+        next_after=events[HISTORY_PAGE - 1].sequence if len(events) > HISTORY_PAGE else None,
         steps=steps,
         chart=gantt(steps, now),
         deadlines=deadlines,
@@ -108,6 +125,33 @@ def detail(ns: str, run_id: str) -> Response:
         incidents=[incident for incident, _run_id in run_incidents if not incident.resolved_at],
         resolved=[incident for incident, _run_id in run_incidents if incident.resolved_at],
         now=now,
+    )
+
+
+@bp.get("/ns/<ns>/runs/<path:run_id>/history")
+@login_required
+def history(ns: str, run_id: str) -> Response:
+    """One page of a run's history after `after_sequence`: appended to the run page's list by
+    `Load more`, or a page of its own without htmx."""
+    view = namespace_view(ns, RUN_READ)
+    session = context.session()
+    run = runs_service.get_run(session, view.current, run_id)
+    raw = request.args.get("after_sequence", "0")
+    if not raw.isdigit() or len(raw) > 9:
+        raise ValidationFailed(
+            [{"loc": ["query", "after_sequence"], "msg": "must be a whole number"}]
+        )
+    after = int(raw)
+    events, more = runs_service.history(session, run, HISTORY_PAGE, [after] if after else None)
+    return render(
+        "runs/history.html",
+        "runs/_history_page.html",
+        ns=view,
+        run=run,
+        events=events,
+        next_after=more[0] if more else None,
+        after=after,
+        now=context.now(),
     )
 
 

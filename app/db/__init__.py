@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.db.accounts import ApiToken, Membership, Namespace, User
 from app.db.base import Base, JSONType, UTCDateTime, new_uid
+from app.db.rollup import RunRollup
 from app.db.runs import (
     ACTIVE_RUN_STATUSES,
     FINAL_RUN_STATUSES,
@@ -38,6 +39,7 @@ __all__ = [
     "RunBranch",
     "RunHistoryEvent",
     "RunIncident",
+    "RunRollup",
     "SCHEDULE_STATUSES",
     "Schedule",
     "ScheduleHistoryEvent",

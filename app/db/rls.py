@@ -26,7 +26,15 @@ _BEGAN_KEY = "almanac.began"
 
 # Tables with a namespace column, and children that reach one through their parent's key.
 # (The policies of children use their parent's, so they follow it.)
-NAMESPACE_TABLES = ("workflows", "activations", "runs", "tasks", "schedules", "run_incidents")
+NAMESPACE_TABLES = (
+    "workflows",
+    "activations",
+    "runs",
+    "tasks",
+    "schedules",
+    "run_incidents",
+    "run_rollup",
+)
 CHILD_TABLES = {
     "workflow_versions": ("workflow_id", "workflows"),
     "run_history_events": ("run_pk", "runs"),

@@ -18,7 +18,7 @@ from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc
-from app.db import Deadline, Namespace, Run, RunHistoryEvent, Schedule, new_uid
+from app.db import Deadline, Namespace, Run, RunHistoryEvent, Schedule, new_uid, rollup
 from app.db.bulk import insert_rows
 from app.runs import lifecycle
 from app.runs.lifecycle import RunTarget
@@ -165,6 +165,7 @@ class BulkStarter:
         rows = [self._run_row(uid, request) for uid, request in self.pending]
         conn = session.connection()
         pk_by_uid = {uid: pk for pk, uid in insert_rows(conn, RUNS, rows, ("id", "uid"))}
+        rollup.record_inserted(session, ((pk_by_uid[row["uid"]], row) for row in rows))
         events: list[dict[str, Any]] = []
         deadlines: list[dict[str, Any]] = []
         for uid, request in self.pending:
