@@ -18,7 +18,8 @@ lost occurrences (canonical occurrences due in the measured window with no ledge
 ledger rows overlapping an earlier one of their schedule (an occurrence accounted twice);
 with `--kill`, a scheduler and a worker are SIGKILLed halfway (and started again);
 with `--restart-postgres`, the PostgreSQL cluster is restarted halfway and nothing else is
-touched: `/health`'s answers over time, which processes exited, gunicorn workers replaced;
+touched (`--cut-connections S` does the same to the soak's database alone, for S seconds):
+`/health`'s answers over time, which processes exited, gunicorn workers replaced;
 5xx answers; RSS per process (first sample after warm-up, last, max); PostgreSQL connections.
 """
 
@@ -277,6 +278,26 @@ class Soak:
                 last = answer
             self.stop.wait(0.2)
 
+    def cut_connections(self, seconds: float) -> None:
+        """Refuse new connections to the soak's database for `seconds` and end every open one:
+        to its processes this looks like a database restart, while the cluster's other
+        databases are untouched (a drill that needs no cluster restart)."""
+        began = datetime.now(UTC)
+        with self.admin.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS false'))
+            conn.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = :d AND pid <> pg_backend_pid()"
+                ),
+                {"d": self.name},
+            )
+        time.sleep(seconds)
+        with self.admin.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS true'))
+        self.restarts.append((began, datetime.now(UTC)))
+        print(f"  connections cut {began:%H:%M:%S.%f}–{datetime.now(UTC):%H:%M:%S.%f}")
+
     def restart_postgres(self) -> None:
         """Restart the whole PostgreSQL cluster (every process keeps running, untouched)."""
         version = sorted(os.listdir("/etc/postgresql"))[-1]
@@ -450,6 +471,12 @@ def main() -> None:
         action="store_true",
         help="restart the PostgreSQL cluster halfway (pg_ctlcluster ... restart); nothing else",
     )
+    parser.add_argument(
+        "--cut-connections",
+        type=float,
+        metavar="SECONDS",
+        help="halfway, end every connection to the soak's database and refuse new ones this long",
+    )
     parser.add_argument("--logs", help="directory for each process's output (default /tmp/<db>)")
     parser.add_argument(
         "--postgres", default=os.environ.get("ALMANAC_TEST_POSTGRES_URL", PG_DEFAULT)
@@ -469,12 +496,14 @@ def main() -> None:
             thread.start()
         began = datetime.now(UTC)
         print(f"soaking {minutes} min: {args} (logs in {soak.logs})", flush=True)
-        if args.kill or args.restart_postgres:
+        if args.kill or args.restart_postgres or args.cut_connections:
             time.sleep(minutes * 30)
             if args.kill:
                 soak.kill_and_replace(["scheduler0", "worker0"])
             if args.restart_postgres:
                 soak.restart_postgres()
+            if args.cut_connections:
+                soak.cut_connections(args.cut_connections)
             time.sleep(minutes * 30)
         else:
             time.sleep(minutes * 60)
