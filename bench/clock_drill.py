@@ -38,7 +38,7 @@ from sqlalchemy import create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from save_bench import TOKEN  # noqa: E402
-from soak import OVERLAPS, PG_DEFAULT, Soak  # noqa: E402
+from soak import OVERLAPS, PG_DEFAULT, Soak, ledger_in_window  # noqa: E402
 
 from app.db import normalize_url  # noqa: E402
 
@@ -106,14 +106,7 @@ class ClockDrill(Soak):
             )
             lines = []
             for start, end in windows:
-                accounted, skipped = conn.execute(
-                    text(
-                        "SELECT coalesce(sum(count), 0), coalesce(sum(count) FILTER (WHERE "
-                        "kind = 'skipped'), 0) FROM schedule_occurrences "
-                        "WHERE instant >= :s AND instant < :e"
-                    ),
-                    {"s": start, "e": end},
-                ).one()
+                accounted, skipped, _ = ledger_in_window(conn, start, end)
                 seconds = (end - start).total_seconds()
                 expected = int(self.args.cron * seconds // 60 + self.args.intervals * seconds // 30)
                 lines.append(

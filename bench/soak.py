@@ -68,6 +68,34 @@ SELECT count(*) FROM (
 """
 
 
+# How many occurrences of each ledger row fall in [:s, :e): a skipped range may straddle the
+# window's edges, so its `count` alone would over- or under-count. Occurrences of the soak's
+# schedules are 60 s (`cron-*`) or 30 s (`every-*`) apart from the row's first instant.
+IN_WINDOW = """
+WITH rows AS (
+  SELECT o.kind, o.reason, coalesce(o.through, o.instant) AS last, p.step,
+         o.instant + make_interval(secs => p.step * ceil(greatest(0, extract(epoch FROM
+           CAST(:s AS timestamptz) - o.instant)) / p.step)) AS lo
+  FROM schedule_occurrences o JOIN (
+    SELECT id, CASE WHEN schedule_id LIKE 'cron-%' THEN 60 ELSE 30 END AS step FROM schedules
+  ) p ON p.id = o.schedule_pk
+  WHERE o.instant < :e AND coalesce(o.through, o.instant) >= :s
+)
+SELECT kind, reason, sum(CASE WHEN lo > last OR lo >= :e THEN 0 ELSE
+  least(floor(extract(epoch FROM last - lo) / step),
+        ceil(extract(epoch FROM CAST(:e AS timestamptz) - lo) / step) - 1) + 1 END)
+FROM rows GROUP BY kind, reason
+"""
+
+
+def ledger_in_window(conn: Any, start: datetime, end: datetime) -> tuple[int, int, dict[str, int]]:
+    """Occurrences in [start, end) the ledger accounts for, how many skipped, skips by reason."""
+    rows = conn.execute(text(IN_WINDOW), {"s": start, "e": end}).all()
+    accounted = sum(int(n) for _, _, n in rows)
+    reasons = {str(reason): int(n) for kind, reason, n in rows if kind == "skipped" and n}
+    return accounted, sum(reasons.values()), reasons
+
+
 def _quantiles(values: list[float]) -> str:
     if not values:
         return "n/a"
@@ -375,30 +403,8 @@ class Soak:
                     "WHERE kind <> 'skipped' GROUP BY 1, 2 HAVING count(*) > 1) d"
                 )
             )
-            accounted = conn.scalar(
-                text(
-                    "SELECT coalesce(sum(count), 0) FROM schedule_occurrences "
-                    "WHERE instant >= :s AND instant < :e"
-                ),
-                {"s": start, "e": end},
-            )
-            skipped = conn.scalar(
-                text(
-                    "SELECT coalesce(sum(count), 0) FROM schedule_occurrences "
-                    "WHERE kind = 'skipped' AND instant >= :s AND instant < :e"
-                ),
-                {"s": start, "e": end},
-            )
+            accounted, skipped, reasons = ledger_in_window(conn, start, end)
             overlaps = conn.scalar(text(OVERLAPS))
-            reasons = dict(
-                conn.execute(
-                    text(
-                        "SELECT reason, sum(count) FROM schedule_occurrences WHERE kind = "
-                        "'skipped' AND instant >= :s AND instant < :e GROUP BY reason"
-                    ),
-                    {"s": start, "e": end},
-                ).all()
-            )
         engine.dispose()
         seconds = (end - start).total_seconds()
         expected = int(self.args.cron * seconds // 60 + self.args.intervals * seconds // 30)
