@@ -115,7 +115,9 @@ class Soak:
         self.ticker_url = login.set(username="almanac_scheduler").render_as_string(
             hide_password=False
         )
-        self.admin = create_engine(normalize_url(args.postgres), isolation_level="AUTOCOMMIT")
+        self.admin = create_engine(
+            normalize_url(args.postgres), isolation_level="AUTOCOMMIT", pool_pre_ping=True
+        )
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.rss: dict[str, list[int]] = {}
         self.connections: list[int] = []
@@ -386,7 +388,7 @@ class Soak:
             self.stop.wait(max(0.0, period - (time.monotonic() - began)))
 
     def report(self, window: tuple[datetime, datetime]) -> None:
-        engine = create_engine(normalize_url(self.owner))
+        engine = create_engine(normalize_url(self.owner), pool_pre_ping=True)
         start, end = window
         with engine.connect() as conn:
             runs = conn.execute(
@@ -424,11 +426,14 @@ class Soak:
         errors = sum(n for status, n in self.statuses.items() if status >= 500)
         print(f"  reads: {sum(self.statuses.values())} answers {dict(self.statuses)}, 5xx {errors}")
         for began, ended in self.restarts:
-            back = next((t for t, status, _ in self.health if t > ended and status == 200), None)
+            down = next((t for t, status, _ in self.health if t >= began and status != 200), None)
+            back = next(
+                (t for t, status, _ in self.health if down and t > down and status == 200), None
+            )
             during = [(t, status) for t, status in self.answers if began <= t <= (back or ended)]
             print(
-                f"  restart {began:%H:%M:%S.%f}–{ended:%H:%M:%S.%f}: {len(during)} of the 5xx "
-                f"fell between the restart and /health's first 200 after it"
+                f"  outage {began:%H:%M:%S.%f}–{ended:%H:%M:%S.%f}: {len(during)} of the 5xx "
+                f"fell between the outage's start and /health's first 200 after it"
                 + (f" ({back:%H:%M:%S.%f})" if back else " (never)")
             )
         for when, status, database in self.health:
