@@ -106,12 +106,13 @@ class ClockDrill(Soak):
             )
             lines = []
             for start, end in windows:
-                accounted, skipped, _ = ledger_in_window(conn, start, end)
+                accounted, skipped, reasons = ledger_in_window(conn, start, end)
                 seconds = (end - start).total_seconds()
                 expected = int(self.args.cron * seconds // 60 + self.args.intervals * seconds // 30)
                 lines.append(
                     f"  {start:%H:%M}–{end:%H:%M} (simulated): {expected} due, "
-                    f"{accounted} accounted ({skipped} skipped), lost {expected - accounted}"
+                    f"{accounted} accounted ({skipped} skipped {reasons or ''}), "
+                    f"lost {expected - accounted}"
                 )
         engine.dispose()
         runs, ledger = during_back
