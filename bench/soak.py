@@ -406,7 +406,8 @@ class Soak:
             except requests.RequestException as exc:
                 status = 599
                 with self.lock:
-                    name = type(exc).__name__
+                    reason = exc.__context__ or exc
+                    name = f"{type(exc).__name__}: {str(reason)[:90]}"
                     self.failures[name] = self.failures.get(name, 0) + 1
             with self.lock:
                 self.statuses[status] = self.statuses.get(status, 0) + 1
@@ -457,7 +458,9 @@ class Soak:
         rate = total / max(1e-9, (self.reads_ended or time.monotonic()) - self.reads_began)
         print(f"  reads: {total} answers {dict(self.statuses)}, 5xx {errors}")
         if self.failures:
-            print(f"  reads without an answer (599), by error: {self.failures}")
+            print("  reads without an answer (599), by error:")
+            for name, count in sorted(self.failures.items()):
+                print(f"    {count} × {name}")
         print(
             f"  reads: {rate:.1f}/s reached of {self.args.reads:g}/s asked, "
             f"latency {_quantiles(self.read_seconds)}"
