@@ -1,6 +1,6 @@
 """Drill: the manual clock moved back an hour while schedules fire under load; nothing fires twice.
 
-Run: .venv/bin/python bench/clock_drill.py [--cron 200] [--intervals 50] [--pace 30]
+Run: .venv/bin/python bench/clock_drill.py [--cron 200] [--intervals 50] [--pace 20]
      [--web 2] [--schedulers 2] [--workers 2] [--reads 10] [--postgres URL]
 
 The processes of `bench/soak.py` (gunicorn as `almanac_app`, `scheduler run` as
@@ -130,7 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cron", type=int, default=200)
     parser.add_argument("--intervals", type=int, default=50)
-    parser.add_argument("--pace", type=float, default=30, help="simulated seconds per second")
+    parser.add_argument("--pace", type=float, default=20, help="simulated seconds per second")
     parser.add_argument("--back-minutes", type=float, default=30)
     parser.add_argument("--web", type=int, default=2)
     parser.add_argument("--schedulers", type=int, default=2)
