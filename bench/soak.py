@@ -1,8 +1,8 @@
 """Soak: every kind of process on one PostgreSQL, on the real clock, under read load.
 
 Run: .venv/bin/python bench/soak.py [--minutes 10 | --long] [--cron 2000] [--intervals 500]
-     [--web 4] [--schedulers 2] [--workers 2] [--reads 20]
-     [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
+     [--web 4] [--schedulers 2] [--workers 2] [--reads 20] [--kill] [--restart-postgres]
+     [--logs DIR] [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
 
 A fresh database is set up as in production (`db create-roles`, `db upgrade` as the owner).
 `--web` gunicorn workers serve as `almanac_app`; `--schedulers` `scheduler run --workers 0`
@@ -11,10 +11,15 @@ processes tick as `almanac_scheduler`; `--workers` `worker` processes run steps 
 (`noop`) workflow; a load generator reads the console and the API at `--reads` requests/s.
 
 Reported: commit lag (when a run row first became visible to an outside observer polling every
-0.2 s, minus its due time) and start lag (the run's `started_at`, set when a worker claimed its
-first step, minus due), p50/p99/max; doubles (ledger rows sharing a schedule and instant);
+0.2 s, minus its due time; ids it skipped over are asked for again, so late commits count)
+and start lag (the run's `started_at`, set when a worker claimed its first step, minus due),
+p50/p99/max; doubles (ledger rows sharing a schedule and instant);
 lost occurrences (canonical occurrences due in the measured window with no ledger row);
+ledger rows overlapping an earlier one of their schedule (an occurrence accounted twice);
 with `--kill`, a scheduler and a worker are SIGKILLed halfway (and started again);
+with `--restart-postgres`, the PostgreSQL cluster is restarted halfway and nothing else is
+touched (`--cut-connections S` does the same to the soak's database alone, for S seconds):
+`/health`'s answers over time, which processes exited, gunicorn workers replaced;
 5xx answers; RSS per process (first sample after warm-up, last, max); PostgreSQL connections.
 """
 
@@ -37,6 +42,7 @@ from typing import Any
 import requests
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,6 +53,49 @@ from save_bench import TOKEN, _flask, _free_port  # noqa: E402
 from app.db import normalize_url  # noqa: E402
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
+# Threads of the read load (each console reader signs in once).
+READERS = 8
+# How long an id skipped by the observer is asked for again before it counts as rolled back.
+GAP_SECONDS = 120
+
+
+# Ledger rows of one schedule whose instants overlap an earlier row's [instant, through]: an
+# occurrence accounted twice (started twice, or started inside a skipped range).
+OVERLAPS = """
+SELECT count(*) FROM (
+  SELECT instant, max(coalesce(through, instant)) OVER (
+    PARTITION BY schedule_pk ORDER BY instant, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+  ) AS covered FROM schedule_occurrences
+) o WHERE instant <= covered
+"""
+
+
+# How many occurrences of each ledger row fall in [:s, :e): a skipped range may straddle the
+# window's edges, so its `count` alone would over- or under-count. Occurrences of the soak's
+# schedules are 60 s (`cron-*`) or 30 s (`every-*`) apart from the row's first instant.
+IN_WINDOW = """
+WITH rows AS (
+  SELECT o.kind, o.reason, coalesce(o.through, o.instant) AS last, p.step,
+         o.instant + make_interval(secs => p.step * ceil(greatest(0, extract(epoch FROM
+           CAST(:s AS timestamptz) - o.instant)) / p.step)) AS lo
+  FROM schedule_occurrences o JOIN (
+    SELECT id, CASE WHEN schedule_id LIKE 'cron-%' THEN 60 ELSE 30 END AS step FROM schedules
+  ) p ON p.id = o.schedule_pk
+  WHERE o.instant < :e AND coalesce(o.through, o.instant) >= :s
+)
+SELECT kind, reason, sum(CASE WHEN lo > last OR lo >= :e THEN 0 ELSE
+  least(floor(extract(epoch FROM last - lo) / step),
+        ceil(extract(epoch FROM CAST(:e AS timestamptz) - lo) / step) - 1) + 1 END)
+FROM rows GROUP BY kind, reason
+"""
+
+
+def ledger_in_window(conn: Any, start: datetime, end: datetime) -> tuple[int, int, dict[str, int]]:
+    """Occurrences in [start, end) the ledger accounts for, how many skipped, skips by reason."""
+    rows = conn.execute(text(IN_WINDOW), {"s": start, "e": end}).all()
+    accounted = sum(int(n) for _, _, n in rows)
+    reasons = {str(reason): int(n) for kind, reason, n in rows if kind == "skipped" and n}
+    return accounted, sum(reasons.values()), reasons
 
 
 def _quantiles(values: list[float]) -> str:
@@ -68,13 +117,25 @@ class Soak:
         self.ticker_url = login.set(username="almanac_scheduler").render_as_string(
             hide_password=False
         )
-        self.admin = create_engine(normalize_url(args.postgres), isolation_level="AUTOCOMMIT")
+        self.admin = create_engine(
+            normalize_url(args.postgres), isolation_level="AUTOCOMMIT", pool_pre_ping=True
+        )
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.rss: dict[str, list[int]] = {}
         self.connections: list[int] = []
         self.statuses: dict[int, int] = {}
         self.first_seen: dict[str, datetime] = {}
+        self.health: list[tuple[datetime, int, str]] = []
+        self.restarts: list[tuple[datetime, datetime]] = []
+        self.answers: list[tuple[datetime, int]] = []
+        self.web_pids: list[set[int]] = []
+        self.read_seconds: list[float] = []
+        self.failures: dict[str, int] = {}
+        self.retried = 0
+        self.reads_began = self.reads_ended = 0.0
+        self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.logs = Path(args.logs or f"/tmp/{self.name}")
 
     def env(self, url: str) -> dict[str, str]:
         return {
@@ -115,9 +176,9 @@ class Soak:
         return base
 
     def spawn(self, name: str, command: list[str], env: dict[str, str]) -> None:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = (self.logs / f"{name}.log").open("ab")
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
         process.args_env = (command, env)  # type: ignore[attr-defined]
         self.processes[name] = process
 
@@ -183,32 +244,107 @@ class Soak:
         engine.dispose()
 
     def observe(self) -> None:
-        """Poll for new runs (commit lag), RSS and connections until stopped."""
-        engine = create_engine(normalize_url(self.owner))
+        """Poll for new runs (commit lag), RSS and connections until stopped.
+
+        Ids come from a sequence at insert time, but transactions commit in any order: a run
+        with a lower id can become visible after one with a higher id. Ids skipped over stay
+        "gaps" and are asked for again on every poll (for `GAP_SECONDS`), so a late commit is
+        seen late instead of never (which would drop the slowest commits from the lag).
+        Each row's time is `clock_timestamp()` read in the same statement that first saw it.
+        """
+        engine = create_engine(normalize_url(self.owner), pool_pre_ping=True)
         last_id, last_sample = 0, 0.0
+        gaps: dict[int, float] = {}
         while not self.stop.is_set():
-            with engine.connect() as conn:
-                seen = conn.scalar(text("SELECT clock_timestamp()"))
-                rows = conn.execute(
-                    text("SELECT id, run_id FROM runs WHERE id > :last ORDER BY id"),
-                    {"last": last_id},
-                ).all()
-                for pk, run_id in rows:
-                    self.first_seen.setdefault(run_id, seen)
-                    last_id = max(last_id, pk)
-                if time.monotonic() - last_sample >= 10:
-                    last_sample = time.monotonic()
-                    self.connections.append(
-                        int(
-                            conn.scalar(
-                                text("SELECT count(*) FROM pg_stat_activity WHERE datname = :d"),
-                                {"d": self.name},
+            sample = time.monotonic() - last_sample >= 10
+            if sample:
+                last_sample = time.monotonic()
+                self.sample_rss()
+            try:
+                with engine.connect() as conn:
+                    rows = conn.execute(
+                        text(
+                            "SELECT id, run_id, clock_timestamp() FROM runs "
+                            "WHERE id > :last OR id = ANY(:gaps)"
+                        ),
+                        {"last": last_id, "gaps": list(gaps)},
+                    ).all()
+                    found = set()
+                    for pk, run_id, seen in rows:
+                        self.first_seen.setdefault(run_id, seen)
+                        found.add(pk)
+                    top = max(found, default=last_id)
+                    now = time.monotonic()
+                    for pk in range(last_id + 1, top):
+                        if pk not in found:
+                            gaps[pk] = now
+                    for pk in found:
+                        gaps.pop(pk, None)
+                    for pk, since in list(gaps.items()):
+                        if now - since > GAP_SECONDS:  # a rolled-back insert: never coming
+                            del gaps[pk]
+                    last_id = max(last_id, top)
+                    if sample:
+                        self.connections.append(
+                            int(
+                                conn.scalar(
+                                    text(
+                                        "SELECT count(*) FROM pg_stat_activity WHERE datname = :d"
+                                    ),
+                                    {"d": self.name},
+                                )
                             )
                         )
-                    )
-                    self.sample_rss()
+            except OperationalError:  # the database is restarting (--restart-postgres)
+                pass
             self.stop.wait(0.2)
         engine.dispose()
+
+    def watch_health(self, base: str) -> None:
+        """Poll `/health` every 0.2 s and keep each change of answer with its time."""
+        client = requests.Session()
+        last: tuple[int, str] | None = None
+        while not self.stop.is_set():
+            try:
+                response = client.get(base + "/api/v1/health", timeout=5)
+                answer = (response.status_code, str(response.json().get("database")))
+            except (requests.RequestException, ValueError) as exc:
+                answer = (599, type(exc).__name__)
+            if answer != last:
+                self.health.append((datetime.now(UTC), *answer))
+                last = answer
+            self.stop.wait(0.2)
+
+    def cut_connections(self, seconds: float) -> None:
+        """Refuse new connections to the soak's database for `seconds` and end every open one:
+        to its processes this looks like a database restart, while the cluster's other
+        databases are untouched (a drill that needs no cluster restart)."""
+        began = datetime.now(UTC)
+        with self.admin.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS false'))
+            conn.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = :d AND pid <> pg_backend_pid()"
+                ),
+                {"d": self.name},
+            )
+        time.sleep(seconds)
+        with self.admin.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS true'))
+        self.restarts.append((began, datetime.now(UTC)))
+        print(f"  connections cut {began:%H:%M:%S.%f}–{datetime.now(UTC):%H:%M:%S.%f}")
+
+    def restart_postgres(self) -> None:
+        """Restart the whole PostgreSQL cluster (every process keeps running, untouched)."""
+        version = sorted(os.listdir("/etc/postgresql"))[-1]
+        began = datetime.now(UTC)
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
+            check=True,
+        )
+        self.restarts.append((began, datetime.now(UTC)))
+        print(f"  PostgreSQL restarted {began:%H:%M:%S.%f}–{datetime.now(UTC):%H:%M:%S.%f}")
 
     def sample_rss(self) -> None:
         for name, process in self.processes.items():
@@ -224,9 +360,27 @@ class Soak:
                         if line.startswith("VmRSS:"):
                             total += int(line.split()[1])
             self.rss.setdefault(name, []).append(total // 1024)
+            if name == "web":
+                self.web_pids.append(set(pids[1:]))
 
     def load(self, base: str) -> None:
-        """`--reads` requests a second: the API's schedule list and health, and the console."""
+        """`--reads` requests a second: the API's schedule list and health, and the console.
+
+        Open loop: `READERS` threads share the rate, so slow answers do not slow the load down
+        (one thread waiting for each answer managed 3 reads/s at the full scale on a loaded
+        machine). The rate reached and the answers' latency are reported.
+        """
+        self.reads_began = time.monotonic()
+        readers = [
+            threading.Thread(target=self._read, args=(base, index)) for index in range(READERS)
+        ]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()
+        self.reads_ended = time.monotonic()
+
+    def _read(self, base: str, index: int) -> None:
         client = requests.Session()
         client.headers["Authorization"] = f"Bearer {TOKEN}"
         console = requests.Session()
@@ -242,20 +396,38 @@ class Soak:
             (client, "/api/v1/health"),
             (console, "/ns/default/schedules"),
         ]
-        period, index = 1.0 / self.args.reads, 0
-        while not self.stop.is_set():
-            began = time.monotonic()
+        period = READERS / self.args.reads
+        due = time.monotonic() + period * index / READERS
+        while not self.stop.wait(max(0.0, due - time.monotonic())):
             session, path = paths[index % len(paths)]
             index += 1
+            began = time.monotonic()
             try:
-                status = session.get(base + path, timeout=30).status_code
-            except requests.RequestException:
+                try:
+                    status = session.get(base + path, timeout=30).status_code
+                except requests.ConnectionError:
+                    # gunicorn closes a keep-alive connection idle for 2 s; one sent on it just
+                    # as it closes gets no answer. Retry once on a new connection, as browsers
+                    # do, and count it; a server that is really gone fails the retry too.
+                    with self.lock:
+                        self.retried += 1
+                    status = session.get(base + path, timeout=30).status_code
+            except requests.RequestException as exc:
                 status = 599
-            self.statuses[status] = self.statuses.get(status, 0) + 1
-            self.stop.wait(max(0.0, period - (time.monotonic() - began)))
+                with self.lock:
+                    reason = exc.__context__ or exc
+                    name = f"{type(exc).__name__}: {str(reason)[:90]}"
+                    self.failures[name] = self.failures.get(name, 0) + 1
+            with self.lock:
+                self.statuses[status] = self.statuses.get(status, 0) + 1
+                self.read_seconds.append(time.monotonic() - began)
+                if status >= 500:
+                    self.answers.append((datetime.now(UTC), status))
+            # Keep the rate; a reader more than a period behind starts again from now.
+            due = max(due + period, time.monotonic() - period)
 
     def report(self, window: tuple[datetime, datetime]) -> None:
-        engine = create_engine(normalize_url(self.owner))
+        engine = create_engine(normalize_url(self.owner), pool_pre_ping=True)
         start, end = window
         with engine.connect() as conn:
             runs = conn.execute(
@@ -272,20 +444,8 @@ class Soak:
                     "WHERE kind <> 'skipped' GROUP BY 1, 2 HAVING count(*) > 1) d"
                 )
             )
-            accounted = conn.scalar(
-                text(
-                    "SELECT coalesce(sum(count), 0) FROM schedule_occurrences "
-                    "WHERE instant >= :s AND instant < :e"
-                ),
-                {"s": start, "e": end},
-            )
-            skipped = conn.scalar(
-                text(
-                    "SELECT coalesce(sum(count), 0) FROM schedule_occurrences "
-                    "WHERE kind = 'skipped' AND instant >= :s AND instant < :e"
-                ),
-                {"s": start, "e": end},
-            )
+            accounted, skipped, reasons = ledger_in_window(conn, start, end)
+            overlaps = conn.scalar(text(OVERLAPS))
         engine.dispose()
         seconds = (end - start).total_seconds()
         expected = int(self.args.cron * seconds // 60 + self.args.intervals * seconds // 30)
@@ -296,12 +456,43 @@ class Soak:
         ]
         started = [(s - due).total_seconds() for _, due, s in runs if s is not None]
         print(f"window {start:%H:%M:%S}–{end:%H:%M:%S} UTC: {expected} occurrences due")
-        print(f"  started {len(runs)}, skipped {skipped}, accounted {accounted}")
-        print(f"  lost {expected - accounted}, doubles {doubles}")
-        print(f"  commit lag: {_quantiles(commit)}")
+        print(f"  started {len(runs)}, skipped {skipped} {reasons or ''}, accounted {accounted}")
+        print(
+            f"  lost {expected - accounted}, doubles {doubles}, overlapping ledger rows {overlaps}"
+        )
+        print(f"  commit lag: {_quantiles(commit)} ({len(commit)} of {len(runs)} seen)")
         print(f"  start lag: {_quantiles(started)} ({len(started)} of {len(runs)} started)")
         errors = sum(n for status, n in self.statuses.items() if status >= 500)
-        print(f"  reads: {sum(self.statuses.values())} answers {dict(self.statuses)}, 5xx {errors}")
+        total = sum(self.statuses.values())
+        rate = total / max(1e-9, (self.reads_ended or time.monotonic()) - self.reads_began)
+        print(f"  reads: {total} answers {dict(self.statuses)}, 5xx {errors}")
+        print(f"  reads retried once after their connection closed: {self.retried}")
+        if self.failures:
+            print("  reads without an answer (599), by error:")
+            for name, count in sorted(self.failures.items()):
+                print(f"    {count} × {name}")
+        print(
+            f"  reads: {rate:.1f}/s reached of {self.args.reads:g}/s asked, "
+            f"latency {_quantiles(self.read_seconds)}"
+        )
+        for began, ended in self.restarts:
+            down = next((t for t, status, _ in self.health if t >= began and status != 200), None)
+            back = next(
+                (t for t, status, _ in self.health if down and t > down and status == 200), None
+            )
+            during = [(t, status) for t, status in self.answers if began <= t <= (back or ended)]
+            print(
+                f"  outage {began:%H:%M:%S.%f}–{ended:%H:%M:%S.%f}: {len(during)} of the 5xx "
+                f"fell between the outage's start and /health's first 200 after it"
+                + (f" ({back:%H:%M:%S.%f})" if back else " (never)")
+            )
+        for when, status, database in self.health:
+            print(f"  /health {when:%H:%M:%S.%f}: {status} database={database}")
+        exited = {n: p.returncode for n, p in self.processes.items() if p.poll() is not None}
+        print(f"  processes that exited by themselves: {exited or 'none'}")
+        if self.web_pids:
+            replaced = len(set().union(*self.web_pids) - self.web_pids[0])
+            print(f"  gunicorn workers replaced by the master: {replaced}")
         print(f"  PostgreSQL connections: max {max(self.connections, default=0)}")
         for name, samples in self.rss.items():
             warm = samples[min(2, len(samples) - 1)] if samples else 0
@@ -337,6 +528,18 @@ def main() -> None:
         "--kill", action="store_true", help="SIGKILL a scheduler and a worker halfway, restart them"
     )
     parser.add_argument(
+        "--restart-postgres",
+        action="store_true",
+        help="restart the PostgreSQL cluster halfway (pg_ctlcluster ... restart); nothing else",
+    )
+    parser.add_argument(
+        "--cut-connections",
+        type=float,
+        metavar="SECONDS",
+        help="halfway, end every connection to the soak's database and refuse new ones this long",
+    )
+    parser.add_argument("--logs", help="directory for each process's output (default /tmp/<db>)")
+    parser.add_argument(
         "--postgres", default=os.environ.get("ALMANAC_TEST_POSTGRES_URL", PG_DEFAULT)
     )
     args = parser.parse_args()
@@ -348,14 +551,20 @@ def main() -> None:
         threads = [
             threading.Thread(target=soak.observe),
             threading.Thread(target=soak.load, args=(base,)),
+            threading.Thread(target=soak.watch_health, args=(base,)),
         ]
         for thread in threads:
             thread.start()
         began = datetime.now(UTC)
-        print(f"soaking {minutes} min: {args} ", flush=True)
-        if args.kill:
+        print(f"soaking {minutes} min: {args} (logs in {soak.logs})", flush=True)
+        if args.kill or args.restart_postgres or args.cut_connections:
             time.sleep(minutes * 30)
-            soak.kill_and_replace(["scheduler0", "worker0"])
+            if args.kill:
+                soak.kill_and_replace(["scheduler0", "worker0"])
+            if args.restart_postgres:
+                soak.restart_postgres()
+            if args.cut_connections:
+                soak.cut_connections(args.cut_connections)
             time.sleep(minutes * 30)
         else:
             time.sleep(minutes * 60)

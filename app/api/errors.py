@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
 from app.calendar import CalendarError, SpecRangeError
@@ -52,6 +53,13 @@ def _from_http(exc: HTTPException) -> Response:
     return error_response(status, code, exc.description or exc.name, {})
 
 
+def _database_unavailable(exc: OperationalError) -> Response:
+    # The database went away (restart, failover, dropped connection) or timed out: the client
+    # may retry, and the pool reconnects on its own (pre-ping), so this is not an internal error.
+    log.warning("database unavailable on %s %s: %s", request.method, request.path, exc.orig)
+    return _from_domain(BackendBusy("the database is unavailable or busy; retry shortly"))
+
+
 def _unexpected(exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
     return error_response(500, "INTERNAL", "an internal error occurred; it was logged", {})
@@ -63,6 +71,7 @@ def register(bp: Blueprint) -> None:
     bp.register_error_handler(CalendarError, _calendar_response)
     bp.register_error_handler(SpecRangeError, _calendar_response)
     bp.register_error_handler(HTTPException, _from_http)
+    bp.register_error_handler(OperationalError, _database_unavailable)
     bp.register_error_handler(Exception, _unexpected)
 
 

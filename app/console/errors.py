@@ -12,7 +12,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, g, render_template, request
+from flask import Blueprint, current_app, g, render_template, request
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
@@ -73,7 +74,14 @@ def register(bp: Blueprint, back_to: BackTo | None = None) -> None:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return page(500, "Internal error")
 
+    def unavailable(exc: OperationalError) -> tuple[str, int]:
+        log.warning("database unavailable on %s %s: %s", request.method, request.path, exc.orig)
+        # Who is signed in cannot be read now: render the page as for nobody.
+        g._login_user = current_app.login_manager.anonymous_user()  # type: ignore[attr-defined]
+        return page(503, "The database is unavailable or busy; try again in a moment.")
+
     for kind in (AlmanacError, CalendarError, SpecRangeError):
         bp.register_error_handler(kind, refused)
     bp.register_error_handler(HTTPException, _flask_page)
+    bp.register_error_handler(OperationalError, unavailable)
     bp.register_error_handler(Exception, unexpected)
