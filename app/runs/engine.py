@@ -46,7 +46,7 @@ from app.runs.claims import (
 from app.runs.frames import Frame, path_of, settle
 from app.runs.incidents import open_incident
 from app.runs.leases import Heartbeat, release_expired_lease, release_unstarted
-from app.runs.lifecycle import finishing_together
+from app.runs.lifecycle import events_together, finishing_together
 from app.runs.locking import begin_write, for_update
 from app.runs.steps import (
     complete_step,
@@ -125,13 +125,14 @@ def claim_batch(
     with db.session() as session:
         begin_write(session)
         now = clock.now(session)
-        for branch, run in lock_claimable_branches(session, settings, now):
-            batch.add(_claim_frame(session, run, branch, now, settings))
-        left = settings.batch - len(batch.claims) - batch.advanced
-        if left > 0:
-            query = for_update(session, claimable_runs(settings.queue, left), skip_locked=True)
-            for run in session.scalars(query, {"now": now}).all():
-                batch.add(_claim_frame(session, run, run, now, settings))
+        with events_together(session):
+            for branch, run in lock_claimable_branches(session, settings, now):
+                batch.add(_claim_frame(session, run, branch, now, settings))
+            left = settings.batch - len(batch.claims) - batch.advanced
+            if left > 0:
+                query = for_update(session, claimable_runs(settings.queue, left), skip_locked=True)
+                for run in session.scalars(query, {"now": now}).all():
+                    batch.add(_claim_frame(session, run, run, now, settings))
         session.commit()
     return batch
 
@@ -269,7 +270,7 @@ def commit_outcomes(
                 return None
             return run, frame
 
-        with finishing_together(session):
+        with events_together(session), finishing_together(session):
             for claim, outcome in results:
                 held = holding(claim)
                 if held is None:

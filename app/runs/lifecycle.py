@@ -14,10 +14,11 @@ from typing import Any, cast
 
 import jsonschema
 import referencing.exceptions
-from sqlalchemy import Table, func, select, update
+from sqlalchemy import Table, event, func, select, update
 from sqlalchemy.orm import Session
 
 from app.db import Namespace
+from app.db.bulk import insert_rows
 from app.db.runs import (
     ACTIVE_RUN_STATUSES,
     Activation,
@@ -113,20 +114,60 @@ def append_event(
     payload: dict[str, Any] | None = None,
     node_id: str | None = None,
     branch_path: list[str] | None = None,
-) -> RunHistoryEvent:
+) -> None:
     """Append the run's next history event (sequence is per run, from 1)."""
     run.last_sequence += 1
-    event = RunHistoryEvent(
-        run_pk=run.id,
-        sequence=run.last_sequence,
-        event_type=event_type,
-        node_id=node_id,
-        branch_path=branch_path or None,
-        payload=payload or {},
-        recorded_at=now,
-    )
-    session.add(event)
-    return event
+    row = {
+        "run_pk": run.id,
+        "sequence": run.last_sequence,
+        "event_type": event_type,
+        "node_id": node_id,
+        "branch_path": branch_path or None,
+        "payload": payload or {},
+        "recorded_at": now,
+    }
+    pending: list[dict[str, Any]] | None = session.info.get(_EVENTS_KEY)
+    if pending is None:
+        session.add(RunHistoryEvent(**row))
+    else:
+        pending.append(row)
+
+
+_EVENTS_KEY = "almanac.pending_events"
+EVENTS = cast(Table, RunHistoryEvent.__table__)
+
+
+@contextmanager
+def events_together(session: Session) -> Iterator[None]:
+    """Within this block, history events are written as rows, all of a flush in one statement
+    (`app.db.bulk`), instead of as ORM objects: a worker's batch appends several per step.
+
+    Every flush writes the events appended so far first (and so does the block's end), so a
+    query in the block still sees them; appending an event always changes its run, so the
+    session is never clean while events wait.
+    """
+    if session.info.get(_EVENTS_KEY) is not None:
+        yield
+        return
+    session.info[_EVENTS_KEY] = []
+    try:
+        yield
+        _write_events(session)
+    finally:
+        session.info.pop(_EVENTS_KEY, None)
+
+
+def _write_events(session: Session) -> None:
+    pending: list[dict[str, Any]] | None = session.info.get(_EVENTS_KEY)
+    if pending:
+        rows = list(pending)
+        pending.clear()
+        insert_rows(session.connection(), EVENTS, rows)
+
+
+@event.listens_for(Session, "before_flush")
+def _events_before_flush(session: Session, _context: Any, _instances: Any) -> None:
+    _write_events(session)
 
 
 def start_run(
