@@ -5,6 +5,9 @@ on SQLite) that takes a lease `(owner, expires_at)` and records `step_started`. 
 with no transaction open. Its result is committed only if the lease is still ours: a terminated or
 timed-out run, or a lease another worker recovered, discards it. Delivery is therefore at least
 once (a worker that dies mid-step leaves a lease that expires, and the step runs again).
+
+A claim takes a batch of steps; the heartbeat keeps all their leases alive, and steps not started
+within the batch's time budget are handed back unstarted (docs/runs.md, "Batches").
 """
 
 from __future__ import annotations
