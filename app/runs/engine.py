@@ -342,6 +342,7 @@ def work_once(
     heartbeat: Heartbeat | None = None,
     size: ClaimSize | None = None,
     monotonic: Callable[[], float] = time.monotonic,
+    stopping: Callable[[], bool] | None = None,
 ) -> int:
     """Claim a batch, run its actions one after the other, commit their results; the steps
     advanced (0: idle).
@@ -349,8 +350,9 @@ def work_once(
     With a `heartbeat`, the leases of every claimed step are kept alive until its result is
     committed or it is handed back. Once the batch has run `settings.hand_back_after` seconds,
     no further action of it starts: the finished results are committed and the unstarted steps
-    handed back in one transaction. With a `size`, the claim takes `size.next()` steps and
-    `size` learns from how long the batch took.
+    handed back in one transaction; so are they as soon as `stopping()` is true (the worker is
+    shutting down: it finishes the step it is executing, not the whole batch). With a `size`,
+    the claim takes `size.next()` steps and `size` learns from how long the batch took.
     """
     wanted = settings if size is None else replace(settings, batch=size.next(settings))
     batch = claim_batch(db, clock, wanted, peek=peek)
@@ -363,7 +365,8 @@ def work_once(
     try:
         began = monotonic()
         for index, claim in enumerate(batch.claims):
-            if index and monotonic() - began >= settings.hand_back_after:
+            late = monotonic() - began >= settings.hand_back_after
+            if index and (late or (stopping is not None and stopping())):
                 unstarted = batch.claims[index:]
                 break
             results.append((claim, execute(claim)))

@@ -74,6 +74,7 @@ class WorkerPool:
                     peek=not busy,
                     heartbeat=self.heartbeat,
                     size=size,
+                    stopping=self.stopping.is_set,
                 )
                 busy = advanced > 0
             except Exception:  # a database hiccup must not kill the thread; try again shortly

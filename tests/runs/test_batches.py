@@ -171,6 +171,22 @@ def test_a_handed_back_step_of_a_cancelled_run_ends_the_run(app, scenario):
     assert EXECUTED == [(run_ids[0], 1)]
 
 
+def test_a_stopping_worker_finishes_its_step_and_hands_the_rest_back(app, scenario):
+    run_ids = _start(scenario, 3)
+    settings = engine.WorkerSettings(name="stopping", queue=engine.ANY_QUEUE, batch=3)
+    stop = []
+    HOOKS[run_ids[0]] = lambda: stop.append(True)  # SIGTERM arrives during the first action
+    advanced = engine.work_once(
+        database(app), clock(app), settings, monotonic=Stopwatch(), stopping=lambda: bool(stop)
+    )
+    assert advanced == 1
+    assert scenario.run(run_ids[0])["status"] == "completed"
+    for run_id in run_ids[1:]:
+        assert scenario.events(run_id)[-1]["payload"]["error"]["type"] == "handed_back"
+    scenario.tick()
+    assert sorted(EXECUTED) == sorted((run_id, 1) for run_id in run_ids)
+
+
 def test_claims_grow_while_batches_are_quick_and_shrink_after_a_slow_one(app, scenario):
     run_ids = _start(scenario, 40)
     watch = Stopwatch()
