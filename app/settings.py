@@ -29,11 +29,14 @@ DEFAULTS: dict[str, Any] = {
     "ADMIN_PASSWORD": None,
     "ADMIN_TOKEN": None,
     "ACTION_MODULES": "",
-    # Worker threads hosted beside the ticker, their step lease, idle poll and claim batch.
+    # Worker threads hosted beside the ticker, their step lease, idle poll, the most steps a
+    # thread claims at once, and how long a batch may keep claimed steps unstarted before it
+    # hands them back (docs/runs.md).
     "WORKERS": 2,
     "LEASE_SECONDS": 60.0,
     "WORKER_POLL_SECONDS": 0.5,
-    "WORKER_BATCH": 1,
+    "WORKER_BATCH": 25,
+    "WORKER_BATCH_SECONDS": 1.0,
     "CLOCK": "system",
     # Test-only (refused unless TESTING): skews this process's own clock by this many seconds.
     "CLOCK_OFFSET_SECONDS": 0,

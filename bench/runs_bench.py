@@ -9,13 +9,24 @@ Parallel: N runs of one parallel step with 5 branches (capacity 2) of 2 actions 
 steps per run, run until none is left. Prints action steps/s and the p99 step latency (from the
 claim transaction that leased a step to the commit of its result).
 
+Processes (`--processes 2`, PostgreSQL only): the linear scenario with real `flask --app wsgi
+worker` processes on default settings, on a database set up as in production (`db create-roles`
+and `db upgrade` as the owner, the workers logged in as `almanac_app`) and the system clock (the
+database's). The bench starts the workers, waits until they poll, starts N runs in one
+transaction, and from outside counts completed runs until all are done; meanwhile it applies due
+waits every 0.1 s as the ticker would (the PT1S wait is real time: it is inside the measured wall
+time). steps/s = 3 N / (all completed - runs visible).
+
     .venv/bin/python bench/runs_bench.py                  # both databases and scenarios
     .venv/bin/python bench/runs_bench.py --db sqlite -n 2000 --threads 1 --scenario parallel
+    .venv/bin/python bench/runs_bench.py --db postgres --processes 2 -n 10000
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -25,7 +36,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import case, create_engine, func, select, text
 from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -122,13 +133,13 @@ def _start_runs(app, n_runs: int, definition: dict, batch: int = 500) -> int:
     return n_runs
 
 
-def _app(url: str):
+def _app(url: str, *, manual: bool = True):
     app = create_app(
         {
             "TESTING": True,
             "DATABASE_URL": url,
             "SCHEDULER": "off",
-            "CLOCK": "manual",
+            "CLOCK": "manual" if manual else "system",
             "SECRET_KEY": "bench",
         }
     )
@@ -137,9 +148,10 @@ def _app(url: str):
         Base.metadata.create_all(db.engine)
     # Workers see every namespace (as `worker_pool` binds them); so does the setup here.
     db.scope = Scope.all()
-    with db.session() as session:
-        clock(app).set(session, START)  # type: ignore[union-attr]
-        session.commit()
+    if manual:
+        with db.session() as session:
+            clock(app).set(session, START)  # type: ignore[union-attr]
+            session.commit()
     return app, db
 
 
@@ -209,6 +221,116 @@ def bench_parallel(url: str, n_runs: int, threads: int, batch: int) -> None:
     db.dispose()
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _spawn_worker(url: str, log: Path) -> subprocess.Popen[bytes]:
+    """`flask --app wsgi worker` with default settings, logged in as `url`."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("ALMANAC_") and not key.startswith("FLASK_")
+    }
+    env |= {"ALMANAC_DATABASE_URL": url, "ALMANAC_SECRET_KEY": "bench", "PYTHONPATH": str(ROOT)}
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-m", "flask", "--app", "wsgi", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=sink,
+        )
+
+
+def _progress(db) -> tuple[int, int]:
+    """(runs past their first action, runs completed)."""
+    with db.session() as session:
+        row = session.execute(
+            select(
+                func.count(case((Run.step_index >= 1, 1))),
+                func.count(case((Run.status == "completed", 1))),
+            )
+        ).one()
+        return int(row[0]), int(row[1])
+
+
+def bench_processes(url: str, n_runs: int, processes: int, timeout: float = 900.0) -> None:
+    """The linear scenario run by `processes` real worker processes, measured from outside."""
+    app, db = _app(url, manual=False)
+    print(
+        f"{db.engine.dialect.name}: {n_runs} runs x 3 steps, {processes} `flask --app wsgi worker` "
+        "process(es), default settings, system clock"
+    )
+    with db.session() as session:
+        namespace = create_namespace(session, START, "bench")
+        workflows.deploy(session, START, namespace, DEFINITION)
+        workflows.activate(session, START, namespace, "bench")
+        session.commit()
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = [Path(tmp) / f"worker-{i}.log" for i in range(processes)]
+        workers = [_spawn_worker(url, log) for log in logs]
+        try:
+            give_up = time.monotonic() + 60
+            while not all("worker threads" in log.read_text() for log in logs):
+                assert time.monotonic() < give_up, [log.read_text() for log in logs]
+                assert all(w.poll() is None for w in workers), [log.read_text() for log in logs]
+                time.sleep(0.1)
+            began = time.perf_counter()
+            with db.session() as session:
+                target = lifecycle.resolve_target(session, namespace, workflow="bench")
+                now = clock(app).now(session)
+                for index in range(n_runs):
+                    lifecycle.start_run(session, now, namespace, target, f"bench-{index}", {})
+                session.commit()
+            t0 = time.perf_counter()
+            print(f"  start runs (one transaction)   {t0 - began:8.2f} s")
+            first_done = completed = 0
+            t_first = None
+            while completed < n_runs:
+                assert time.perf_counter() - t0 < timeout, f"{completed} of {n_runs} completed"
+                with db.session() as session:
+                    now = clock(app).current(session)
+                deadlines.scan(db, now)  # what the ticker does each tick
+                first_done, completed = _progress(db)
+                if t_first is None and first_done == n_runs:
+                    t_first = time.perf_counter()
+                if completed < n_runs:
+                    time.sleep(0.1)
+            t_end = time.perf_counter()
+        finally:
+            for worker in workers:
+                worker.terminate()
+            for worker in workers:
+                worker.wait(30)
+        errors = [log.read_text() for log in logs if "Traceback" in log.read_text()]
+        assert not errors, errors[0][-3000:]
+    took = t_end - t0
+    with db.session() as session:
+        counts = dict(
+            session.execute(
+                select(RunHistoryEvent.event_type, func.count()).group_by(
+                    RunHistoryEvent.event_type
+                )
+            ).all()
+        )
+        failed = session.execute(
+            select(RunHistoryEvent.payload).where(RunHistoryEvent.event_type == "step_failed")
+        ).scalars()
+        released = sorted({str(p.get("error", {}).get("type")) for p in failed})
+    # Each run: 3 step_started (two actions, the wait); more means a step was claimed again.
+    assert counts.get("step_completed") == 3 * n_runs, counts
+    assert counts.get("run_completed") == n_runs, counts
+    again = counts.get("step_started", 0) - 3 * n_runs
+    first = (t_first or t_end) - t0
+    print(f"  first actions + enter wait     {first:8.2f} s  {n_runs / first:9.0f} runs/s")
+    print(
+        f"  all completed                  {took:8.2f} s  (incl. the 1 s real wait)\n"
+        f"  executing: {n_runs / took:.0f} runs/s, {3 * n_runs / took:.0f} steps/s; "
+        f"steps claimed again: {again} {released or ''}"
+    )
+    db.dispose()
+
+
 def _scenarios(args: argparse.Namespace) -> list[tuple[Callable[..., None], int]]:
     chosen = []
     if args.scenario in ("linear", "both"):
@@ -236,8 +358,17 @@ def main() -> None:
         default=25,
         help="runs a worker claims per transaction (ALMANAC_WORKER_BATCH)",
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="run the linear scenario with this many real `worker` processes (PostgreSQL only)",
+    )
     parser.add_argument("--postgres-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     args = parser.parse_args()
+    if args.processes:
+        _on_postgres(args, bench_processes, args.runs)
+        return
     for scenario, n_runs in _scenarios(args):
         if args.db in ("sqlite", "both"):
             with tempfile.TemporaryDirectory() as tmp:
@@ -262,7 +393,10 @@ def _on_postgres(args: argparse.Namespace, scenario: Callable[..., None], n_runs
         engine.dispose()
         upgrade_database(owner)
         login = url.set(username=APP_ROLE, password=None).render_as_string(hide_password=False)
-        scenario(login, n_runs, args.threads or 4, args.batch)
+        if scenario is bench_processes:
+            scenario(login, n_runs, args.processes)
+        else:
+            scenario(login, n_runs, args.threads or 4, args.batch)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -5,13 +5,18 @@ on SQLite) that takes a lease `(owner, expires_at)` and records `step_started`. 
 with no transaction open. Its result is committed only if the lease is still ours: a terminated or
 timed-out run, or a lease another worker recovered, discards it. Delivery is therefore at least
 once (a worker that dies mid-step leaves a lease that expires, and the step runs again).
+
+A claim takes a batch of steps; the heartbeat keeps all their leases alive, and steps not started
+within the batch's time budget are handed back unstarted (docs/runs.md, "Batches").
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,6 +40,7 @@ from app.runs.claims import (
     ANY_QUEUE,
     DEFAULT_LEASE_SECONDS,
     Claim,
+    ClaimSize,
     Clock,
     Outcome,
     WorkerSettings,
@@ -42,7 +48,8 @@ from app.runs.claims import (
 )
 from app.runs.frames import Frame, path_of, settle
 from app.runs.incidents import open_incident
-from app.runs.leases import Heartbeat, release_expired_lease
+from app.runs.leases import Heartbeat, release_expired_lease, release_unstarted
+from app.runs.lifecycle import events_together, finishing_together
 from app.runs.locking import begin_write, for_update
 from app.runs.steps import (
     complete_step,
@@ -60,6 +67,7 @@ __all__ = [
     "ANY_QUEUE",
     "DEFAULT_LEASE_SECONDS",
     "Claim",
+    "ClaimSize",
     "Clock",
     "Heartbeat",
     "Outcome",
@@ -120,13 +128,14 @@ def claim_batch(
     with db.session() as session:
         begin_write(session)
         now = clock.now(session)
-        for branch, run in lock_claimable_branches(session, settings, now):
-            batch.add(_claim_frame(session, run, branch, now, settings))
-        left = settings.batch - len(batch.claims) - batch.advanced
-        if left > 0:
-            query = for_update(session, claimable_runs(settings.queue, left), skip_locked=True)
-            for run in session.scalars(query, {"now": now}).all():
-                batch.add(_claim_frame(session, run, run, now, settings))
+        with events_together(session):
+            for branch, run in lock_claimable_branches(session, settings, now):
+                batch.add(_claim_frame(session, run, branch, now, settings))
+            left = settings.batch - len(batch.claims) - batch.advanced
+            if left > 0:
+                query = for_update(session, claimable_runs(settings.queue, left), skip_locked=True)
+                for run in session.scalars(query, {"now": now}).all():
+                    batch.add(_claim_frame(session, run, run, now, settings))
         session.commit()
     return batch
 
@@ -226,39 +235,65 @@ def execute(claim: Claim) -> Outcome:
     return Outcome(True, output=output)
 
 
-def commit_outcomes(db: Database, clock: Clock, results: list[tuple[Claim, Outcome]]) -> int:
+def commit_outcomes(
+    db: Database,
+    clock: Clock,
+    results: list[tuple[Claim, Outcome]],
+    *,
+    hand_back: Sequence[Claim] = (),
+    waited: float = 0.0,
+) -> int:
     """Commit each step's result whose lease still holds, in one transaction; how many were.
 
     A lease holds while it is ours and unexpired: a terminated or timed-out run, or a lease that
-    lapsed (another worker may already run the step again), discards the result.
+    lapsed (another worker may already run the step again), discards the result. Claims in
+    `hand_back` were never started: their steps are released in the same transaction (after
+    `waited` seconds), so another worker may take them at once.
     """
     committed = 0
+    claims = [claim for claim, _ in results] + list(hand_back)
+    if not claims:
+        return 0
     with db.session() as session:
         begin_write(session)
         now = clock.now(session)
-        query = select(Run).where(Run.id.in_([claim.run_pk for claim, _ in results]))
+        query = select(Run).where(Run.id.in_(sorted({claim.run_pk for claim in claims})))
         runs = {run.id: run for run in session.scalars(for_update(session, query.order_by(Run.id)))}
-        branch_pks = [claim.branch_pk for claim, _ in results if claim.branch_pk is not None]
+        branch_pks = [claim.branch_pk for claim in claims if claim.branch_pk is not None]
         branches = {}
         if branch_pks:
             rows = session.scalars(select(RunBranch).where(RunBranch.id.in_(branch_pks)))
             branches = {branch.id: branch for branch in rows}
-        for claim, outcome in results:
+
+        def holding(claim: Claim) -> tuple[Run, Frame] | None:
             run = runs.get(claim.run_pk)
             frame: Frame | None = run if claim.branch_pk is None else branches.get(claim.branch_pk)
             if run is None or frame is None or not _lease_holds(run, frame, claim, now):
                 log.info("discarding the result of %s: the lease is gone", claim.owner)
-                continue
-            frame.lease_owner = None
-            frame.lease_expires_at = None
-            # Actions saw the plaintext of secret inputs; none of it may reach history.
-            if outcome.ok:
-                complete_step(session, run, frame, now, secrets.scrub(outcome.output, run.input))
-            else:
-                error = secrets.scrub(outcome.error or {}, run.input)
-                _fail_attempt(session, run, frame, now, claim, error)
-            settle(session, run, layout_for(session, run))
-            committed += 1
+                return None
+            return run, frame
+
+        with events_together(session), finishing_together(session):
+            for claim, outcome in results:
+                held = holding(claim)
+                if held is None:
+                    continue
+                run, frame = held
+                frame.lease_owner = None
+                frame.lease_expires_at = None
+                # Actions saw the plaintext of secret inputs; none of it may reach history.
+                if outcome.ok:
+                    output = secrets.scrub(outcome.output, run.input)
+                    complete_step(session, run, frame, now, output)
+                else:
+                    error = secrets.scrub(outcome.error or {}, run.input)
+                    _fail_attempt(session, run, frame, now, claim, error)
+                settle(session, run, layout_for(session, run))
+                committed += 1
+            for claim in hand_back:
+                held = holding(claim)
+                if held is not None:
+                    release_unstarted(session, held[0], held[1], now, waited)
         session.commit()
     return committed
 
@@ -305,18 +340,41 @@ def work_once(
     *,
     peek: bool = False,
     heartbeat: Heartbeat | None = None,
+    size: ClaimSize | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+    stopping: Callable[[], bool] | None = None,
 ) -> int:
-    """Claim a batch, run its actions, commit their results; the steps advanced (0: idle).
+    """Claim a batch, run its actions one after the other, commit their results; the steps
+    advanced (0: idle).
 
-    With a `heartbeat`, the leases of the claimed steps are kept alive while their actions run.
+    With a `heartbeat`, the leases of every claimed step are kept alive until its result is
+    committed or it is handed back. Once the batch has run `settings.hand_back_after` seconds,
+    no further action of it starts: the finished results are committed and the unstarted steps
+    handed back in one transaction; so are they as soon as `stopping()` is true (the worker is
+    shutting down: it finishes the step it is executing, not the whole batch). With a `size`,
+    the claim takes `size.next()` steps and `size` learns from how long the batch took.
     """
-    batch = claim_batch(db, clock, settings, peek=peek)
-    if batch.claims:
+    wanted = settings if size is None else replace(settings, batch=size.next(settings))
+    batch = claim_batch(db, clock, wanted, peek=peek)
+    if not batch.claims:
+        return batch.advanced
+    if heartbeat is not None:
+        heartbeat.add(batch.claims)
+    results: list[tuple[Claim, Outcome]] = []
+    unstarted: list[Claim] = []
+    try:
+        began = monotonic()
+        for index, claim in enumerate(batch.claims):
+            late = monotonic() - began >= settings.hand_back_after
+            if index and (late or (stopping is not None and stopping())):
+                unstarted = batch.claims[index:]
+                break
+            results.append((claim, execute(claim)))
+        took = monotonic() - began
+        commit_outcomes(db, clock, results, hand_back=unstarted, waited=took)
+    finally:
         if heartbeat is not None:
-            heartbeat.add(batch.claims)
-        try:
-            commit_outcomes(db, clock, [(claim, execute(claim)) for claim in batch.claims])
-        finally:
-            if heartbeat is not None:
-                heartbeat.remove(batch.claims)
-    return batch.advanced + len(batch.claims)
+            heartbeat.remove(batch.claims)
+    if size is not None:
+        size.learn(settings, took, bool(unstarted))
+    return batch.advanced + len(results)

@@ -39,11 +39,22 @@ def release_expired_lease(session: Session, run: Run, frame: Frame, now: datetim
     """Record that the worker holding `frame`'s step lost its lease; the same attempt runs again."""
     expired = format_utc_or_none(frame.lease_expires_at)
     message = f"worker {frame.lease_owner} did not finish before {expired}"
-    payload = {
-        "attempt": frame.attempt,
-        "will_retry": True,
-        "error": {"type": "lease_expired", "message": message},
-    }
+    _release(session, run, frame, now, {"type": "lease_expired", "message": message})
+
+
+def release_unstarted(
+    session: Session, run: Run, frame: Frame, now: datetime, waited: float
+) -> None:
+    """The worker holding `frame`'s step gives it back unstarted (its batch ran long): the same
+    attempt is claimable again at once, by any worker."""
+    message = f"worker {frame.lease_owner} handed it back unstarted after {waited:.1f} s"
+    _release(session, run, frame, now, {"type": "handed_back", "message": message})
+
+
+def _release(
+    session: Session, run: Run, frame: Frame, now: datetime, error: dict[str, str]
+) -> None:
+    payload = {"attempt": frame.attempt, "will_retry": True, "error": error}
     record(session, run, frame, now, "step_failed", payload, frame.current_step)
     frame.attempt = max(frame.attempt - 1, 0)
     frame.lease_owner = None

@@ -6,16 +6,19 @@ first events, the occurrence and the audit record at once.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
 import jsonschema
 import referencing.exceptions
-from sqlalchemy import Table, func, select, update
+from sqlalchemy import ARRAY, Integer, Table, bindparam, event, func, select, text, update
 from sqlalchemy.orm import Session
 
-from app.db import Namespace
+from app.db import Namespace, UTCDateTime
+from app.db.bulk import insert_rows
 from app.db.runs import (
     ACTIVE_RUN_STATUSES,
     Activation,
@@ -111,20 +114,60 @@ def append_event(
     payload: dict[str, Any] | None = None,
     node_id: str | None = None,
     branch_path: list[str] | None = None,
-) -> RunHistoryEvent:
+) -> None:
     """Append the run's next history event (sequence is per run, from 1)."""
     run.last_sequence += 1
-    event = RunHistoryEvent(
-        run_pk=run.id,
-        sequence=run.last_sequence,
-        event_type=event_type,
-        node_id=node_id,
-        branch_path=branch_path or None,
-        payload=payload or {},
-        recorded_at=now,
-    )
-    session.add(event)
-    return event
+    row = {
+        "run_pk": run.id,
+        "sequence": run.last_sequence,
+        "event_type": event_type,
+        "node_id": node_id,
+        "branch_path": branch_path or None,
+        "payload": payload or {},
+        "recorded_at": now,
+    }
+    pending: list[dict[str, Any]] | None = session.info.get(_EVENTS_KEY)
+    if pending is None:
+        session.add(RunHistoryEvent(**row))
+    else:
+        pending.append(row)
+
+
+_EVENTS_KEY = "almanac.pending_events"
+EVENTS = cast(Table, RunHistoryEvent.__table__)
+
+
+@contextmanager
+def events_together(session: Session) -> Iterator[None]:
+    """Within this block, history events are written as rows, all of a flush in one statement
+    (`app.db.bulk`), instead of as ORM objects: a worker's batch appends several per step.
+
+    Every flush writes the events appended so far first (and so does the block's end), so a
+    query in the block still sees them; appending an event always changes its run, so the
+    session is never clean while events wait.
+    """
+    if session.info.get(_EVENTS_KEY) is not None:
+        yield
+        return
+    session.info[_EVENTS_KEY] = []
+    try:
+        yield
+        _write_events(session)
+    finally:
+        session.info.pop(_EVENTS_KEY, None)
+
+
+def _write_events(session: Session) -> None:
+    pending: list[dict[str, Any]] | None = session.info.get(_EVENTS_KEY)
+    if pending:
+        rows = list(pending)
+        pending.clear()
+        insert_rows(session.connection(), EVENTS, rows)
+
+
+@event.listens_for(Session, "before_flush")
+def _events_before_flush(session: Session, _context: Any, _instances: Any) -> None:
+    _write_events(session)
 
 
 def start_run(
@@ -226,20 +269,68 @@ def finish_run(
             obj.consumed_at = now
         elif isinstance(obj, Task) and obj.run_pk == run.id and obj.status == "open":
             obj.status = "cancelled"
+    deferred: list[tuple[int, datetime]] | None = session.info.get(_DEFERRED_KEY)
+    if deferred is None:
+        _close_timers(session, [run.id], now)
+    else:
+        deferred.append((run.id, now))
+    if layout_for(session, run).has_parallel:
+        _stop_branches(session, run)
+    append_event(session, run, now, event_type, payload, node_id)
+
+
+_DEFERRED_KEY = "almanac.finished_runs"
+
+
+# PostgreSQL: both in one statement (one round trip), with constant text for any number of runs.
+_CLOSE_TIMERS = text(
+    "WITH consumed AS (UPDATE deadlines SET consumed_at = :now "
+    "WHERE run_pk = ANY(:pks) AND consumed_at IS NULL RETURNING 1) "
+    "UPDATE tasks SET status = 'cancelled' WHERE run_pk = ANY(:pks) AND status = 'open'"
+).bindparams(bindparam("now", type_=UTCDateTime()), bindparam("pks", type_=ARRAY(Integer)))
+
+
+def _close_timers(session: Session, run_pks: list[int], now: datetime) -> None:
+    """Consume the runs' open deadlines and cancel their open tasks (table-level statements)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(_CLOSE_TIMERS, {"now": now, "pks": run_pks})
+        return
     deadlines, tasks = cast(Table, Deadline.__table__), cast(Table, Task.__table__)
     session.execute(
         update(deadlines)
-        .where(deadlines.c.run_pk == run.id, deadlines.c.consumed_at.is_(None))
+        .where(deadlines.c.run_pk.in_(run_pks), deadlines.c.consumed_at.is_(None))
         .values(consumed_at=now)
     )
     session.execute(
         update(tasks)
-        .where(tasks.c.run_pk == run.id, tasks.c.status == "open")
+        .where(tasks.c.run_pk.in_(run_pks), tasks.c.status == "open")
         .values(status="cancelled")
     )
-    if layout_for(session, run).has_parallel:
-        _stop_branches(session, run)
-    append_event(session, run, now, event_type, payload, node_id)
+
+
+@contextmanager
+def finishing_together(session: Session) -> Iterator[None]:
+    """Within this block, runs that end close their timers in two statements for all of them,
+    at the block's end, instead of two per run.
+
+    Only for a block that reads no deadline or task of a run it ended (a worker committing a
+    batch of results: each result touches its own run, and an ended run takes no more); the
+    objects the session holds are updated at once either way.
+    """
+    if session.info.get(_DEFERRED_KEY) is not None:
+        yield
+        return
+    deferred: list[tuple[int, datetime]] = []
+    session.info[_DEFERRED_KEY] = deferred
+    try:
+        yield
+    finally:
+        session.info.pop(_DEFERRED_KEY, None)
+    by_time: dict[datetime, list[int]] = {}
+    for run_pk, now in deferred:
+        by_time.setdefault(now, []).append(run_pk)
+    for now, run_pks in by_time.items():
+        _close_timers(session, run_pks, now)
 
 
 def _stop_branches(session: Session, run: Run) -> None:

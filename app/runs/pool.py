@@ -6,6 +6,7 @@ import logging
 import threading
 
 from app.db import Database
+from app.runs.claims import DEFAULT_BATCH, DEFAULT_BATCH_SECONDS, ClaimSize
 from app.runs.engine import Clock, WorkerSettings, work_once, worker_name
 from app.runs.leases import Heartbeat
 
@@ -13,7 +14,12 @@ log = logging.getLogger(__name__)
 
 
 class WorkerPool:
-    """`size` threads running `work_once`; an idle thread polls every `poll_seconds`."""
+    """`size` threads running `work_once`; an idle thread polls every `poll_seconds`.
+
+    Each thread claims up to `batch` steps at a time, adapted to how long its batches take
+    (`ClaimSize`), and hands back what it has not started after `batch_seconds`; the pool's one
+    heartbeat keeps every claimed step's lease alive meanwhile.
+    """
 
     def __init__(
         self,
@@ -24,7 +30,8 @@ class WorkerPool:
         queue: str | None = None,
         lease_seconds: float = 60.0,
         poll_seconds: float = 0.5,
-        batch: int = 1,
+        batch: int = DEFAULT_BATCH,
+        batch_seconds: float = DEFAULT_BATCH_SECONDS,
     ) -> None:
         self.db = db
         self.clock = clock
@@ -33,6 +40,7 @@ class WorkerPool:
         self.lease_seconds = lease_seconds
         self.poll_seconds = poll_seconds
         self.batch = batch
+        self.batch_seconds = batch_seconds
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
         # One heartbeat for the pool keeps every executing step's lease alive.
@@ -49,13 +57,24 @@ class WorkerPool:
 
     def _loop(self) -> None:
         settings = WorkerSettings(
-            name=worker_name(), queue=self.queue, lease_seconds=self.lease_seconds, batch=self.batch
+            name=worker_name(),
+            queue=self.queue,
+            lease_seconds=self.lease_seconds,
+            batch=self.batch,
+            batch_seconds=self.batch_seconds,
         )
+        size = ClaimSize()  # each thread adapts its own claims to the actions it meets
         busy = False
         while not self.stopping.is_set():
             try:
                 advanced = work_once(
-                    self.db, self.clock, settings, peek=not busy, heartbeat=self.heartbeat
+                    self.db,
+                    self.clock,
+                    settings,
+                    peek=not busy,
+                    heartbeat=self.heartbeat,
+                    size=size,
+                    stopping=self.stopping.is_set,
                 )
                 busy = advanced > 0
             except Exception:  # a database hiccup must not kill the thread; try again shortly

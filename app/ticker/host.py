@@ -14,6 +14,7 @@ from flask import Flask
 from app.context import clock, database
 from app.db.rls import Scope
 from app.runs.actions import load_modules
+from app.runs.claims import DEFAULT_BATCH, DEFAULT_BATCH_SECONDS
 from app.runs.engine import DEFAULT_LEASE_SECONDS
 from app.runs.pool import WorkerPool
 from app.ticker.health import scheduler_enabled
@@ -47,7 +48,8 @@ def worker_pool(app: Flask, *, queue: str | None = None, size: int | None = None
         size=int(size if size is not None else app.config.get("WORKERS", DEFAULT_WORKERS)),
         lease_seconds=float(app.config.get("LEASE_SECONDS", DEFAULT_LEASE_SECONDS)),
         poll_seconds=float(app.config.get("WORKER_POLL_SECONDS", 0.5)),
-        batch=int(app.config.get("WORKER_BATCH", 1)),
+        batch=int(app.config.get("WORKER_BATCH", DEFAULT_BATCH)),
+        batch_seconds=float(app.config.get("WORKER_BATCH_SECONDS", DEFAULT_BATCH_SECONDS)),
     )
 
 
