@@ -64,11 +64,8 @@ class ScheduleRow:
         self._loaded = {name: values[name] for name in MUTABLE}
 
     def changes(self) -> dict[str, Any]:
-        return {
-            name: getattr(self, name)
-            for name in MUTABLE
-            if getattr(self, name) != self._loaded[name]
-        }
+        now, loaded = self.__dict__, self._loaded
+        return {name: now[name] for name in MUTABLE if now[name] != loaded[name]}
 
 
 def due_namespaces(session: Session, now: datetime) -> list[int]:
