@@ -61,7 +61,7 @@ def _document(columns: dict[str, list[Any]]) -> str:
 
     names = list(columns)
     values = [
-        list(map(text, column)) if any(isinstance(v, datetime) for v in column) else column
+        list(map(text, column)) if datetime in set(map(type, column)) else column
         for column in columns.values()
     ]
     rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
