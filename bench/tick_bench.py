@@ -432,8 +432,13 @@ def run_child(which: str, kind: str, count: int, pg_url: str) -> dict[str, Any]:
         "--postgres",
         pg_url,
     ]
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    return dict(json.loads(output.strip().splitlines()[-1]))
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        # One failed measurement (a peer that crashed, the database restarted under it) is
+        # reported as such; the other lines still print.
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        return {"error": lines[-1][:200]}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def child(which: str, kind: str, count: int, pg_url: str) -> None:
@@ -491,6 +496,9 @@ def main() -> None:
     )
     print(header)
     for kind, which, count, f in results:
+        if "error" in f:
+            print(f"| {kind} | {NAMES[which]} | {count:,} | failed: {f['error']} | | | |")
+            continue
         lags = (
             f"{f['p50_lag_s']:.2f} | {f['p99_lag_s']:.2f} | {f['peak_rss_mib']:.0f}"
             if which != "admin"
@@ -502,7 +510,7 @@ def main() -> None:
             f"{lags} |"
         )
     for kind in kinds:
-        figures = {(w, n): f for k, w, n, f in results if k == kind}
+        figures = {(w, n): f for k, w, n, f in results if k == kind and "error" not in f}
         ours, admin = figures.get(("almanac", args.count)), figures.get(("admin", args.count))
         big, peer = figures.get(("almanac", args.big)), figures.get(("peer", args.count))
         for label, mine in (("tick", ours), ("POST /admin/tick", admin)):
