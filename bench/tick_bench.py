@@ -1,14 +1,16 @@
 """Benchmark: one tick firing N schedules due in the same second, against APScheduler 3.
 
 Run: .venv/bin/python bench/tick_bench.py [--count 10000] [--big 100000] [--skip-peer]
-     [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
+     [--db sqlite|postgres|both] [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
 
 Almanac: N schedules (`0 12 * * *`, all due at 12:00:00) in a fresh database; one process runs
 the tick's fire phase until nothing is due. fires/s = N / wall time; lag = time from the start of
 the tick (the due second) to the commit of the page that started the run; peak RSS of the
 process (each measurement runs in its own subprocess). APScheduler 3.11: a BackgroundScheduler
 with a SQLAlchemyJobStore on the same kind of database and N cron jobs that do nothing, all due
-at the same second; fires/s from its EVENT_JOB_EXECUTED listener.
+at the same second; fires/s from its EVENT_JOB_EXECUTED listener. `POST /admin/tick`: the same
+N schedules served by a real server process (gunicorn, the manual clock at the due second), one
+request after another until a tick starts nothing; fires/s = N / the requests' wall time.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import os
 import platform
 import resource
+import socket
 import sqlite3
 import statistics
 import subprocess
@@ -30,9 +33,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from sqlalchemy import create_engine, insert, text  # noqa: E402
+import requests  # noqa: E402
+from sqlalchemy import create_engine, insert, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from app.cli.database import upgrade_database  # noqa: E402
@@ -56,14 +61,18 @@ from app.ticker.rotation import PHASE_LIMITS  # noqa: E402
 
 DUE = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
+ADMIN_TOKEN = "alm_bench_token_for_ticks"
 
 
 def _seed(db: Database, count: int) -> None:
-    """One namespace, one operator, one ready activation and `count` due schedules (Core)."""
+    """One namespace (`default`, made here unless it exists), one operator, one ready
+    activation and `count` due schedules (Core)."""
     with db.engine.begin() as conn:
-        ns = conn.execute(
-            insert(Namespace).values(name="default", created_at=DUE).returning(Namespace.id)
-        ).scalar_one()
+        ns = conn.execute(select(Namespace.id).where(Namespace.name == "default")).scalar()
+        if ns is None:
+            ns = conn.execute(
+                insert(Namespace).values(name="default", created_at=DUE).returning(Namespace.id)
+            ).scalar_one()
         user = conn.execute(
             insert(User)
             .values(username="bench", password_hash="x", is_superuser=False, created_at=DUE)
@@ -201,6 +210,82 @@ def measure_almanac(url: str, count: int) -> dict[str, Any]:
     }
 
 
+def measure_admin_tick(url: str, count: int) -> dict[str, Any]:
+    """The tick as an operator drives it: a real server process (gunicorn, one worker, the
+    ticker off, the manual clock) with `count` schedules due, and `POST /admin/tick` repeated
+    until a tick starts nothing. fires/s = runs started / the requests' wall time. On
+    PostgreSQL the server logs in as `almanac_app` and its ticker as `almanac_scheduler`."""
+    env = {
+        **os.environ,
+        "ALMANAC_SCHEDULER": "off",
+        "ALMANAC_SECRET_KEY": "bench",
+        "ALMANAC_TESTING": "1",
+        "ALMANAC_CLOCK": "manual",
+        "ALMANAC_ADMIN_PASSWORD": "bench-password",
+        "ALMANAC_ADMIN_TOKEN": ADMIN_TOKEN,
+        "ALMANAC_MIGRATION_DATABASE_URL": url,
+        "ALMANAC_DATABASE_URL": url,
+    }
+    if not url.startswith("sqlite"):
+        for variable, role in (
+            ("ALMANAC_DATABASE_URL", "almanac_app"),
+            ("ALMANAC_SCHEDULER_DATABASE_URL", SCHEDULER_ROLE),
+        ):
+            login = make_url(url).set(username=role, password=None)
+            env[variable] = login.render_as_string(hide_password=False)
+        _flask(env, "db", "create-roles")
+    _flask(env, "db", "upgrade")
+    _flask(env, "admin", "bootstrap")
+    owner = Database(url)
+    _seed(owner, count)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}"]
+    command += ["--workers", "1", "--threads", "4", "--timeout", "600", "wsgi:app"]
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    base = f"http://127.0.0.1:{port}/api/v1"
+    client = requests.Session()
+    client.headers["Authorization"] = f"Bearer {ADMIN_TOKEN}"
+    try:
+        for _ in range(600):
+            try:
+                if client.get(base + "/health", timeout=10).status_code in (200, 503):
+                    break
+            except requests.RequestException:
+                time.sleep(0.1)
+        moved = client.post(base + "/admin/clock", json={"now": DUE.isoformat()}, timeout=60)
+        assert moved.status_code == 200, moved.text
+        fired, ticks, elapsed = 0, 0, 0.0
+        while True:
+            began = time.perf_counter()
+            response = client.post(base + "/admin/tick", json={}, timeout=600)
+            elapsed += time.perf_counter() - began
+            assert response.status_code == 200, response.text
+            body = response.json()
+            assert not body["failures"], body["failures"]
+            started = sum(1 for row in body["rows"] if row["outcome"] == "triggered")
+            if not started:
+                elapsed -= time.perf_counter() - began  # the empty tick that ends it
+                break
+            fired, ticks = fired + started, ticks + 1
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    with owner.engine.connect() as conn:
+        runs = conn.execute(text("SELECT count(*) FROM runs")).scalar_one()
+    owner.dispose()
+    assert fired == count == runs, (fired, count, runs)
+    return {"fires": fired, "seconds": elapsed, "fires_per_s": fired / elapsed, "ticks": ticks}
+
+
+def _flask(env: dict[str, str], *args: str) -> None:
+    command = [sys.executable, "-m", "flask", "--app", "wsgi", *args]
+    subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True)
+
+
 def _weighted_quantiles(pages: list[tuple[float, int]]) -> dict[float, float]:
     """p50/p99 of per-run lags, where each page's runs share its commit time."""
     total = sum(claimed for _, claimed in pages)
@@ -221,12 +306,12 @@ def measure_peer(url: str, count: int) -> dict[str, Any]:
     from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.triggers.cron import CronTrigger
 
-    # Far enough ahead that storing the jobs ends first (about 1,000 jobs a second).
+    # The jobs' next run is stored as `due`; on a loaded machine storing may end after it, and
+    # the jobs are then overdue (within their grace) when the scheduler starts, all at once.
     lead = timedelta(seconds=5 + count / 400)
     due = (datetime.now(UTC) + lead).replace(microsecond=0)
-    _load_peer_jobs(
-        url, count, CronTrigger(hour=due.hour, minute=due.minute, second=due.second, timezone="UTC")
-    )
+    trigger = CronTrigger(hour=due.hour, minute=due.minute, second=due.second, timezone="UTC")
+    _load_peer_jobs(url, count, trigger, due)
     # The peer as its users run it: the job store built from a URL, with its own defaults.
     scheduler = BackgroundScheduler(
         jobstores={"default": SQLAlchemyJobStore(url=normalize_url(url))},
@@ -248,35 +333,55 @@ def measure_peer(url: str, count: int) -> dict[str, Any]:
         time.sleep(wait)
     started = time.perf_counter()
     scheduler.start()
-    done.wait(timeout=3600)
-    elapsed = executed[-1] - started
+    # Bounded: a peer that stalls is reported with what it fired, not waited on for an hour.
+    done.wait(timeout=max(300.0, count / 20))
     scheduler.shutdown(wait=False)
+    assert executed, "APScheduler fired nothing"
+    elapsed = executed[-1] - started
     lags = [stamp - started for stamp in executed]
     return {
         "fires": len(executed),
+        "complete": len(executed) >= count,
         "seconds": elapsed,
         "fires_per_s": len(executed) / elapsed,
         "p50_lag_s": statistics.median(lags),
-        "p99_lag_s": statistics.quantiles(lags, n=100)[98],
+        "p99_lag_s": statistics.quantiles(lags, n=100)[98] if len(lags) > 1 else lags[0],
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
-def _load_peer_jobs(url: str, count: int, trigger: Any) -> None:
-    """Store the jobs through APScheduler itself, on a fast engine (setup is not measured)."""
+def _load_peer_jobs(url: str, count: int, trigger: Any, due: datetime) -> None:
+    """Store the jobs through APScheduler's own job store, on a fast engine (not measured).
+
+    No scheduler thread runs while loading: a (paused) loading scheduler, once shut down,
+    still looks for due jobs one last time with its executors gone, and moved every job that
+    was due by then to the next day, so the measured scheduler found none.
+    """
+    from apscheduler.job import Job
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
     from apscheduler.schedulers.background import BackgroundScheduler
 
     engine = make_engine(url)
-    loader = BackgroundScheduler(
-        jobstores={"default": SQLAlchemyJobStore(engine=engine)},
-        timezone="UTC",
-        job_defaults={"misfire_grace_time": 3600, "coalesce": True},
-    )
-    loader.start(paused=True)
+    owner = BackgroundScheduler(timezone="UTC")  # never started: the jobs' owner on paper
+    store = SQLAlchemyJobStore(engine=engine)
+    store.start(owner, "default")
     for index in range(count):
-        loader.add_job(_noop, trigger, id=f"job{index}")
-    loader.shutdown(wait=False)
+        store.add_job(
+            Job(
+                owner,
+                id=f"job{index}",
+                func=_noop,
+                trigger=trigger,
+                executor="default",
+                args=(),
+                kwargs={},
+                name="_noop",
+                misfire_grace_time=3600,
+                coalesce=True,
+                max_instances=1,
+                next_run_time=due,
+            )
+        )
     sqlite = engine.dialect.name == "sqlite"
     engine.dispose()
     if sqlite:
@@ -327,29 +432,44 @@ def run_child(which: str, kind: str, count: int, pg_url: str) -> dict[str, Any]:
         "--postgres",
         pg_url,
     ]
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    return dict(json.loads(output.strip().splitlines()[-1]))
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        # One failed measurement (a peer that crashed, the database restarted under it) is
+        # reported as such; the other lines still print.
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        return {"error": lines[-1][:200]}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def child(which: str, kind: str, count: int, pg_url: str) -> None:
     url, cleanup = Backend(kind, pg_url).fresh()
     try:
-        measure = measure_almanac if which == "almanac" else measure_peer
+        measure = {"almanac": measure_almanac, "peer": measure_peer, "admin": measure_admin_tick}[
+            which
+        ]
         print(json.dumps(measure(url, count)))
     finally:
         if cleanup:
             cleanup()
 
 
+NAMES = {
+    "almanac": "Almanac tick",
+    "admin": "Almanac, POST /admin/tick",
+    "peer": "APScheduler 3 + SQLAlchemyJobStore",
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
-    parser.add_argument("--big", type=int, default=100_000)
+    parser.add_argument("--big", type=int, default=100_000, help="0 skips the big run")
     parser.add_argument(
         "--postgres", default=os.environ.get("ALMANAC_TEST_POSTGRES_URL", PG_DEFAULT)
     )
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--skip-peer", action="store_true")
-    parser.add_argument("--child", choices=("almanac", "peer"))
+    parser.add_argument("--child", choices=tuple(NAMES))
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     args = parser.parse_args()
     if args.child:
@@ -357,11 +477,15 @@ def main() -> None:
         return
     print(
         f"# tick benchmark — {platform.python_implementation()} {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs"
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start"
     )
+    kinds = ("sqlite", "postgres") if args.db == "both" else (args.db,)
+    plan = [("almanac", args.count), ("admin", args.count), ("peer", args.count)]
+    if args.big:
+        plan.insert(1, ("almanac", args.big))
     results: list[tuple[str, str, int, dict[str, Any]]] = []
-    for kind in ("sqlite", "postgres"):
-        for which, count in (("almanac", args.count), ("almanac", args.big), ("peer", args.count)):
+    for kind in kinds:
+        for which, count in plan:
             if which == "peer" and args.skip_peer:
                 continue
             figures = run_child(which, kind, count, args.postgres)
@@ -372,25 +496,35 @@ def main() -> None:
     )
     print(header)
     for kind, which, count, f in results:
-        name = "Almanac tick" if which == "almanac" else "APScheduler 3 + SQLAlchemyJobStore"
-        print(
-            f"| {kind} | {name} | {count:,} | {f['fires_per_s']:,.0f} | {f['p50_lag_s']:.2f} | "
-            f"{f['p99_lag_s']:.2f} | {f['peak_rss_mib']:.0f} |"
+        if "error" in f:
+            print(f"| {kind} | {NAMES[which]} | {count:,} | failed: {f['error']} | | | |")
+            continue
+        lags = (
+            f"{f['p50_lag_s']:.2f} | {f['p99_lag_s']:.2f} | {f['peak_rss_mib']:.0f}"
+            if which != "admin"
+            else f"({f['ticks']} ticks) | | "
         )
-    for kind in ("sqlite", "postgres"):
-        ours = [f for k, w, n, f in results if k == kind and w == "almanac" and n == args.count]
-        big = [f for k, w, n, f in results if k == kind and w == "almanac" and n == args.big]
-        peer = [f for k, w, n, f in results if k == kind and w == "peer"]
-        if ours and peer:
-            print(
-                f"{kind}: Almanac / APScheduler fires/s = "
-                f"{ours[0]['fires_per_s'] / peer[0]['fires_per_s']:.1f}x"
-            )
+        incomplete = "" if f.get("complete", True) else f" (stopped after {f['fires']:,})"
+        print(
+            f"| {kind} | {NAMES[which]} | {count:,} | {f['fires_per_s']:,.0f}{incomplete} | "
+            f"{lags} |"
+        )
+    for kind in kinds:
+        figures = {(w, n): f for k, w, n, f in results if k == kind and "error" not in f}
+        ours, admin = figures.get(("almanac", args.count)), figures.get(("admin", args.count))
+        big, peer = figures.get(("almanac", args.big)), figures.get(("peer", args.count))
+        for label, mine in (("tick", ours), ("POST /admin/tick", admin)):
+            if mine and peer:
+                print(
+                    f"{kind}: Almanac {label} / APScheduler fires/s = "
+                    f"{mine['fires_per_s'] / peer['fires_per_s']:.1f}x"
+                )
         if ours and big:
             print(
                 f"{kind}: peak RSS at N={args.big:,} / N={args.count:,} = "
-                f"{big[0]['peak_rss_mib'] / ours[0]['peak_rss_mib']:.2f}x"
+                f"{big['peak_rss_mib'] / ours['peak_rss_mib']:.2f}x"
             )
+    print(f"# load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

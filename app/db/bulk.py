@@ -1,7 +1,7 @@
 """Bulk inserts and updates for the tick's hot path: one statement per table and page.
 
-PostgreSQL receives the whole batch as one JSON document expanded server-side by
-`json_populate_recordset` (constant SQL text, one round trip, no per-value client work).
+PostgreSQL receives what differs between the rows as one JSON document expanded server-side by
+`json_to_recordset`, and what every row shares once, as typed parameters (one round trip).
 SQLite, in-process, gets the driver's executemany with the columns' own bind processors.
 """
 
@@ -46,20 +46,89 @@ def _with_defaults(table: Table, names: list[str], rows: Sequence[Row]) -> Seque
     ]
 
 
-def _document(names: Sequence[str], rows: Sequence[Row]) -> str:
-    """The rows as one JSON array; instants as ISO text, each distinct one formatted once."""
+def _document(columns: dict[str, list[Any]]) -> str:
+    """The rows' `columns` as one JSON array of objects; instants as ISO text, each distinct
+    one formatted once."""
     instants: dict[datetime, str] = {}
 
     def text(value: Any) -> Any:
         if not isinstance(value, datetime):
             return value
-        if value not in instants:
-            instants[value] = value.isoformat()
-        return instants[value]
+        found = instants.get(value)
+        if found is None:
+            found = instants[value] = value.isoformat()
+        return found
 
-    return json.dumps(
-        [{name: text(row[name]) for name in names} for row in rows], separators=(",", ":")
-    )
+    names = list(columns)
+    values = [
+        list(map(text, column)) if datetime in set(map(type, column)) else column
+        for column in columns.values()
+    ]
+    rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def _same(values: list[Any]) -> bool:
+    """Whether every value is the same (and of the same type: True is not 1)."""
+    return values.count(values[0]) == len(values) and len(set(map(type, values))) == 1
+
+
+def _constant_text(value: Any) -> str | None:
+    """A constant's text for `CAST(... AS type)`: the column type's own input syntax."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+_SQL_TYPES: dict[tuple[str, str], str] = {}
+
+
+def _sql_type(conn: Connection, table: Table, name: str) -> str:
+    key = (table.name, name)
+    if key not in _SQL_TYPES:
+        _SQL_TYPES[key] = str(table.c[name].type.compile(dialect=conn.dialect))
+    return _SQL_TYPES[key]
+
+
+def _postgres_source(
+    conn: Connection, table: Table, names: Sequence[str], rows: Sequence[Row], keep: Sequence[str]
+) -> tuple[dict[str, str], str, dict[str, Any]]:
+    """How a statement reads `rows` on PostgreSQL: an SQL expression per column, the FROM
+    clause and the parameters.
+
+    A value every row shares (a page's `now`, namespace, activation, empty objects) is sent once
+    as a typed parameter; the columns that differ (and `keep`) travel as one JSON document
+    expanded server-side by `json_to_recordset` with just those columns: one round trip, and no
+    per-row work for what does not change.
+    """
+    params: dict[str, Any] = {}
+    exprs: dict[str, str] = {}
+    varying: dict[str, list[Any]] = {}
+    for index, name in enumerate(names):
+        values = [row[name] for row in rows]
+        if name in keep or not _same(values):
+            varying[name] = values
+            exprs[name] = f"x.{name}"
+        else:
+            params[f"c{index}"] = _constant_text(values[0])
+            exprs[name] = f"CAST(%(c{index})s AS {_sql_type(conn, table, name)})"
+    if varying:
+        params["rows"] = _document(varying)
+        types = {name: _sql_type(conn, table, name) for name in varying}
+        columns = ", ".join(f"{name} {kind}" for name, kind in types.items())
+        # A document with JSON columns is parsed once as jsonb (cheaper than per value).
+        kind = "jsonb" if "JSONB" in types.values() else "json"
+        source = f"{kind}_to_recordset(CAST(%(rows)s AS {kind})) AS x({columns})"
+    else:
+        params["count"] = len(rows)
+        source = "generate_series(1, %(count)s) AS x"
+    return exprs, source, params
 
 
 def _sqlite_params(
@@ -111,13 +180,14 @@ def insert_rows(
     rows = _with_defaults(table, names, rows)
     columns = ", ".join(names)
     if conn.dialect.name == "postgresql":
+        exprs, source, params = _postgres_source(conn, table, names, rows, ())
         sql = (
-            f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
-            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json))'
+            f'INSERT INTO "{table.name}" ({columns}) '
+            f"SELECT {', '.join(exprs[name] for name in names)} FROM {source}"
         )
         if returning:
             sql += f" RETURNING {', '.join(returning)}"
-        result = conn.exec_driver_sql(sql, {"rows": _document(names, rows)})
+        result = conn.exec_driver_sql(sql, params)
         return [tuple(row) for row in result] if returning else []
     marks = ", ".join("?" for _ in names)
     conn.exec_driver_sql(
@@ -149,13 +219,10 @@ def update_rows(conn: Connection, table: Table, rows: Sequence[Row]) -> None:
         return
     names = [name for name in rows[0] if name != "id"]
     if conn.dialect.name == "postgresql":
-        assignments = ", ".join(f"{name} = v.{name}" for name in names)
-        sql = (
-            f'UPDATE "{table.name}" AS t SET {assignments} FROM '
-            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json)) AS v '
-            "WHERE t.id = v.id"
-        )
-        conn.exec_driver_sql(sql, {"rows": _document(["id", *names], rows)})
+        exprs, source, params = _postgres_source(conn, table, ["id", *names], rows, ("id",))
+        assignments = ", ".join(f"{name} = {exprs[name]}" for name in names)
+        sql = f'UPDATE "{table.name}" AS t SET {assignments} FROM {source} WHERE t.id = x.id'
+        conn.exec_driver_sql(sql, params)
         return
     assignments = ", ".join(f"{name} = ?" for name in names)
     conn.exec_driver_sql(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
+from app.runs import lifecycle
 from app.schedules.audit import EVENT_KEYS
+from app.schedules.tick import due
 
 
 def hold_the_only_slot(h):
@@ -28,6 +32,48 @@ def test_capacity_refusal_retries_the_same_occurrence_until_it_fits(h):
         ("triggered", "schedule:s:20260105T121000Z")
     ]
     assert [o["kind"] for o in h.ledger("s")] == ["started"]
+
+
+def test_capacity_counts_the_runs_of_the_page_still_being_written(h, monkeypatch):
+    """On PostgreSQL a page is decided while the one before it is still being written; the
+    namespace's limit must count that page's runs all the same."""
+    monkeypatch.setattr(due, "PAGE_SIZE", 2)
+    # Hold each page's writes (on the writer thread) until the next page has counted the
+    # namespace's active runs, or for a second if the tick makes that page wait for them.
+    state, changed = {"counts": 0, "writes": 0}, threading.Condition()
+    real_count, real_flush = lifecycle.count_active_runs, due._flush
+
+    def count(*args, **kwargs):
+        with changed:
+            state["counts"] += 1
+            changed.notify_all()
+        return real_count(*args, **kwargs)
+
+    def flush(page):
+        if threading.current_thread() is not threading.main_thread():
+            with changed:
+                state["writes"] += 1
+                mine = state["writes"]
+                changed.wait_for(lambda: state["counts"] > mine, timeout=1)
+        real_flush(page)
+
+    monkeypatch.setattr(lifecycle, "count_active_runs", count)
+    monkeypatch.setattr(due, "_flush", flush)
+    activation = h.workflow()
+    for index in range(7):
+        h.create(f"s{index}", cron="*/10 * * * *", activation_id=activation)
+    h.set_limit(3)
+    rows = h.tick("12:10")
+    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
+        ("s0", "triggered"),
+        ("s1", "triggered"),
+        ("s2", "triggered"),
+        ("s3", "refused"),
+        ("s4", "refused"),
+        ("s5", "refused"),
+        ("s6", "refused"),
+    ]
+    assert sorted(run.schedule_id for run in h.runs()) == ["s0", "s1", "s2"]
 
 
 def test_an_occurrence_still_refused_when_its_grace_ends_joins_a_capacity_range(h):

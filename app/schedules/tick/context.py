@@ -8,7 +8,7 @@ The tick loads one per page of claimed schedules; buffers, triggers and backfill
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -44,6 +44,10 @@ class FiringContext:
         default_factory=dict
     )
     _namespace_active: int | None = None
+    _contexts: dict[int, CommandContext] = field(default_factory=dict)
+    # Called before the namespace's active runs are counted: the tick's pipeline waits there
+    # for the page it is still writing, so the count includes that page's runs.
+    settle: Callable[[], None] | None = None
 
     @classmethod
     def load(
@@ -83,7 +87,11 @@ class FiringContext:
 
     def context(self, schedule: Schedule) -> CommandContext:
         """The scheduler acts with the principal's authority."""
-        return CommandContext(self.usernames.get(schedule.principal_id), "scheduler")
+        found = self._contexts.get(schedule.principal_id)
+        if found is None:
+            username = self.usernames.get(schedule.principal_id)
+            found = self._contexts[schedule.principal_id] = CommandContext(username, "scheduler")
+        return found
 
     def authorized(self, schedule: Schedule) -> bool:
         return schedule.principal_id in self.authorized_ids
@@ -114,6 +122,8 @@ class FiringContext:
 
     def namespace_active(self) -> int:
         if self._namespace_active is None:
+            if self.settle is not None:
+                self.settle()
             self._namespace_active = lifecycle.count_active_runs(self.session, self.namespace.id)
         return self._namespace_active
 

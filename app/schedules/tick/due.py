@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, cast
@@ -59,6 +63,10 @@ def fire_due(
 
     `on_page(claimed)` is called after each page commits (the benchmark times them).
     `recheck(session)` reads the clock again right before a page commits (see `_stale_at`).
+
+    On PostgreSQL, once a page comes back full, pages overlap: while one page's statements
+    and commit run on a writer thread (and connection), the next page is claimed and decided
+    here. See `_Pipeline` for why that cannot double, lose or misjudge a firing.
     """
     rows: list[dict[str, Any]] = []
     with db.session() as session:
@@ -68,18 +76,177 @@ def fire_due(
     turn = next(_turns) % len(namespaces)
     namespaces = namespaces[turn:] + namespaces[:turn]
     keys: dict[int, tuple[datetime, int] | None] = dict.fromkeys(namespaces)
-    while namespaces and time.monotonic() < budget_deadline:
-        for namespace_id in list(namespaces):
-            claimed, keys[namespace_id] = _fire_page(
-                db, now, grace, namespace_id, keys[namespace_id], rows, budget_deadline, recheck
-            )
-            if on_page is not None:
-                on_page(claimed)
-            if claimed < PAGE_SIZE:
-                namespaces.remove(namespace_id)
-            if time.monotonic() >= budget_deadline:
-                break
+    pipeline = _Pipeline(db, now, grace, rows, budget_deadline, on_page, recheck)
+    try:
+        while namespaces and time.monotonic() < budget_deadline:
+            for namespace_id in list(namespaces):
+                page = pipeline.decide(namespace_id, keys[namespace_id])
+                claimed = 0 if page is None else len(page.claimed)
+                if page is not None:
+                    keys[namespace_id] = page.last_key
+                    pipeline.write(page, overlap=claimed == PAGE_SIZE and not db.is_sqlite)
+                elif on_page is not None:
+                    on_page(0)
+                if claimed < PAGE_SIZE:
+                    namespaces.remove(namespace_id)
+                if time.monotonic() >= budget_deadline:
+                    break
+    finally:
+        pipeline.finish()
     return rows
+
+
+@dataclass
+class _Page:
+    """One claimed page between its decisions and its commit: the open transaction and what
+    it will write."""
+
+    stack: ExitStack
+    session: Session
+    now: datetime
+    namespace_id: int
+    key: tuple[datetime, int] | None
+    claimed: list[ScheduleRow]
+    fired: list[ScheduleRow] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    writes: Writes = field(default_factory=Writes)
+    starter: BulkStarter | None = None
+
+    # (next_fire_at, id) of each claimed schedule as claimed (firing moves next_fire_at).
+    keys: list[tuple[datetime, int]] = field(default_factory=list)
+
+    @property
+    def last_key(self) -> tuple[datetime, int]:
+        """Where the next page starts: after the last schedule this page fired."""
+        return self.keys[max(len(self.fired), 1) - 1]
+
+
+class _Pipeline:
+    """Decides pages here and writes them, one at a time, on a writer thread.
+
+    Page N+1 is claimed and decided while page N's statements and commit run. That is safe:
+    - N+1 claims after N's last key with `SKIP LOCKED`, and N holds its rows' locks until it
+      commits, so no schedule is in two pages; a page that N redoes after a stale start or a
+      run id clash re-claims its rows after N's old key, skipping N+1's locked ones.
+    - A decision of N+1 reads nothing N writes, except the namespace's count of active runs
+      (`max_active_runs`): before counting, N+1 waits for N to commit (`settle`), so the
+      count is the one a serial tick would read. Without a limit nothing is counted.
+    - Pages commit in order, each with its final clock check; a failed page raises here
+      once the page decided meanwhile is rolled back (that phase then fails as a whole, as
+      before: committed pages stay, the rest stays due).
+    SQLite has one writer: pages there never overlap.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        now: datetime,
+        grace: timedelta,
+        rows: list[dict[str, Any]],
+        budget_deadline: float,
+        on_page: Callable[[int], None] | None,
+        recheck: Callable[[Session], datetime] | None,
+    ) -> None:
+        self.db, self.now, self.grace, self.rows = db, now, grace, rows
+        self.budget_deadline, self.on_page, self.recheck = budget_deadline, on_page, recheck
+        self.writer: ThreadPoolExecutor | None = None
+        self.pending: Future[list[dict[str, Any]]] | None = None
+
+    def decide(self, namespace_id: int, key: tuple[datetime, int] | None) -> _Page | None:
+        """Claim the namespace's next page after `key` and decide its firings (nothing
+        written yet); None when nothing is due there."""
+        stack = ExitStack()
+        try:
+            session = stack.enter_context(self.db.session())
+            begin_write(session)
+            claimed = schedule_rows.claim(
+                session, self.now, PAGE_SIZE, namespace_id=namespace_id, key=key
+            )
+            if not claimed:
+                stack.close()
+                return None
+            page = _Page(stack, session, self.now, namespace_id, key, claimed)
+            page.keys = [(cast(datetime, s.next_fire_at), s.id) for s in claimed]
+            _decide(page, self.grace, self.budget_deadline, self.settle)
+            return page
+        except BaseException:
+            stack.__exit__(*sys.exc_info())
+            self.settle()
+            raise
+
+    def settle(self) -> None:
+        """Wait until the page being written has committed (or failed)."""
+        if self.pending is not None:
+            wait([self.pending])
+
+    def write(self, page: _Page, *, overlap: bool) -> None:
+        """Write `page` after the one before it; on the writer thread when `overlap`."""
+        try:
+            self._collect()
+        except BaseException:
+            page.stack.__exit__(*sys.exc_info())
+            raise
+        if not overlap and self.writer is None:
+            self.rows.extend(self._write(page))
+            return
+        if self.writer is None:
+            self.writer = ThreadPoolExecutor(1, thread_name_prefix="tick-writer")
+        self.pending = self.writer.submit(self._write, page)
+
+    def _collect(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            self.rows.extend(pending.result())
+
+    def finish(self) -> None:
+        """Wait for the last page; raise its failure if it failed."""
+        try:
+            self._collect()
+        finally:
+            if self.writer is not None:
+                self.writer.shutdown(wait=True)
+                self.writer = None
+
+    def _write(self, page: _Page) -> list[dict[str, Any]]:
+        session = page.session
+        try:
+            _flush(page)
+            later = _stale_at(session, page.now, page.rows, self.grace, self.recheck)
+            if later is not None:
+                # The page waited (on locks) past a start's grace: decide again at that time,
+                # so the occurrence is recorded as missed instead of started stale.
+                session.rollback()
+                page.stack.close()
+                rows: list[dict[str, Any]] = []
+                _fire_page(
+                    self.db,
+                    later,
+                    self.grace,
+                    page.namespace_id,
+                    page.key,
+                    rows,
+                    self.budget_deadline,
+                    self.recheck,
+                )
+                self._report(len(page.fired))
+                return rows
+            session.commit()
+            page_rows = page.rows
+        except IntegrityError:
+            # Another writer already holds one of these run ids: redo the page one by one.
+            session.rollback()
+            page.stack.close()
+            page_rows = _fire_each(self.db, page.now, self.grace, [s.id for s in page.fired])
+        except BaseException:
+            page.stack.__exit__(*sys.exc_info())
+            raise
+        page.stack.close()
+        self._report(len(page.fired))
+        return page_rows
+
+    def _report(self, claimed: int) -> None:
+        if self.on_page is not None:
+            self.on_page(claimed)
 
 
 def _fire_page(
@@ -92,31 +259,13 @@ def _fire_page(
     budget_deadline: float = float("inf"),
     recheck: Callable[[Session], datetime] | None = None,
 ) -> tuple[int, tuple[datetime, int] | None]:
-    with db.session() as session:
-        begin_write(session)
-        schedules = schedule_rows.claim(session, now, PAGE_SIZE, namespace_id=namespace_id, key=key)
-        if not schedules:
-            return 0, key
-        keys = [(s.next_fire_at, s.id) for s in schedules]
-        try:
-            page_rows, schedules = _fire_schedules(session, now, grace, schedules, budget_deadline)
-            later = _stale_at(session, now, page_rows, grace, recheck)
-            if later is not None:
-                # The page waited (on locks) past a start's grace: decide again at that time,
-                # so the occurrence is recorded as missed instead of started stale.
-                session.rollback()
-                return _fire_page(
-                    db, later, grace, namespace_id, key, rows, budget_deadline, recheck
-                )
-            session.commit()
-        except IntegrityError:
-            # Another writer already holds one of these run ids: redo the page one by one.
-            session.rollback()
-            page_rows = _fire_each(db, now, grace, [s.id for s in schedules])
-    rows.extend(page_rows)
-    last_key = keys[len(schedules) - 1]
-    assert last_key[0] is not None
-    return len(schedules), (last_key[0], last_key[1])
+    """One page, claimed, decided, written and committed here (no overlap)."""
+    pipeline = _Pipeline(db, now, grace, rows, budget_deadline, None, recheck)
+    page = pipeline.decide(namespace_id, key)
+    if page is None:
+        return 0, key
+    pipeline.write(page, overlap=False)
+    return len(page.fired), page.last_key
 
 
 def _stale_at(
@@ -205,26 +354,45 @@ def _fire_schedules(
     schedules: list[ScheduleRow],
     budget_deadline: float = float("inf"),
 ) -> tuple[list[dict[str, Any]], list[ScheduleRow]]:
-    """Fire `schedules` in order until the budget runs out (checked after every schedule, so
-    one page never overruns it by more than one schedule's bounded cost); returns the rows and
-    the schedules actually fired."""
-    namespace = session.get(Namespace, schedules[0].namespace_id)
+    """Fire `schedules` (claimed in `session`) and write them, without committing; returns
+    the rows and the schedules actually fired."""
+    page = _Page(ExitStack(), session, now, schedules[0].namespace_id, None, schedules)
+    _decide(page, grace, budget_deadline)
+    _flush(page)
+    return page.rows, page.fired
+
+
+def _decide(
+    page: _Page,
+    grace: timedelta,
+    budget_deadline: float = float("inf"),
+    settle: Callable[[], None] | None = None,
+) -> None:
+    """Decide the page's firings in order until the budget runs out (checked after every
+    schedule, so one page never overruns it by more than one schedule's bounded cost)."""
+    session, now = page.session, page.now
+    namespace = session.get(Namespace, page.claimed[0].namespace_id)
     assert namespace is not None
-    plain = cast(list[Schedule], schedules)
+    plain = cast(list[Schedule], page.claimed)
     ctx = FiringContext.load(session, namespace, plain)
-    w, starter = Writes(), BulkStarter(now)
-    rows: list[dict[str, Any]] = []
+    ctx.settle = settle
+    page.starter = starter = BulkStarter(now)
     scans: dict[tuple[Any, ...], tuple[Spec, DueScan]] = {}
     done = 0
     for schedule in plain:
-        rows.extend(fire_one(ctx, w, starter, schedule, now, grace, scans))
+        page.rows.extend(fire_one(ctx, page.writes, starter, schedule, now, grace, scans))
         done += 1
         if time.monotonic() >= budget_deadline:
             break
-    starter.flush(session)
-    w.flush(session)
-    schedule_rows.save(session.connection(), schedules[:done])
-    return rows, schedules[:done]
+    page.fired = page.claimed[:done]
+
+
+def _flush(page: _Page) -> None:
+    """Send the page's writes (runs, ledger, audit, the schedules' new state)."""
+    assert page.starter is not None
+    page.starter.flush(page.session)
+    page.writes.flush(page.session)
+    schedule_rows.save(page.session.connection(), page.fired)
 
 
 def fire_one(
@@ -297,8 +465,9 @@ def fire_one(
         if schedule.next_fire_at is None:
             block(w, schedule, now, "calendar_exhausted", context)
             rows.append(_row(ctx, schedule, "blocked", None, None))
+    next_fire_at = _text(schedule.next_fire_at)
     for row in rows:
-        row["next_fire_at"] = format_utc_or_none(schedule.next_fire_at)
+        row["next_fire_at"] = next_fire_at
     return rows
 
 
@@ -311,7 +480,9 @@ def _scan(
     if schedule.jitter_seconds:
         spec = spec_of(schedule)
         return spec, scan_due(spec, schedule.uid, schedule.jitter_seconds, schedule.cursor_at, now)
-    key = (repr(schedule.spec), schedule.cursor_at)
+    # Rows claimed together share one dict per distinct spec text (rows.load), so the
+    # dict's identity stands for its text; every schedule keeps its dict alive for the page.
+    key = (id(schedule.spec), schedule.cursor_at)
     if key not in scans:
         spec = spec_of(schedule)
         scans[key] = spec, scan_due(spec, schedule.uid, 0, schedule.cursor_at, now)

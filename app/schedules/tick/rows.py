@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -47,8 +47,8 @@ COLUMNS = [
     for column in TABLE.columns
     if column.name not in ("notes", "workflow_name", "created_at", "updated_at")
 ]
-_INSTANTS = [c.name for c in COLUMNS if isinstance(c.type, UTCDateTime)]
-_DOCUMENTS = [c.name for c in COLUMNS if isinstance(c.type, JSON)]
+_INSTANTS = frozenset(c.name for c in COLUMNS if isinstance(c.type, UTCDateTime))
+_DOCUMENTS = frozenset(c.name for c in COLUMNS if isinstance(c.type, JSON))
 
 
 class ScheduleRow:
@@ -64,11 +64,8 @@ class ScheduleRow:
         self._loaded = {name: values[name] for name in MUTABLE}
 
     def changes(self) -> dict[str, Any]:
-        return {
-            name: getattr(self, name)
-            for name in MUTABLE
-            if getattr(self, name) != self._loaded[name]
-        }
+        now, loaded = self.__dict__, self._loaded
+        return {name: now[name] for name in MUTABLE if now[name] != loaded[name]}
 
 
 def due_namespaces(session: Session, now: datetime) -> list[int]:
@@ -114,27 +111,36 @@ def selectable() -> list[Any]:
 
 
 def load(conn: Connection, query: Select[Any]) -> list[ScheduleRow]:
-    """Rows of a `select(*selectable())` query."""
-    instants: dict[Any, datetime | None] = {None: None}
-    documents: dict[Any, Any] = {}
-    result = []
-    for row in conn.execute(query).mappings().all():
-        values = dict(row)
-        for name in _INSTANTS:
-            raw = values[name]
-            if raw not in instants:
-                instants[raw] = _instant(raw)
-            values[name] = instants[raw]
-        for name in _DOCUMENTS:
-            raw = values[name]
-            if not isinstance(raw, str):
-                continue
-            if raw not in documents:
-                documents[raw] = json.loads(raw)
+    """Rows of a `select(*selectable())` query, converted column by column: each distinct
+    instant or JSON text once (a page of due schedules repeats the same few)."""
+    result = conn.execute(query)
+    names = list(result.keys())
+    rows = result.all()
+    if not rows:
+        return []
+    columns: list[Any] = list(zip(*rows, strict=True))
+    for index, name in enumerate(names):
+        if name in _INSTANTS:
+            columns[index] = _each_once(columns[index], _instant_or_none)
+        elif name in _DOCUMENTS:
             # Shared between rows with the same text: the tick only reads configuration.
-            values[name] = documents[raw]
-        result.append(ScheduleRow(values))
-    return result
+            columns[index] = _each_once(columns[index], _document)
+    return [
+        ScheduleRow(dict(zip(names, values, strict=True))) for values in zip(*columns, strict=True)
+    ]
+
+
+def _each_once(column: Sequence[Any], convert: Callable[[Any], Any]) -> list[Any]:
+    converted = {raw: convert(raw) for raw in set(column)}
+    return list(map(converted.__getitem__, column))
+
+
+def _instant_or_none(raw: Any) -> datetime | None:
+    return None if raw is None else _instant(raw)
+
+
+def _document(raw: Any) -> Any:
+    return json.loads(raw) if isinstance(raw, str) else raw
 
 
 def _instant(raw: Any) -> datetime:

@@ -9,16 +9,18 @@ compares the two.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any, cast
 
 from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc
-from app.db import Deadline, Namespace, Run, RunHistoryEvent, Schedule, new_uid, rollup
+from app.db import Deadline, Namespace, Run, RunHistoryEvent, Schedule, rollup
 from app.db.bulk import insert_rows
 from app.runs import lifecycle
 from app.runs.lifecycle import RunTarget
@@ -27,6 +29,8 @@ from app.schedules.ledger import Writes
 from app.schedules.tick.policy import run_id_for
 
 RUNS = cast(Table, Run.__table__)
+# A page's firings share a few instants: each is formatted once.
+_utc = lru_cache(maxsize=4096)(format_utc)
 EVENTS = cast(Table, RunHistoryEvent.__table__)
 DEADLINES = cast(Table, Deadline.__table__)
 
@@ -73,6 +77,7 @@ def start_occurrence(
     policy, occurrence_time = firing.policy, firing.occurrence_time
     trigger_number = schedule.fires_count + 1
     spec = schedule.spec
+    occurred = _utc(occurrence_time)
     payload = {
         "schedule_id": schedule.schedule_id,
         "schedule_uid": schedule.uid,
@@ -80,7 +85,7 @@ def start_occurrence(
         "timezone": spec.get("timezone", "UTC"),
         "overlap_policy": policy,
         "trigger_number": trigger_number,
-        "occurrence_time": format_utc(occurrence_time),
+        "occurrence_time": occurred,
     }
     check_origin(payload)
     action = schedule.action
@@ -112,7 +117,7 @@ def start_occurrence(
             "outcome": firing.outcome,
             "effective_overlap_policy": policy,
             "trigger_number": trigger_number,
-            "occurrence_time": format_utc(occurrence_time),
+            "occurrence_time": occurred,
             "command_context": context.to_json(),
         },
         run_id,
@@ -146,6 +151,13 @@ def orm_starter(session: Session, now: datetime, namespace: Namespace) -> Starte
     return start
 
 
+def random_uid() -> str:
+    """A random (version 4) UUID's text, like `app.db.new_uid` at a fraction of its cost."""
+    digits = os.urandom(16).hex()
+    variant = "89ab"[int(digits[16], 16) & 3]
+    return f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{variant}{digits[17:20]}-{digits[20:]}"
+
+
 class BulkStarter:
     """Collects run starts and inserts them together (Core, for the tick's hot path)."""
 
@@ -154,7 +166,7 @@ class BulkStarter:
         self.pending: list[tuple[str, RunStart]] = []
 
     def __call__(self, request: RunStart) -> str:
-        uid = new_uid()
+        uid = random_uid()
         self.pending.append((uid, request))
         return uid
 
@@ -166,11 +178,26 @@ class BulkStarter:
         conn = session.connection()
         pk_by_uid = {uid: pk for pk, uid in insert_rows(conn, RUNS, rows, ("id", "uid"))}
         rollup.record_inserted(session, ((pk_by_uid[row["uid"]], row) for row in rows))
-        events: list[dict[str, Any]] = []
+        # Two statements: a page's `run_started` events usually share one payload, which
+        # then travels (and is parsed) once instead of once per run.
+        origins: list[dict[str, Any]] = []
+        starts: list[dict[str, Any]] = []
         deadlines: list[dict[str, Any]] = []
+        # What a target contributes, read once per target (ORM attributes cost a call each).
+        shared: dict[int, tuple[dict[str, Any], int | None]] = {}
         for uid, request in self.pending:
             pk, target = pk_by_uid[uid], request.target
-            events.append(
+            if id(target) not in shared:
+                shared[id(target)] = (
+                    {
+                        "workflow": target.workflow.name,
+                        "version": target.version.version,
+                        "activation_id": target.activation.id,
+                    },
+                    target.version.definition.get("timeout_seconds"),
+                )
+            started, definition_timeout = shared[id(target)]
+            origins.append(
                 {
                     "run_pk": pk,
                     "sequence": 1,
@@ -180,26 +207,17 @@ class BulkStarter:
                     "recorded_at": now,
                 }
             )
-            events.append(
+            starts.append(
                 {
                     "run_pk": pk,
                     "sequence": 2,
                     "event_type": "run_started",
                     "node_id": None,
                     "recorded_at": now,
-                    "payload": {
-                        "workflow": target.workflow.name,
-                        "version": target.version.version,
-                        "activation_id": target.activation.id,
-                        "input": request.run_input,
-                    },
+                    "payload": started | {"input": request.run_input},
                 }
             )
-            limits = [
-                s
-                for s in (target.version.definition.get("timeout_seconds"), request.timeout_seconds)
-                if s
-            ]
+            limits = [s for s in (definition_timeout, request.timeout_seconds) if s]
             if limits:
                 deadlines.append(
                     {
@@ -210,7 +228,8 @@ class BulkStarter:
                         "due_at": now + timedelta(seconds=min(limits)),
                     }
                 )
-        insert_rows(conn, EVENTS, events)
+        insert_rows(conn, EVENTS, origins)
+        insert_rows(conn, EVENTS, starts)
         insert_rows(conn, DEADLINES, deadlines)
         self.pending = []
 
