@@ -51,11 +51,15 @@ def current_user() -> User:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthenticated("send 'Authorization: Bearer <token>'")
-        user = auth_service.authenticate_token(context.session(), context.now(), token.strip())
-        if user is None:
+        session = context.session()
+        use = auth_service.find_token(session, token.strip())
+        if use is None:
             raise Unauthenticated("the token is unknown, revoked, or its user is disabled")
-        g.api_user = user
-        context.act_as(user.id)
+        g.api_user = use.user
+        # Bind the user's namespaces before reading "now": on PostgreSQL the same statement
+        # reads the database's clock.
+        context.act_as(use.user.id)
+        auth_service.record_token_use(session, context.now(), use)
     return g.api_user  # type: ignore[no-any-return]
 
 

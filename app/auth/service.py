@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
@@ -192,21 +193,46 @@ def revoke_token(session: Session, now: datetime, username: str, name: str) -> A
     return row
 
 
-def authenticate_token(session: Session, now: datetime, token: str) -> User | None:
-    """The active user owning this unrevoked token, or None; records its use (the caller commits).
+@dataclass(frozen=True)
+class TokenUse:
+    """A valid token's user, and when the token was last recorded as used."""
 
-    `last_used_at` is written at most once a minute, so reads stay reads.
-    """
-    row = session.scalar(select(ApiToken).where(ApiToken.token_sha256 == hash_token(token)))
-    if row is None or row.revoked_at is not None or row.user.disabled_at is not None:
+    user: User
+    token_id: int
+    last_used_at: datetime | None
+
+
+def find_token(session: Session, token: str) -> TokenUse | None:
+    """The active user owning this unrevoked token, or None: one statement (token join user)."""
+    query = (
+        select(User, ApiToken.id, ApiToken.last_used_at)
+        .join(ApiToken, ApiToken.user_id == User.id)
+        .where(
+            ApiToken.token_sha256 == hash_token(token),
+            ApiToken.revoked_at.is_(None),
+            User.disabled_at.is_(None),
+        )
+    )
+    row = session.execute(query).first()
+    return None if row is None else TokenUse(row[0], row[1], row[2])
+
+
+def record_token_use(session: Session, now: datetime, use: TokenUse) -> None:
+    """Write `last_used_at` at most once a minute (so reads stay reads), committing it."""
+    if use.last_used_at is not None and now - use.last_used_at < TOKEN_USE_RESOLUTION:
+        return
+    begin_write(session)
+    session.execute(update(ApiToken).where(ApiToken.id == use.token_id).values(last_used_at=now))
+    session.commit()
+
+
+def authenticate_token(session: Session, now: datetime, token: str) -> User | None:
+    """The active user owning this unrevoked token, or None; records its use (committed)."""
+    use = find_token(session, token)
+    if use is None:
         return None
-    if row.last_used_at is None or now - row.last_used_at >= TOKEN_USE_RESOLUTION:
-        user = row.user
-        begin_write(session)
-        session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
-        session.commit()
-        return user
-    return row.user
+    record_token_use(session, now, use)
+    return use.user
 
 
 # --- first start ------------------------------------------------------------------------------

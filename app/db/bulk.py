@@ -162,3 +162,51 @@ def update_rows(conn: Connection, table: Table, rows: Sequence[Row]) -> None:
         f'UPDATE "{table.name}" SET {assignments} WHERE id = ?',
         _sqlite_params(conn, table, [*names, "id"], rows),
     )  # type: ignore[arg-type]
+
+
+def insert_new(conn: Connection, table: Table, row: Row, unique: Sequence[str]) -> int | None:
+    """Insert `row` unless a row with the same `unique` key exists; its new `id`, or None.
+
+    One statement, and no error to recover from (so no savepoint): two concurrent inserts of
+    one key leave exactly one row, the loser waiting for the winner's transaction to end.
+    """
+    names = _names(table, [row])
+    rows = _with_defaults(table, names, [row])
+    columns, key = ", ".join(names), ", ".join(unique)
+    if conn.dialect.name == "postgresql":
+        sql = (
+            f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
+            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json)) '
+            f"ON CONFLICT ({key}) DO NOTHING RETURNING id"
+        )
+        found = conn.exec_driver_sql(sql, {"rows": _document(names, rows)}).scalar()
+    else:
+        marks = ", ".join("?" for _ in names)
+        sql = (
+            f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks}) '
+            f"ON CONFLICT ({key}) DO NOTHING RETURNING id"
+        )
+        params = _sqlite_params(conn, table, names, rows)[0]
+        found = conn.exec_driver_sql(sql, params).scalar()  # type: ignore[arg-type]
+    return None if found is None else int(found)
+
+
+def insert_each(conn: Connection, batches: Sequence[tuple[Table, Sequence[Row]]]) -> None:
+    """Insert rows into several tables: one statement on PostgreSQL (each table's insert in
+    its own common table expression), one per table on SQLite."""
+    batches = [(table, rows) for table, rows in batches if rows]
+    if conn.dialect.name != "postgresql" or len(batches) < 2:
+        for table, rows in batches:
+            insert_rows(conn, table, rows)
+        return
+    parts, params = [], {}
+    for index, (table, rows) in enumerate(batches):
+        names = _names(table, rows)
+        columns = ", ".join(names)
+        parts.append(
+            f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
+            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows_{index})s AS json))'
+        )
+        params[f"rows_{index}"] = _document(names, _with_defaults(table, names, rows))
+    heads = ", ".join(f"part_{index} AS ({sql})" for index, sql in enumerate(parts[:-1]))
+    conn.exec_driver_sql(f"WITH {heads} {parts[-1]}", params)

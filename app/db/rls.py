@@ -4,8 +4,10 @@ On PostgreSQL every namespace-scoped table has a forced policy that compares its
 the transaction-local setting `almanac.namespaces` (an integer array). A session carries a
 `Scope`; at the start of each of its transactions one statement sets that setting with
 `set_config(..., true)` (the same as `SET LOCAL`), so it ends with the transaction and a pooled
-connection never carries it over. A transaction whose session has no scope sets nothing and
-sees no business row. SQLite has no row security: scopes are ignored there.
+connection never carries it over. A transaction whose session has no scope sets nothing (no
+statement at all: an unset setting already means no namespace) and sees no business row; when a
+scope is bound during a transaction, that statement is its first. SQLite has no row security:
+scopes are ignored there.
 """
 
 from __future__ import annotations
@@ -146,7 +148,12 @@ def bind(session: Session, scope: Scope) -> None:
     """Give `session` a scope from now on, including the transaction already open, if any."""
     session.info[_INFO_KEY] = scope
     if session.in_transaction():
-        apply(session.connection(), scope)
+        stamp = apply(session.connection(), scope)
+        transaction = session.get_transaction()
+        began = session.info.get(_BEGAN_KEY)
+        if stamp is not None and (began is None or began[0] is not transaction or began[1] is None):
+            # The transaction began unscoped and read no clock: this is its first reading.
+            session.info[_BEGAN_KEY] = (transaction, stamp)
 
 
 def install(factory: sessionmaker[Session]) -> None:
@@ -157,4 +164,7 @@ def install(factory: sessionmaker[Session]) -> None:
         # A savepoint shares its transaction's settings.
         if transaction.nested:
             return
-        session.info[_BEGAN_KEY] = (transaction, apply(connection, scope_of(session)))
+        scope = scope_of(session)
+        # Unscoped: nothing to set, and the clock is read only if someone asks (`began_at`).
+        stamp = None if scope.empty else apply(connection, scope)
+        session.info[_BEGAN_KEY] = (transaction, stamp)
