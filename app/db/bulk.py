@@ -186,9 +186,25 @@ def insert_new(conn: Connection, table: Table, row: Row, unique: Sequence[str]) 
             f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks}) '
             f"ON CONFLICT ({key}) DO NOTHING RETURNING id"
         )
-        params = _sqlite_params(conn, table, names, rows)[0]
-        found = conn.exec_driver_sql(sql, params).scalar()  # type: ignore[arg-type]
+        found = conn.exec_driver_sql(sql, _sqlite_row(conn, table, names, rows[0])).scalar()
     return None if found is None else int(found)
+
+
+def _sqlite_row(conn: Connection, table: Table, names: Sequence[str], row: Row) -> tuple[Any, ...]:
+    """Driver parameters of one row (no memoizing: each value is converted once anyway)."""
+    key = (table.name, tuple(names))
+    processors = _ROW_PROCESSORS.get(key)
+    if processors is None:
+        processors = [table.c[name].type._cached_bind_processor(conn.dialect) for name in names]
+        _ROW_PROCESSORS[key] = processors
+    return tuple(
+        row[name] if process is None else process(row[name])
+        for name, process in zip(names, processors, strict=True)
+    )
+
+
+# (table, columns) -> each column's bind processor on SQLite (the only dialect that uses them).
+_ROW_PROCESSORS: dict[tuple[str, tuple[str, ...]], list[Callable[[Any], Any] | None]] = {}
 
 
 def insert_each(conn: Connection, batches: Sequence[tuple[Table, Sequence[Row]]]) -> None:
@@ -197,7 +213,16 @@ def insert_each(conn: Connection, batches: Sequence[tuple[Table, Sequence[Row]]]
     batches = [(table, rows) for table, rows in batches if rows]
     if conn.dialect.name != "postgresql" or len(batches) < 2:
         for table, rows in batches:
-            insert_rows(conn, table, rows)
+            if len(rows) > 1 or conn.dialect.name == "postgresql":
+                insert_rows(conn, table, rows)
+                continue
+            names = _names(table, rows)
+            row = _with_defaults(table, names, rows)[0]
+            marks = ", ".join("?" for _ in names)
+            conn.exec_driver_sql(
+                f'INSERT INTO "{table.name}" ({", ".join(names)}) VALUES ({marks})',
+                _sqlite_row(conn, table, names, row),
+            )
         return
     parts, params = [], {}
     for index, (table, rows) in enumerate(batches):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, event, text
+from sqlalchemy import ColumnElement, Connection, event, literal_column, text
 from sqlalchemy.orm import Session, sessionmaker
 
 SETTING = "almanac.namespaces"
@@ -128,6 +128,27 @@ def apply(connection: Connection, scope: Scope) -> datetime | None:
     return began
 
 
+def user_scope_columns(user_id: str, is_superuser: str) -> list[ColumnElement[Any]]:
+    """`Scope.user` as columns of a query that reads the user anyway (PostgreSQL): the clock,
+    then the two settings, for the user whose id and superuser flag are the SQL expressions
+    `user_id` and `is_superuser`. Record the result with `adopt`."""
+    ids = f"(SELECT array_agg(m.namespace_id) FROM memberships m WHERE m.user_id = {user_id})"
+    every = f"CASE WHEN {is_superuser} THEN 'on' ELSE 'off' END"
+    return [
+        literal_column("clock_timestamp()"),
+        literal_column(f"set_config('{SETTING}', coalesce(CAST({ids} AS text), ''), true)"),
+        literal_column(f"set_config('{ALL_SETTING}', {every}, true)"),
+    ]
+
+
+def adopt(session: Session, scope: Scope, stamp: datetime | None) -> None:
+    """Give `session` `scope` from now on, when a statement of its current transaction has
+    already set it (`user_scope_columns`) and read the clock (`stamp`)."""
+    session.info[_INFO_KEY] = scope
+    if stamp is not None:
+        session.info[_BEGAN_KEY] = (session.get_transaction(), stamp)
+
+
 def began_at(session: Session) -> datetime | None:
     """The database's clock when the session's current transaction began (PostgreSQL), so
     reading "now" costs no round trip of its own; None where there is no such reading."""
@@ -147,7 +168,7 @@ def scope_of(session: Session) -> Scope:
 def bind(session: Session, scope: Scope) -> None:
     """Give `session` a scope from now on, including the transaction already open, if any."""
     session.info[_INFO_KEY] = scope
-    if session.in_transaction():
+    if session.in_transaction() and session.get_bind().dialect.name == "postgresql":
         stamp = apply(session.connection(), scope)
         transaction = session.get_transaction()
         began = session.info.get(_BEGAN_KEY)

@@ -201,7 +201,7 @@ def _replace(
     schedule.principal_id = actor.id
     if schedule.status == "active":
         reschedule(schedule, store.spec_of(schedule))
-    store.next_revision(session, schedule, now)
+    store.next_revision(session, schedule, now, w.revisions)
     payload = {"changed_fields": changed, **_saved(schedule, context)}
     w.event(schedule, now, "ScheduleUpdated", payload)
     w.flush(session)
@@ -238,7 +238,7 @@ def pause(
     discard_buffer(session, w, schedule, now, "paused", context)
     schedule.status, schedule.paused_reason, schedule.blocked_reason = "paused", reason, None
     schedule.next_fire_at = schedule.next_occurrence = None
-    store.next_revision(session, schedule, now)
+    store.next_revision(session, schedule, now, w.revisions)
     w.event(
         schedule,
         now,
@@ -276,7 +276,7 @@ def resume(
     schedule.principal_id = actor.id
     schedule.cursor_at = max(schedule.cursor_at or now, now)
     reschedule(schedule, spec)
-    store.next_revision(session, schedule, now)
+    store.next_revision(session, schedule, now, w.revisions)
     w.event(
         schedule,
         now,
@@ -308,6 +308,6 @@ def delete(
     store.check_revision(schedule, expected_revision)
     w = Writes()
     mark_deleted(session, w, schedule, now, "requested", context)
-    store.next_revision(session, schedule, now)
+    store.next_revision(session, schedule, now, w.revisions)
     w.flush(session)
     return schedule

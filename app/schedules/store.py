@@ -158,11 +158,17 @@ def insert_new(
     return True
 
 
-def next_revision(session: Session, schedule: Schedule, now: datetime) -> None:
-    """A change is done: bump the revision and record it."""
+def next_revision(
+    session: Session, schedule: Schedule, now: datetime, rows: list[dict[str, Any]] | None = None
+) -> None:
+    """A change is done: bump the revision and record it (in `rows`, when given, for a bulk
+    insert with the change's other rows)."""
     schedule.revision += 1
     schedule.updated_at = now
-    add_revision(session, schedule, now)
+    if rows is None:
+        add_revision(session, schedule, now)
+    else:
+        rows.append(revision_row(schedule, now))
 
 
 def buffered(
