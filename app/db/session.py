@@ -12,12 +12,14 @@ import copy
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import rls
@@ -25,7 +27,10 @@ from app.db.files import prepare_sqlite_file
 from app.db.rls import Scope
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# A PostgreSQL connection unused for this long is pinged before its next use.
+PING_AFTER_IDLE_SECONDS = 1.0
 _WRITE_KEY = "almanac.write_transaction"
+_RETURNED_KEY = "almanac.returned_at"
 
 
 def normalize_url(url: str) -> str:
@@ -131,7 +136,39 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         return engine
     if "poolclass" not in kwargs:
         kwargs |= {"pool_size": 10, "max_overflow": 20}
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    engine = create_engine(url, **kwargs)
+    _ping_when_idle(engine)
+    return engine
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection before use when it sat unused for a while (`pool_pre_ping`,
+    but not on every checkout: the ping was one round trip of every transaction).
+
+    A database restart outlasts the idle time, so connections kept through it are pinged and
+    replaced; and any disconnect met in use invalidates the whole pool, so the next checkouts
+    open fresh connections either way.
+    """
+
+    @event.listens_for(engine, "connect")
+    @event.listens_for(engine, "checkin")
+    def _fresh(_dbapi_conn: Any, record: Any) -> None:
+        record.info[_RETURNED_KEY] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get(_RETURNED_KEY)
+        if returned is not None and time.monotonic() - returned < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_conn)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            if not engine.dialect.is_disconnect(exc, dbapi_conn, None):
+                raise
+            alive = False
+        if not alive:
+            # The pool discards this connection and checks out (or opens) another.
+            raise DisconnectionError("the pooled connection is gone")
 
 
 class Database:
