@@ -5,9 +5,10 @@ the transaction-local setting `almanac.namespaces` (an integer array). A session
 `Scope`; at the start of each of its transactions one statement sets that setting with
 `set_config(..., true)` (the same as `SET LOCAL`), so it ends with the transaction and a pooled
 connection never carries it over. A transaction whose session has no scope sets nothing (no
-statement at all: an unset setting already means no namespace) and sees no business row; when a
-scope is bound during a transaction, that statement is its first. SQLite has no row security:
-scopes are ignored there.
+statement at all: an unset setting already means no namespace) and sees no business row. A
+scope bound during a transaction is set then, by one statement (`bind`), or by a query the caller
+runs anyway (`user_scope_columns` and `adopt`: an API request's authentication). SQLite has no
+row security: scopes are ignored there.
 """
 
 from __future__ import annotations
