@@ -46,9 +46,16 @@ def session() -> Session:
     return g.db_session  # type: ignore[no-any-return]
 
 
-def act_as(user_id: int) -> None:
-    """From now on this request's transactions may touch the namespaces of `user_id`."""
-    rls.bind(session(), rls.Scope.user(user_id))
+def act_as(user_id: int, bound_at: datetime | None = None) -> None:
+    """From now on this request's transactions may touch the namespaces of `user_id`.
+
+    `bound_at`: the statement that found the user already bound them in the open transaction
+    (`rls.user_scope_columns`) and read the database's clock then.
+    """
+    if bound_at is None:
+        rls.bind(session(), rls.Scope.user(user_id))
+    else:
+        rls.adopt(session(), rls.Scope.user(user_id), bound_at)
 
 
 def now() -> datetime:

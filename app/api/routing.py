@@ -13,8 +13,9 @@ from pydantic import BaseModel, ValidationError
 
 from app import context, inputs
 from app.auth import service as auth_service
-from app.auth.grants import require_grant
-from app.db import User
+from app.auth.errors import NamespaceNotFound
+from app.auth.grants import check_grants, grants_of_role, require_grant
+from app.db import Namespace, User
 from app.errors import Forbidden, Unauthenticated, ValidationFailed
 from app.paging import decode_cursor, encode_cursor
 
@@ -47,16 +48,41 @@ def _openapi_path(rule: str) -> str:
 def current_user() -> User:
     """The user behind this request's bearer token, or 401."""
     if "api_user" not in g:
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthenticated("send 'Authorization: Bearer <token>'")
-        user = auth_service.authenticate_token(context.session(), context.now(), token.strip())
-        if user is None:
-            raise Unauthenticated("the token is unknown, revoked, or its user is disabled")
-        g.api_user = user
-        context.act_as(user.id)
+        _authenticate(None)
     return g.api_user  # type: ignore[no-any-return]
+
+
+def _authenticate(namespace: str | None) -> auth_service.Caller:
+    """Find the caller (and the namespace the request names) in one statement, or 401."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("send 'Authorization: Bearer <token>'")
+    session = context.session()
+    caller = auth_service.find_caller(session, token.strip(), namespace)
+    if caller is None:
+        raise Unauthenticated("the token is unknown, revoked, or its user is disabled")
+    g.api_user = caller.user
+    # On PostgreSQL the same statement bound the user's namespaces and read the clock,
+    # which becomes this request's "now".
+    context.act_as(caller.user.id, caller.bound_at)
+    auth_service.record_token_use(session, context.now(), caller)
+    return caller
+
+
+def _namespace(
+    user: User, name: str, caller: auth_service.Caller | None, grants: tuple[str, ...]
+) -> Namespace:
+    """The namespace the request names, once `user` is known to hold `grants` there."""
+    session = context.session()
+    if caller is None:
+        namespace = auth_service.get_namespace(session, name)
+        require_grant(session, user, namespace, *grants)
+        return namespace
+    if caller.namespace is None:
+        raise NamespaceNotFound(name)
+    check_grants(grants_of_role(user, caller.role), caller.namespace, *grants)
+    return caller.namespace
 
 
 def operation(
@@ -80,15 +106,18 @@ def operation(
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(view)
         def wrapped(**kwargs: Any) -> Any:
-            if auth or grants or superuser:
-                user = current_user()
-                if superuser and not user.is_superuser:
-                    raise Forbidden("superuser")
+            name = None
             if namespaced:
                 name = kwargs.pop("ns", None) or request.headers.get("X-Namespace") or "default"
-                namespace = auth_service.get_namespace(context.session(), name)
-                require_grant(context.session(), current_user(), namespace, *grants)
-                kwargs["namespace"] = namespace
+            if not (auth or grants or superuser or namespaced):
+                return view(**kwargs)
+            # The statement that finds the caller also finds the namespace and its role there.
+            caller = _authenticate(name) if "api_user" not in g else None
+            user = current_user()
+            if superuser and not user.is_superuser:
+                raise Forbidden("superuser")
+            if name is not None:
+                kwargs["namespace"] = _namespace(user, name, caller, grants)
             return view(**kwargs)
 
         rules = [f"/namespaces/<ns>{rule}", rule] if namespaced else [rule]

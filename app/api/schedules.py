@@ -68,10 +68,18 @@ def _command(reason: str | None = None) -> CommandContext:
 def _one(
     namespace: Namespace, schedule: Schedule, status_code: int = 200, upcoming: int | None = None
 ) -> Response:
-    """Render one schedule with its ETag, committing the request's work first."""
+    """Render one schedule with its ETag, then commit the request's work.
+
+    Read in the transaction that made the change, so PostgreSQL binds no second one.
+    """
     session = context.session()
+    user = current_user()
+    body = queries.resources(session, namespace, [schedule], upcoming, {user.id: user.username})[0]
     session.commit()
-    body = queries.resources(session, namespace, [schedule], upcoming)[0]
+    return _rendered(body, schedule, status_code)
+
+
+def _rendered(body: dict[str, Any], schedule: Schedule, status_code: int) -> Response:
     response = jsonify(body)
     response.status_code = status_code
     response.headers["ETag"] = f'"{schedule.revision}"'
@@ -123,10 +131,14 @@ def list_schedules(namespace: Namespace) -> Any:
 def save_schedule(namespace: Namespace) -> Any:
     """Create a schedule (201), or replace one whose revision is in If-Match (200)."""
     body = parse_body(ScheduleIn).model_dump(exclude_unset=True)
+    session, user = context.session(), current_user()
     schedule, created = service.save(
-        context.session(), context.now(), namespace, current_user(), _command(), body, _if_match()
+        session, context.now(), namespace, user, _command(), body, _if_match()
     )
-    return _one(namespace, schedule, 201 if created else 200)
+    if not created:
+        return _one(namespace, schedule)
+    session.commit()
+    return _rendered(queries.created_resource(namespace, schedule, user.username), schedule, 201)
 
 
 @operation(

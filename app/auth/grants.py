@@ -32,15 +32,22 @@ ALL_GRANTS = _ADMIN
 
 def grants_of(session: Session, user: User, namespace: Namespace) -> frozenset[str]:
     """Every grant `user` holds in `namespace` (none for a disabled user)."""
-    if user.disabled_at is not None:
-        return frozenset()
-    if user.is_superuser:
-        return ALL_GRANTS
+    if user.disabled_at is not None or user.is_superuser:
+        return grants_of_role(user, None)
     role = session.scalar(
         select(Membership.role).where(
             Membership.user_id == user.id, Membership.namespace_id == namespace.id
         )
     )
+    return grants_of_role(user, role)
+
+
+def grants_of_role(user: User, role: str | None) -> frozenset[str]:
+    """Every grant `user` holds where its role is `role` (None: no role)."""
+    if user.disabled_at is not None:
+        return frozenset()
+    if user.is_superuser:
+        return ALL_GRANTS
     return ROLE_GRANTS.get(role or "", frozenset())
 
 
@@ -54,7 +61,11 @@ def require_grant(session: Session, user: User, namespace: Namespace, *grants: s
     A user with no role there gets the same `NamespaceNotFound` as for a namespace that does
     not exist, so namespace names cannot be probed.
     """
-    held = grants_of(session, user, namespace)
+    check_grants(grants_of(session, user, namespace), namespace, *grants)
+
+
+def check_grants(held: frozenset[str], namespace: Namespace, *grants: str) -> None:
+    """`require_grant` for grants already known to be `held`."""
     if not held:
         raise NamespaceNotFound(namespace.name)
     for grant in grants:

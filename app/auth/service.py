@@ -5,16 +5,18 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, bindparam, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.auth import sessions as console_sessions
 from app.auth.errors import AlreadyExists, NamespaceNotFound, TokenNotFound, UserNotFound
 from app.auth.grants import ROLE_GRANTS
-from app.db import ApiToken, Membership, Namespace, User
+from app.db import ApiToken, Membership, Namespace, User, rls
 from app.db.session import begin_write
 from app.errors import ValidationFailed
 
@@ -40,8 +42,12 @@ def hash_token(token: str) -> str:
 # --- namespaces -------------------------------------------------------------------------------
 
 
+# Built once: building a statement costs more than running it.
+_NAMESPACE_BY_NAME = select(Namespace).where(Namespace.name == bindparam("name"))
+
+
 def get_namespace(session: Session, name: str) -> Namespace:
-    namespace = session.scalar(select(Namespace).where(Namespace.name == name))
+    namespace = session.scalar(_NAMESPACE_BY_NAME, {"name": name})
     if namespace is None:
         raise NamespaceNotFound(name)
     return namespace
@@ -192,21 +198,108 @@ def revoke_token(session: Session, now: datetime, username: str, name: str) -> A
     return row
 
 
-def authenticate_token(session: Session, now: datetime, token: str) -> User | None:
-    """The active user owning this unrevoked token, or None; records its use (the caller commits).
+@dataclass(frozen=True)
+class TokenUse:
+    """A valid token's user, and when the token was last recorded as used."""
 
-    `last_used_at` is written at most once a minute, so reads stay reads.
+    user: User
+    token_id: int
+    last_used_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Caller(TokenUse):
+    """An API request's caller, and what the same statement read for the request.
+
+    `namespace` and `role`: the namespace the request names (None if there is none of that
+    name) and the caller's role there. `bound_at`: on PostgreSQL the statement also bound the
+    caller's row-security scope and read the database's clock, at this instant.
     """
-    row = session.scalar(select(ApiToken).where(ApiToken.token_sha256 == hash_token(token)))
-    if row is None or row.revoked_at is not None or row.user.disabled_at is not None:
+
+    namespace: Namespace | None = None
+    role: str | None = None
+    bound_at: datetime | None = None
+
+
+def _caller_query(bind_scope: bool, with_namespace: bool) -> Select[Any]:
+    """Token, user, [namespace and role,] [scope and clock]: one statement per API request."""
+    query = (
+        select(User, ApiToken.id, ApiToken.last_used_at)
+        .join(ApiToken, ApiToken.user_id == User.id)
+        .where(
+            ApiToken.token_sha256 == bindparam("sha256"),
+            ApiToken.revoked_at.is_(None),
+            User.disabled_at.is_(None),
+        )
+    )
+    if with_namespace:
+        role = (
+            select(Membership.role)
+            .where(Membership.user_id == User.id, Membership.namespace_id == Namespace.id)
+            .scalar_subquery()
+        )
+        query = query.add_columns(Namespace, role).outerjoin(
+            Namespace, Namespace.name == bindparam("namespace")
+        )
+    if bind_scope:
+        query = query.add_columns(*rls.user_scope_columns("users.id", "users.is_superuser"))
+    return query
+
+
+# Built once per shape: building a statement costs more than running it.
+_CALLER_QUERIES = {
+    (bind_scope, with_namespace): _caller_query(bind_scope, with_namespace)
+    for bind_scope in (False, True)
+    for with_namespace in (False, True)
+}
+
+
+def find_caller(session: Session, token: str, namespace: str | None = None) -> Caller | None:
+    """The active user owning this unrevoked token (None if there is none) and, in the same
+    statement, the namespace named `namespace` with the user's role there. On PostgreSQL the
+    statement also binds the user's scope (`rls.user_scope_columns`): see `Caller.bound_at`."""
+    # Row security (and the database's clock) is PostgreSQL's.
+    bind_scope = session.get_bind().dialect.name == "postgresql"
+    query = _CALLER_QUERIES[(bind_scope, namespace is not None)]
+    params = {"sha256": hash_token(token)}
+    if namespace is not None:
+        params["namespace"] = namespace
+    row = session.execute(query, params).first()
+    if row is None:
         return None
-    if row.last_used_at is None or now - row.last_used_at >= TOKEN_USE_RESOLUTION:
-        user = row.user
-        begin_write(session)
-        session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
-        session.commit()
-        return user
-    return row.user
+    found = Caller(row[0], row[1], row[2])
+    rest = list(row[3:])
+    if namespace is not None:
+        found = replace(found, namespace=rest[0], role=rest[1])
+        rest = rest[2:]
+    if rest:
+        found = replace(found, bound_at=rest[0])
+    return found
+
+
+def find_token(session: Session, token: str) -> TokenUse | None:
+    """The active user owning this unrevoked token, or None: one statement (token join user)."""
+    row = session.execute(_CALLER_QUERIES[(False, False)], {"sha256": hash_token(token)})
+    found = row.first()
+    return None if found is None else TokenUse(found[0], found[1], found[2])
+
+
+def record_token_use(session: Session, now: datetime, use: TokenUse) -> None:
+    """Write `last_used_at` at most once a minute (so reads stay reads), committing it."""
+    if use.last_used_at is not None and now - use.last_used_at < TOKEN_USE_RESOLUTION:
+        return
+    begin_write(session)
+    session.execute(update(ApiToken).where(ApiToken.id == use.token_id).values(last_used_at=now))
+    session.commit()
+
+
+def authenticate_token(session: Session, now: datetime, token: str) -> User | None:
+    """The active user owning this unrevoked token, or None; records its use (committed)."""
+    use = find_token(session, token)
+    if use is None:
+        return None
+    record_token_use(session, now, use)
+    return use.user
 
 
 # --- first start ------------------------------------------------------------------------------

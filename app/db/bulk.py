@@ -229,3 +229,76 @@ def update_rows(conn: Connection, table: Table, rows: Sequence[Row]) -> None:
         f'UPDATE "{table.name}" SET {assignments} WHERE id = ?',
         _sqlite_params(conn, table, [*names, "id"], rows),
     )  # type: ignore[arg-type]
+
+
+def insert_new(conn: Connection, table: Table, row: Row, unique: Sequence[str]) -> int | None:
+    """Insert `row` unless a row with the same `unique` key exists; its new `id`, or None.
+
+    One statement, and no error to recover from (so no savepoint): two concurrent inserts of
+    one key leave exactly one row, the loser waiting for the winner's transaction to end.
+    """
+    names = _names(table, [row])
+    rows = _with_defaults(table, names, [row])
+    columns, key = ", ".join(names), ", ".join(unique)
+    if conn.dialect.name == "postgresql":
+        sql = (
+            f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
+            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json)) '
+            f"ON CONFLICT ({key}) DO NOTHING RETURNING id"
+        )
+        found = conn.exec_driver_sql(sql, {"rows": _document(names, rows)}).scalar()
+    else:
+        marks = ", ".join("?" for _ in names)
+        sql = (
+            f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks}) '
+            f"ON CONFLICT ({key}) DO NOTHING RETURNING id"
+        )
+        found = conn.exec_driver_sql(sql, _sqlite_row(conn, table, names, rows[0])).scalar()
+    return None if found is None else int(found)
+
+
+def _sqlite_row(conn: Connection, table: Table, names: Sequence[str], row: Row) -> tuple[Any, ...]:
+    """Driver parameters of one row (no memoizing: each value is converted once anyway)."""
+    key = (table.name, tuple(names))
+    processors = _ROW_PROCESSORS.get(key)
+    if processors is None:
+        processors = [table.c[name].type._cached_bind_processor(conn.dialect) for name in names]
+        _ROW_PROCESSORS[key] = processors
+    return tuple(
+        row[name] if process is None else process(row[name])
+        for name, process in zip(names, processors, strict=True)
+    )
+
+
+# (table, columns) -> each column's bind processor on SQLite (the only dialect that uses them).
+_ROW_PROCESSORS: dict[tuple[str, tuple[str, ...]], list[Callable[[Any], Any] | None]] = {}
+
+
+def insert_each(conn: Connection, batches: Sequence[tuple[Table, Sequence[Row]]]) -> None:
+    """Insert rows into several tables: one statement on PostgreSQL (each table's insert in
+    its own common table expression), one per table on SQLite."""
+    batches = [(table, rows) for table, rows in batches if rows]
+    if conn.dialect.name != "postgresql" or len(batches) < 2:
+        for table, rows in batches:
+            if len(rows) > 1 or conn.dialect.name == "postgresql":
+                insert_rows(conn, table, rows)
+                continue
+            names = _names(table, rows)
+            row = _with_defaults(table, names, rows)[0]
+            marks = ", ".join("?" for _ in names)
+            conn.exec_driver_sql(
+                f'INSERT INTO "{table.name}" ({", ".join(names)}) VALUES ({marks})',
+                _sqlite_row(conn, table, names, row),
+            )
+        return
+    parts, params = [], {}
+    for index, (table, rows) in enumerate(batches):
+        names = _names(table, rows)
+        columns = ", ".join(names)
+        parts.append(
+            f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
+            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows_{index})s AS json))'
+        )
+        params[f"rows_{index}"] = _document(names, _with_defaults(table, names, rows))
+    heads = ", ".join(f"part_{index} AS ({sql})" for index, sql in enumerate(parts[:-1]))
+    conn.exec_driver_sql(f"WITH {heads} {parts[-1]}", params)

@@ -4,8 +4,11 @@ On PostgreSQL every namespace-scoped table has a forced policy that compares its
 the transaction-local setting `almanac.namespaces` (an integer array). A session carries a
 `Scope`; at the start of each of its transactions one statement sets that setting with
 `set_config(..., true)` (the same as `SET LOCAL`), so it ends with the transaction and a pooled
-connection never carries it over. A transaction whose session has no scope sets nothing and
-sees no business row. SQLite has no row security: scopes are ignored there.
+connection never carries it over. A transaction whose session has no scope sets nothing (no
+statement at all: an unset setting already means no namespace) and sees no business row. A
+scope bound during a transaction is set then, by one statement (`bind`), or by a query the caller
+runs anyway (`user_scope_columns` and `adopt`: an API request's authentication). SQLite has no
+row security: scopes are ignored there.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, event, text
+from sqlalchemy import ColumnElement, Connection, event, literal_column, text
 from sqlalchemy.orm import Session, sessionmaker
 
 SETTING = "almanac.namespaces"
@@ -134,6 +137,27 @@ def apply(connection: Connection, scope: Scope) -> datetime | None:
     return began
 
 
+def user_scope_columns(user_id: str, is_superuser: str) -> list[ColumnElement[Any]]:
+    """`Scope.user` as columns of a query that reads the user anyway (PostgreSQL): the clock,
+    then the two settings, for the user whose id and superuser flag are the SQL expressions
+    `user_id` and `is_superuser`. Record the result with `adopt`."""
+    ids = f"(SELECT array_agg(m.namespace_id) FROM memberships m WHERE m.user_id = {user_id})"
+    every = f"CASE WHEN {is_superuser} THEN 'on' ELSE 'off' END"
+    return [
+        literal_column("clock_timestamp()"),
+        literal_column(f"set_config('{SETTING}', coalesce(CAST({ids} AS text), ''), true)"),
+        literal_column(f"set_config('{ALL_SETTING}', {every}, true)"),
+    ]
+
+
+def adopt(session: Session, scope: Scope, stamp: datetime | None) -> None:
+    """Give `session` `scope` from now on, when a statement of its current transaction has
+    already set it (`user_scope_columns`) and read the clock (`stamp`)."""
+    session.info[_INFO_KEY] = scope
+    if stamp is not None:
+        session.info[_BEGAN_KEY] = (session.get_transaction(), stamp)
+
+
 def began_at(session: Session) -> datetime | None:
     """The database's clock when the session's current transaction began (PostgreSQL), so
     reading "now" costs no round trip of its own; None where there is no such reading."""
@@ -153,8 +177,13 @@ def scope_of(session: Session) -> Scope:
 def bind(session: Session, scope: Scope) -> None:
     """Give `session` a scope from now on, including the transaction already open, if any."""
     session.info[_INFO_KEY] = scope
-    if session.in_transaction():
-        apply(session.connection(), scope)
+    if session.in_transaction() and session.get_bind().dialect.name == "postgresql":
+        stamp = apply(session.connection(), scope)
+        transaction = session.get_transaction()
+        began = session.info.get(_BEGAN_KEY)
+        if stamp is not None and (began is None or began[0] is not transaction or began[1] is None):
+            # The transaction began unscoped and read no clock: this is its first reading.
+            session.info[_BEGAN_KEY] = (transaction, stamp)
 
 
 def install(factory: sessionmaker[Session]) -> None:
@@ -165,4 +194,7 @@ def install(factory: sessionmaker[Session]) -> None:
         # A savepoint shares its transaction's settings.
         if transaction.nested:
             return
-        session.info[_BEGAN_KEY] = (transaction, apply(connection, scope_of(session)))
+        scope = scope_of(session)
+        # Unscoped: nothing to set, and the clock is read only if someone asks (`began_at`).
+        stamp = None if scope.empty else apply(connection, scope)
+        session.info[_BEGAN_KEY] = (transaction, stamp)

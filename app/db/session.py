@@ -1,13 +1,25 @@
-"""Engines and sessions: SQLite in WAL mode by default, PostgreSQL through psycopg 3."""
+"""Engines and sessions: SQLite in WAL mode by default, PostgreSQL through psycopg 3.
+
+SQLite serializes writers. Threads of one process that want the write lock queue on a Python
+lock first (`WriterQueue`): SQLite's own busy handler sleeps (1, 2, 5 ... ms) and retries, so
+eight threads contending for the lock spent most of their time asleep while the lock was free.
+The busy timeout still covers writers in other processes.
+"""
 
 from __future__ import annotations
 
 import copy
+import os
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import rls
@@ -15,7 +27,10 @@ from app.db.files import prepare_sqlite_file
 from app.db.rls import Scope
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# A PostgreSQL connection unused for this long is pinged before its next use.
+PING_AFTER_IDLE_SECONDS = 1.0
 _WRITE_KEY = "almanac.write_transaction"
+_RETURNED_KEY = "almanac.returned_at"
 
 
 def normalize_url(url: str) -> str:
@@ -26,7 +41,62 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _configure_sqlite(engine: Engine) -> None:
+class WriterQueue:
+    """The in-process queue for one SQLite file's write lock, released after COMMIT/ROLLBACK."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        if not self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
+            raise sqlite3.OperationalError("database is locked")
+
+    def release(self) -> None:
+        self._lock.release()
+
+
+_QUEUES: dict[str, WriterQueue] = {}
+_QUEUES_LOCK = threading.Lock()
+
+
+def _writer_queue(url: str) -> WriterQueue:
+    """One queue per database file, shared by every engine of this process on that file."""
+    database = make_url(url).database or ""
+    key = os.path.realpath(database) if database and database != ":memory:" else url
+    with _QUEUES_LOCK:
+        return _QUEUES.setdefault(key, WriterQueue())
+
+
+class _SQLiteConnection(sqlite3.Connection):
+    """A connection that leaves the writer queue once its write transaction has ended."""
+
+    queue: WriterQueue | None = None
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        finally:
+            self.leave_queue()
+
+    def rollback(self) -> None:
+        try:
+            super().rollback()
+        finally:
+            self.leave_queue()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.leave_queue()
+
+    def leave_queue(self) -> None:
+        queue, self.queue = self.queue, None
+        if queue is not None:
+            queue.release()
+
+
+def _configure_sqlite(engine: Engine, queue: WriterQueue) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         # Let SQLAlchemy (not pysqlite) decide when transactions begin, so BEGIN IMMEDIATE works.
@@ -42,8 +112,17 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(conn: Any) -> None:
         # Writers are serialized by SQLite anyway; IMMEDIATE takes the lock up front
         # instead of failing on upgrade from a read lock (docs/schedules.md).
-        mode = "IMMEDIATE" if conn.get_execution_options().get("sqlite_immediate") else "DEFERRED"
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        if not conn.get_execution_options().get("sqlite_immediate"):
+            conn.exec_driver_sql("BEGIN DEFERRED")
+            return
+        dbapi_conn = conn.connection.dbapi_connection
+        queue.acquire()
+        dbapi_conn.queue = queue
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            dbapi_conn.leave_queue()
+            raise
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -51,12 +130,45 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     url = normalize_url(url)
     if url.startswith("sqlite"):
         prepare_sqlite_file(url)
-        engine = create_engine(url, connect_args={"check_same_thread": False}, **kwargs)
-        _configure_sqlite(engine)
+        connect_args = {"check_same_thread": False, "factory": _SQLiteConnection}
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+        _configure_sqlite(engine, _writer_queue(url))
         return engine
     if "poolclass" not in kwargs:
         kwargs |= {"pool_size": 10, "max_overflow": 20}
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    engine = create_engine(url, **kwargs)
+    _ping_when_idle(engine)
+    return engine
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection before use when it sat unused for a while (`pool_pre_ping`,
+    but not on every checkout: the ping was one round trip of every transaction).
+
+    A database restart outlasts the idle time, so connections kept through it are pinged and
+    replaced; and any disconnect met in use invalidates the whole pool, so the next checkouts
+    open fresh connections either way.
+    """
+
+    @event.listens_for(engine, "connect")
+    @event.listens_for(engine, "checkin")
+    def _fresh(_dbapi_conn: Any, record: Any) -> None:
+        record.info[_RETURNED_KEY] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get(_RETURNED_KEY)
+        if returned is not None and time.monotonic() - returned < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_conn)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            if not engine.dialect.is_disconnect(exc, dbapi_conn, None):
+                raise
+            alive = False
+        if not alive:
+            # The pool discards this connection and checks out (or opens) another.
+            raise DisconnectionError("the pooled connection is gone")
 
 
 class Database:
@@ -99,15 +211,21 @@ class Database:
         self.engine.dispose()
 
 
-def begin_write(session: Session) -> None:
+def begin_write(session: Session, *, keep_reads: bool = False) -> None:
     """Start a write transaction now: `BEGIN IMMEDIATE` on SQLite, so a writer that read first
     queues on the lock instead of failing to upgrade a stale read (PostgreSQL locks rows).
 
     A transaction with only reads so far (authentication, lookups) is committed first; one
     that `begin_write` began already is kept (nested service calls need no second commit).
+    With `keep_reads`, PostgreSQL goes on in the open transaction instead (its reads lock
+    nothing, and a new transaction would bind its row-security scope again); SQLite must
+    still start afresh.
     """
     current = session.get_transaction()
     if current is not None and session.info.get(_WRITE_KEY) is current:
+        return
+    if keep_reads and current is not None and session.get_bind().dialect.name != "sqlite":
+        session.info[_WRITE_KEY] = current
         return
     if session.in_transaction():
         if session.new or session.dirty or session.deleted:

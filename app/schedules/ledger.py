@@ -15,21 +15,23 @@ from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc
-from app.db import Schedule, ScheduleHistoryEvent, ScheduleOccurrence
-from app.db.bulk import insert_rows
+from app.db import Schedule, ScheduleHistoryEvent, ScheduleOccurrence, ScheduleRevision
+from app.db.bulk import insert_each
 from app.schedules.audit import CommandContext, event_row
 from app.schedules.tick.policy import Skip
 
 OCCURRENCES = cast(Table, ScheduleOccurrence.__table__)
 EVENTS = cast(Table, ScheduleHistoryEvent.__table__)
+REVISIONS = cast(Table, ScheduleRevision.__table__)
 
 
 @dataclass
 class Writes:
-    """Ledger and audit rows of one transaction, inserted together by `flush`."""
+    """Ledger, audit and revision rows of one transaction, inserted together by `flush`."""
 
     occurrences: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    revisions: list[dict[str, Any]] = field(default_factory=list)
 
     def event(
         self,
@@ -77,11 +79,12 @@ class Writes:
         )
 
     def flush(self, session: Session) -> None:
+        """Flush the session's changes, then insert the queued rows (one statement on
+        PostgreSQL, one per table on SQLite)."""
         session.flush()
-        conn = session.connection()
-        insert_rows(conn, OCCURRENCES, self.occurrences)
-        insert_rows(conn, EVENTS, self.events)
-        self.occurrences, self.events = [], []
+        batches = [(OCCURRENCES, self.occurrences), (EVENTS, self.events)]
+        insert_each(session.connection(), [*batches, (REVISIONS, self.revisions)])
+        self.occurrences, self.events, self.revisions = [], [], []
 
 
 def record_skip(

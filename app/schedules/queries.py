@@ -58,8 +58,12 @@ def resources(
     namespace: Namespace,
     schedules: Sequence[Schedule],
     upcoming: int | None = None,
+    known_users: dict[int, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The resource of each schedule, with its principal and running runs."""
+    """The resource of each schedule, with its principal and running runs.
+
+    `known_users` (id -> name, e.g. the acting user) spares looking those principals up.
+    """
     running: defaultdict[str, list[str]] = defaultdict(list)
     uids = [s.uid for s in schedules]
     if uids:
@@ -70,15 +74,21 @@ def resources(
         )
         for uid, run_id in rows:
             running[uid].append(run_id)
-    principal_ids = {s.principal_id for s in schedules}
-    names: dict[int, str] = {}
+    names = dict(known_users or {})
+    principal_ids = {s.principal_id for s in schedules} - set(names)
     if principal_ids:
         query = select(User.id, User.username).where(User.id.in_(principal_ids))
-        names = {user_id: username for user_id, username in session.execute(query)}
+        names |= {user_id: username for user_id, username in session.execute(query)}
     return [
         _resource(s, namespace, names.get(s.principal_id), running[s.uid], upcoming)
         for s in schedules
     ]
+
+
+def created_resource(namespace: Namespace, schedule: Schedule, principal: str) -> dict[str, Any]:
+    """The resource of a schedule just created: no run of it exists yet, its creator is its
+    principal, so nothing needs reading."""
+    return _resource(schedule, namespace, principal, [], None)
 
 
 def _resource(

@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.calendar import SpecRangeError, check_range, format_utc, format_utc_or_none
-from app.db import Namespace, Schedule, User
+from app.db import Namespace, Schedule, User, new_uid
 from app.db.session import begin_write
+from app.errors import AlmanacError
 from app.schedules import store, targets
-from app.schedules.audit import CommandContext
+from app.schedules.audit import CommandContext, event_row
 from app.schedules.config import ScheduleConfig, merge_patch, parse_request
 from app.schedules.errors import (
     RevisionConflict,
@@ -53,19 +53,18 @@ def save(
     """Create a schedule, or replace one with `If-Match`; returns (schedule, created)."""
     schedule_id, config = parse_request(data)
     check_range(config.spec, now)
-    if schedule_id is None and expected_revision is not None:
+    if expected_revision is None:
+        return _create(session, now, namespace, actor, context, schedule_id, config, data), True
+    if schedule_id is None:
         raise RevisionConflict("If-Match names no schedule: give its 'id'", None)
-    begin_write(session)
-    existing = store.lock(session, namespace, schedule_id) if schedule_id else None
+    existing = store.lock(session, namespace, schedule_id)
     if existing is not None and existing.status == "deleted":
         raise ScheduleDeleted(existing.schedule_id)
     if existing is None:
-        if expected_revision is not None:
-            raise RevisionConflict(
-                f"schedule {schedule_id!r} does not exist; save it without If-Match to create it",
-                None,
-            )
-        return _create(session, now, namespace, actor, context, schedule_id, config, data), True
+        raise RevisionConflict(
+            f"schedule {schedule_id!r} does not exist; save it without If-Match to create it",
+            None,
+        )
     store.check_revision(existing, expected_revision)
     _replace(session, now, namespace, actor, context, existing, config, data)
     return existing, False
@@ -104,43 +103,58 @@ def _create(
     config: ScheduleConfig,
     data: Mapping[str, Any],
 ) -> Schedule:
-    target = targets.resolve(session, namespace, config, data)
+    """Insert a new schedule, its first revision and its `ScheduleCreated` event.
+
+    The target is resolved (reads only) before the write begins, so SQLite's write lock is held
+    for the inserts alone. A taken id answers as before: 409 for a deleted or existing one,
+    even when the request is also invalid.
+    """
+    try:
+        target = targets.resolve(session, namespace, config, data)
+    except AlmanacError:
+        if schedule_id is not None:
+            _refuse_taken(session, namespace, schedule_id)
+        raise
+    begin_write(session, keep_reads=True)
     schedule = Schedule(
+        uid=new_uid(),
         namespace_id=namespace.id,
         schedule_id=schedule_id or f"schedule-{uuid.uuid4().hex[:16]}",
         revision=1,
         status="active",
         principal_id=actor.id,
-        workflow_name=target.workflow.name,
+        workflow_name=target.workflow_name,
         cursor_at=now,
         fires_count=0,
         remaining_runs=config.max_runs,
         skipped_trigger_count=0,
         buffered_count=0,
-        history_sequence=0,
+        # The creation event is the first of the audit stream.
+        history_sequence=1,
         created_at=now,
         updated_at=now,
         # Every configuration field is a column of the same name.
         **config.to_json(),
     )
-    try:
-        # PostgreSQL locks no row for an id that does not exist yet: two creates of one id
-        # race here, and the unique constraint picks the winner.
-        with session.begin_nested():
-            session.add(schedule)
-            session.flush()
-    except IntegrityError:
-        winner = store.find(session, namespace, schedule.schedule_id)
-        raise RevisionConflict(
-            f"schedule {schedule.schedule_id!r} was just created by another request",
-            winner.revision if winner else None,
-        ) from None
     reschedule(schedule, config.spec)
-    store.add_revision(session, schedule, now)
-    w = Writes()
-    w.event(schedule, now, "ScheduleCreated", _saved(schedule, context))
-    w.flush(session)
+    event = event_row(0, 1, now, "ScheduleCreated", _saved(schedule, context))
+    # Two creates of one id race here; the unique key picks the winner, the loser gets a 409.
+    if not store.insert_new(session, schedule, now, event):
+        _refuse_taken(session, namespace, schedule.schedule_id)
+        raise RevisionConflict(
+            f"schedule {schedule.schedule_id!r} was just created by another request", None
+        )
     return schedule
+
+
+def _refuse_taken(session: Session, namespace: Namespace, schedule_id: str) -> None:
+    """409 when `schedule_id` names a schedule already: deleted, or changeable with If-Match."""
+    existing = store.find(session, namespace, schedule_id)
+    if existing is None:
+        return
+    if existing.status == "deleted":
+        raise ScheduleDeleted(schedule_id)
+    store.check_revision(existing, None)
 
 
 def _replace(
@@ -183,11 +197,11 @@ def _replace(
         schedule.remaining_runs = (
             None if config.max_runs is None else config.max_runs - schedule.fires_count
         )
-    schedule.workflow_name = target.workflow.name
+    schedule.workflow_name = target.workflow_name
     schedule.principal_id = actor.id
     if schedule.status == "active":
         reschedule(schedule, store.spec_of(schedule))
-    store.next_revision(session, schedule, now)
+    store.next_revision(session, schedule, now, w.revisions)
     payload = {"changed_fields": changed, **_saved(schedule, context)}
     w.event(schedule, now, "ScheduleUpdated", payload)
     w.flush(session)
@@ -224,7 +238,7 @@ def pause(
     discard_buffer(session, w, schedule, now, "paused", context)
     schedule.status, schedule.paused_reason, schedule.blocked_reason = "paused", reason, None
     schedule.next_fire_at = schedule.next_occurrence = None
-    store.next_revision(session, schedule, now)
+    store.next_revision(session, schedule, now, w.revisions)
     w.event(
         schedule,
         now,
@@ -262,7 +276,7 @@ def resume(
     schedule.principal_id = actor.id
     schedule.cursor_at = max(schedule.cursor_at or now, now)
     reschedule(schedule, spec)
-    store.next_revision(session, schedule, now)
+    store.next_revision(session, schedule, now, w.revisions)
     w.event(
         schedule,
         now,
@@ -294,6 +308,6 @@ def delete(
     store.check_revision(schedule, expected_revision)
     w = Writes()
     mark_deleted(session, w, schedule, now, "requested", context)
-    store.next_revision(session, schedule, now)
+    store.next_revision(session, schedule, now, w.revisions)
     w.flush(session)
     return schedule

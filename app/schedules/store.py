@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import exists, select
+from sqlalchemy import Table, exists, select
 from sqlalchemy.orm import Session
 
 from app.calendar import Spec
@@ -19,12 +20,19 @@ from app.db import (
     Namespace,
     Run,
     Schedule,
+    ScheduleHistoryEvent,
     ScheduleOccurrence,
     ScheduleRevision,
 )
+from app.db.bulk import insert_each
+from app.db.bulk import insert_new as insert_new_row
 from app.db.session import begin_write
 from app.schedules.config import ScheduleConfig
 from app.schedules.errors import RevisionConflict, ScheduleDeleted, ScheduleNotFound
+
+SCHEDULES = cast(Table, Schedule.__table__)
+REVISIONS = cast(Table, ScheduleRevision.__table__)
+EVENTS = cast(Table, ScheduleHistoryEvent.__table__)
 
 
 def find(session: Session, namespace: Namespace, schedule_id: str) -> Schedule | None:
@@ -45,7 +53,7 @@ def get(session: Session, namespace: Namespace, schedule_id: str) -> Schedule:
 
 def lock(session: Session, namespace: Namespace, schedule_id: str) -> Schedule | None:
     """Begin a write and lock the schedule's row (FOR UPDATE on PostgreSQL), freshly loaded."""
-    begin_write(session)
+    begin_write(session, keep_reads=True)
     return session.scalar(
         select(Schedule)
         .where(Schedule.namespace_id == namespace.id, Schedule.schedule_id == schedule_id)
@@ -102,30 +110,65 @@ def spec_of(schedule: Schedule) -> Spec:
     return Spec.from_dict(schedule.spec)
 
 
-def add_revision(session: Session, schedule: Schedule, now: datetime) -> None:
-    """Write the immutable revision row of the schedule's current state."""
+def revision_row(schedule: Schedule, now: datetime) -> dict[str, Any]:
+    """The immutable revision row of the schedule's current state."""
     config = config_of(schedule).to_json() | {
         "schedule_id": schedule.schedule_id,
         "status": schedule.status,
         "paused_reason": schedule.paused_reason,
         "blocked_reason": schedule.blocked_reason,
     }
-    session.add(
-        ScheduleRevision(
-            schedule_pk=schedule.id,
-            revision=schedule.revision,
-            config=config,
-            principal_id=schedule.principal_id,
-            created_at=now,
-        )
-    )
+    return {
+        "schedule_pk": schedule.id,
+        "revision": schedule.revision,
+        "config": config,
+        "principal_id": schedule.principal_id,
+        "created_at": now,
+    }
 
 
-def next_revision(session: Session, schedule: Schedule, now: datetime) -> None:
-    """A change is done: bump the revision and record it."""
+def add_revision(session: Session, schedule: Schedule, now: datetime) -> None:
+    """Write the immutable revision row of the schedule's current state."""
+    session.add(ScheduleRevision(**revision_row(schedule, now)))
+
+
+def insert_new(
+    session: Session, schedule: Schedule, now: datetime, created: dict[str, Any]
+) -> bool:
+    """Insert a new (transient) schedule with its first revision and its `created` audit row;
+    False, writing nothing, when its id is taken in the namespace.
+
+    Core, not the ORM's unit of work: saves are a hot path. Two statements on PostgreSQL (the
+    schedule, then its revision and event together), three on SQLite.
+    """
+    if session.new or session.dirty or session.deleted:
+        session.flush()
+    conn = session.connection()
+    row = {
+        column.key: getattr(schedule, column.key)
+        for column in SCHEDULES.columns
+        if column.key != "id"
+    }
+    pk = insert_new_row(conn, SCHEDULES, row, ("namespace_id", "schedule_id"))
+    if pk is None:
+        return False
+    schedule.id = pk
+    revision = revision_row(schedule, now)
+    insert_each(conn, [(REVISIONS, [revision]), (EVENTS, [created | {"schedule_pk": pk}])])
+    return True
+
+
+def next_revision(
+    session: Session, schedule: Schedule, now: datetime, rows: list[dict[str, Any]] | None = None
+) -> None:
+    """A change is done: bump the revision and record it (in `rows`, when given, for a bulk
+    insert with the change's other rows)."""
     schedule.revision += 1
     schedule.updated_at = now
-    add_revision(session, schedule, now)
+    if rows is None:
+        add_revision(session, schedule, now)
+    else:
+        rows.append(revision_row(schedule, now))
 
 
 def buffered(

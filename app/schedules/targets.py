@@ -4,15 +4,73 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 
-from app.db import Namespace, Schedule
+from app.db import Activation, Namespace, Schedule, Workflow, WorkflowVersion
 from app.runs import lifecycle, secrets
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError
 from app.schedules.config import ScheduleConfig
 from app.schedules.errors import ScheduleStateConflict, invalid
+
+ACTIVATIONS = cast(Table, Activation.__table__)
+WORKFLOWS = cast(Table, Workflow.__table__)
+VERSIONS = cast(Table, WorkflowVersion.__table__)
+# One statement (Core: saves are a hot path) finds the activation, its workflow and definition.
+_TARGET = (
+    select(ACTIVATIONS.c.status, WORKFLOWS.c.name, VERSIONS.c.definition)
+    .select_from(ACTIVATIONS)
+    .join(WORKFLOWS, WORKFLOWS.c.id == ACTIVATIONS.c.workflow_id)
+    .join(VERSIONS, VERSIONS.c.id == ACTIVATIONS.c.workflow_version_id)
+)
+_PINNED = _TARGET.where(
+    ACTIVATIONS.c.id == bindparam("activation_id"),
+    ACTIVATIONS.c.namespace_id == bindparam("namespace_id"),
+)
+_NEWEST_READY = (
+    _TARGET.where(
+        WORKFLOWS.c.namespace_id == bindparam("namespace_id"),
+        WORKFLOWS.c.name == bindparam("workflow"),
+        ACTIVATIONS.c.status == "ready",
+    )
+    .order_by(ACTIVATIONS.c.created_at.desc(), ACTIVATIONS.c.id.desc())
+    .limit(1)
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a saved schedule's runs will execute: the workflow's name and its definition."""
+
+    workflow_name: str
+    definition: dict[str, Any]
+
+
+def find(
+    session: Session, namespace: Namespace, workflow: str | None, activation_id: str | None
+) -> Target:
+    """The pinned activation (must be ready), or the newest ready activation of `workflow`."""
+    conn = session.connection()
+    if activation_id is not None:
+        params = {"activation_id": activation_id, "namespace_id": namespace.id}
+        row = conn.execute(_PINNED, params).first()
+        if row is None:
+            raise ActivationNotFound(activation_id)
+        if row.status != "ready":
+            raise ActivationNotReady(
+                f"activation {activation_id!r} is retired", activation_id=activation_id
+            )
+    else:
+        params = {"workflow": workflow, "namespace_id": namespace.id}
+        row = conn.execute(_NEWEST_READY, params).first()
+        if row is None:
+            raise ActivationNotReady(
+                f"workflow {workflow!r} has no ready activation", workflow=workflow
+            )
+    return Target(row.name, row.definition)
 
 
 def resolve(
@@ -21,7 +79,7 @@ def resolve(
     config: ScheduleConfig,
     data: Mapping[str, Any],
     previous_input: Any = None,
-) -> lifecycle.RunTarget:
+) -> Target:
     """The action's target, with its input validated (422 naming the field) and its secret
     properties sealed in `config.action` (`***` keeps the stored secret)."""
     action = config.action
@@ -29,9 +87,7 @@ def resolve(
     # Name the field where the request wrote it: top level (a shorthand) or inside `action`.
     loc = [field] if field in data else ["action", field]
     try:
-        target = lifecycle.resolve_target(
-            session, namespace, workflow=action["workflow"], activation_id=action["activation_id"]
-        )
+        target = find(session, namespace, action["workflow"], action["activation_id"])
     except ActivationNotFound:
         raise invalid(
             loc,
@@ -40,14 +96,16 @@ def resolve(
         ) from None
     except ActivationNotReady as exc:
         raise invalid(loc, exc.message) from None
-    schema = target.version.definition.get("input_schema")
+    schema = target.definition.get("input_schema")
     prefix: list[str | int] = ["input"] if "input" in data else ["action", "input"]
     secrets.refuse_sealed_text(_client_input(data), prefix)
     # A merge patch carries the stored (sealed) input: validate the plaintext it stands for.
     plain = secrets.restore_masked(schema, secrets.unseal(action["input"]), previous_input)
     plain = secrets.unseal(plain)
     try:
-        lifecycle.validate_input(target.version.definition, plain)
+        # A workflow without an input schema accepts any input: no validator to build.
+        if schema:
+            lifecycle.validate_input(target.definition, plain)
     except InputSchemaError as exc:
         errors = [
             {"loc": [*prefix, *err["loc"][1:]], "msg": err["msg"]}
@@ -70,12 +128,7 @@ def check_for_resume(session: Session, namespace: Namespace, schedule: Schedule)
     """Resume needs a ready target: 409 `activation_not_ready` otherwise."""
     action = schedule.action
     try:
-        lifecycle.resolve_target(
-            session,
-            namespace,
-            workflow=action.get("workflow"),
-            activation_id=action.get("activation_id"),
-        )
+        find(session, namespace, action.get("workflow"), action.get("activation_id"))
     except (ActivationNotFound, ActivationNotReady) as exc:
         raise ScheduleStateConflict(
             f"cannot resume: {exc.message}; save the schedule with a ready target",
