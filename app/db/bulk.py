@@ -68,6 +68,11 @@ def _document(columns: dict[str, list[Any]]) -> str:
     return json.dumps(rows, separators=(",", ":"))
 
 
+def _rows_document(names: Sequence[str], rows: Sequence[Row]) -> str:
+    """`rows` (their `names` columns) as `_document` writes them."""
+    return _document({name: [row[name] for row in rows] for name in names})
+
+
 def _same(values: list[Any]) -> bool:
     """Whether every value is the same (and of the same type: True is not 1)."""
     return values.count(values[0]) == len(values) and len(set(map(type, values))) == 1
@@ -246,7 +251,7 @@ def insert_new(conn: Connection, table: Table, row: Row, unique: Sequence[str]) 
             f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json)) '
             f"ON CONFLICT ({key}) DO NOTHING RETURNING id"
         )
-        found = conn.exec_driver_sql(sql, {"rows": _document(names, rows)}).scalar()
+        found = conn.exec_driver_sql(sql, {"rows": _rows_document(names, rows)}).scalar()
     else:
         marks = ", ".join("?" for _ in names)
         sql = (
@@ -299,6 +304,6 @@ def insert_each(conn: Connection, batches: Sequence[tuple[Table, Sequence[Row]]]
             f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
             f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows_{index})s AS json))'
         )
-        params[f"rows_{index}"] = _document(names, _with_defaults(table, names, rows))
+        params[f"rows_{index}"] = _rows_document(names, _with_defaults(table, names, rows))
     heads = ", ".join(f"part_{index} AS ({sql})" for index, sql in enumerate(parts[:-1]))
     conn.exec_driver_sql(f"WITH {heads} {parts[-1]}", params)
