@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Any
-
 from urllib.parse import quote
 
 from flask import Flask
