@@ -189,3 +189,26 @@ def test_sqlite_has_no_row_security_so_a_scope_changes_nothing(app):
     _seed(app)
     with database(app).session(rls.NOTHING) as session:
         assert session.scalar(text("SELECT count(*) FROM workflows")) == 2
+
+
+@postgres_only
+def test_the_policies_read_the_namespace_setting_once_per_statement(app, app_engine):
+    ids = _seed(app)
+    with app_engine.connect() as conn:
+        _bind(conn, ids["alpha"])
+        for table in rls.NAMESPACE_TABLES:
+            plan = "\n".join(
+                conn.scalars(text(f"EXPLAIN (COSTS OFF) SELECT count(*) FROM {table}"))
+            )
+            # The setting is an init plan, computed once, not parsed again for every row read.
+            assert "InitPlan" in plan, (table, plan)
+            assert "current_setting" not in plan.split("Filter:")[-1], (table, plan)
+        policies = conn.execute(
+            text(
+                "SELECT tablename, qual FROM pg_policies "
+                "WHERE policyname IN ('namespace_scope', 'bound_catalog')"
+            )
+        ).all()
+    quals = {table: qual for table, qual in policies}
+    for table in (*rls.NAMESPACE_TABLES, "namespaces"):
+        assert "( SELECT (COALESCE(NULLIF(current_setting" in quals[table], (table, quals[table])

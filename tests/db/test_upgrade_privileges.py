@@ -71,7 +71,7 @@ def test_the_owner_upgrades_then_grants_the_logins(at_0003):
     assert result.exit_code == 0, result.output
     assert "granted almanac_app" in result.output and "granted almanac_scheduler" in result.output
     version, tables, secured = _state(at_0003)
-    assert version == "0009" and {"scheduler_cursors", "run_rollup"} <= tables and secured
+    assert version == "0010" and {"scheduler_cursors", "run_rollup"} <= tables and secured
 
 
 def test_create_roles_is_idempotent_and_says_what_it_did(at_0003):
