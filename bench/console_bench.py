@@ -4,7 +4,9 @@
 Run: .venv/bin/python bench/console_bench.py [--schedules 100000] [--events 1000000]
      [--runs 1000000] [--backend sqlite|postgres|both] [--repeat 30]
 
-Data goes in through SQLAlchemy Core in bulk (one namespace); the pages are then requested
+Data goes in through SQLAlchemy Core in bulk (one namespace); on PostgreSQL the database is set
+up as in production (`db create-roles`, `db upgrade` as the owner, who loads the data) and the
+pages are served as the `almanac_app` login, under row security. The pages are requested
 through the app in-process (Flask test client), so the figure is the server's time per request:
 routing, session, queries, templates. p50/p95 over `--repeat` requests (and `db p50`, the
 median time of the request's SQL statements, sent to answered) of:
@@ -28,6 +30,7 @@ import os
 import platform
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,9 +39,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import create_engine, event, insert, text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.auth import service as auth_service  # noqa: E402
@@ -58,6 +63,7 @@ from app.paging import encode_cursor  # noqa: E402
 from bench import cockpit_rows  # noqa: E402
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+APP_LOGIN = "almanac_app"
 PG_ADMIN = os.environ.get(
     "ALMANAC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
@@ -175,10 +181,23 @@ def bulk(conn: Any, table: Any, rows: Any) -> None:
         conn.execute(insert(table), batch)
 
 
+def migrate(url: str) -> None:
+    """The schema as production has it: on PostgreSQL `db create-roles` and `db upgrade` as the
+    owner (row security, the logins' grants); SQLite gets the models' tables."""
+    if not url.startswith("postgresql"):
+        Base.metadata.create_all(make_engine(url))
+        return
+    env = {**os.environ, "ALMANAC_DATABASE_URL": url, "ALMANAC_SCHEDULER": "off"}
+    env["ALMANAC_SECRET_KEY"] = "bench"
+    for args in (("db", "create-roles"), ("db", "upgrade")):
+        command = [sys.executable, "-m", "flask", "--app", "wsgi", *args]
+        subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True)
+
+
 def populate(url: str, schedules: int, events: int, runs: int) -> tuple[str, int]:
-    """Fill the database; return the busiest schedule's id and its last sequence."""
+    """Fill the database as its owner; return the busiest schedule's id and its last sequence."""
+    migrate(url)
     engine = make_engine(url)
-    Base.metadata.create_all(engine)
     app = create_app({"DATABASE_URL": url, "SCHEDULER": "off", "SECRET_KEY": "bench"})
     with database(app).session() as session:
         user = auth_service.create_user(session, NOW, "bench", "bench-password", superuser=True)
@@ -266,6 +285,9 @@ def measure(
     url: str, schedules: int, events: int, runs: int, repeat: int
 ) -> list[tuple[str, float, float, float]]:
     busiest, last_sequence = populate(url, schedules, events, runs)
+    if url.startswith("postgresql"):
+        # The pages are served as production serves them: the app login, under row security.
+        url = make_url(url).set(username=APP_LOGIN).render_as_string(hide_password=False)
     # The data is laid out around NOW: the pages read the same instant from the manual clock.
     app = create_app(
         {

@@ -212,3 +212,7 @@ def test_the_policies_read_the_namespace_setting_once_per_statement(app, app_eng
     quals = {table: qual for table, qual in policies}
     for table in (*rls.NAMESPACE_TABLES, "namespaces"):
         assert "( SELECT (COALESCE(NULLIF(current_setting" in quals[table], (table, quals[table])
+    # A child row is checked by one probe of its parent's key: the sub-select is not flattened
+    # into a hash of every visible parent (which reading one schedule's history built of all).
+    for table, (column, parent) in rls.CHILD_TABLES.items():
+        assert f"FROM {parent} p" in quals[table] and "OFFSET 0" in quals[table], quals[table]
