@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from datetime import UTC, datetime
 
 import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from app.ticker.host import worker_pool
+from app.ticker.host import aligned_start, worker_pool
 from app.ticker.tick import run_tick
 
 scheduler = AppGroup("scheduler", help="The ticker.")
@@ -41,7 +42,11 @@ def tick(as_json: bool, work: bool) -> None:
     help="Worker threads beside the ticker (default: ALMANAC_WORKERS, 2; 0 for none).",
 )
 def run(workers: int | None) -> None:
-    """Tick every ALMANAC_TICK_SECONDS and run workers until interrupted (SIGINT/SIGTERM)."""
+    """Tick every ALMANAC_TICK_SECONDS and run workers until interrupted (SIGINT/SIGTERM).
+
+    Ticks fall just after each whole period of the wall clock (every second by default), so an
+    occurrence due on the second is fired at once; a tick that overran waits for the next one.
+    """
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -50,11 +55,17 @@ def run(workers: int | None) -> None:
     pool = worker_pool(app, size=workers).start()
     click.echo(f"ticking every {period}s with {pool.size} worker threads; Ctrl-C stops")
     try:
+        stop.wait(_until_next_tick(period))
         while not stop.is_set():
             try:
                 run_tick(app, work=False)
             except Exception as exc:  # keep ticking: the next tick retries what this one could not
                 click.echo(f"tick failed: {exc!r}", err=True)
-            stop.wait(period)
+            stop.wait(_until_next_tick(period))
     finally:
         pool.stop()
+
+
+def _until_next_tick(period: float) -> float:
+    now = datetime.now(UTC)
+    return (aligned_start(now, period) - now).total_seconds()

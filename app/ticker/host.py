@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import os
 import sys
 import threading
+from datetime import UTC, datetime
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
@@ -23,6 +25,10 @@ from app.ticker.tick import run_tick
 log = logging.getLogger(__name__)
 
 DEFAULT_WORKERS = 2
+# Ticks fall this long after each multiple of the period on the wall clock (docs/operations.md
+# "When ticks happen"): a run due at 12:00:00 is fired at 12:00:00.05, not up to a period later,
+# and a database clock a few milliseconds behind this machine's still reads 12:00:00.
+TICK_AFTER_SECONDS = 0.05
 
 # One ticker per process, however many apps the process builds.
 _hosted: BackgroundScheduler | None = None
@@ -35,6 +41,16 @@ def _tick_job(app: Flask) -> None:
         run_tick(app, work=False)
     except Exception:  # a failed tick must not kill the scheduler thread; the next one retries
         log.exception("tick failed")
+
+
+def aligned_start(now: datetime, period: float) -> datetime:
+    """The first tick after `now`: the next multiple of `period` seconds since the Unix epoch,
+    plus `TICK_AFTER_SECONDS`. Occurrences fall on whole seconds, so ticks do too."""
+    epoch = now.timestamp()
+    boundary = math.floor(epoch / period) * period + TICK_AFTER_SECONDS
+    if boundary <= epoch:
+        boundary += period * math.ceil((epoch - boundary) / period + 1e-9)
+    return datetime.fromtimestamp(boundary, UTC)
 
 
 def worker_pool(app: Flask, *, queue: str | None = None, size: int | None = None) -> WorkerPool:
@@ -60,11 +76,13 @@ def start(app: Flask, *, workers: bool = True) -> BackgroundScheduler:
         if _hosted is not None:
             return _hosted
         scheduler = BackgroundScheduler(timezone="UTC")
+        period = float(app.config["TICK_SECONDS"])
         scheduler.add_job(
             _tick_job,
             "interval",
             args=[app],
-            seconds=float(app.config["TICK_SECONDS"]),
+            seconds=period,
+            start_date=aligned_start(datetime.now(UTC), period),
             id="almanac-tick",
             max_instances=1,
             coalesce=True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -115,3 +116,33 @@ def accounts(db_url):
     app = make_test_app(db_url)
     yield Accounts(app)
     database(app).dispose()
+
+
+@pytest.mark.parametrize(
+    ("now", "period", "first"),
+    [
+        # Just after a whole second: the tick waits for the next one (plus the small margin).
+        ("2026-01-05T12:00:00.300000", 1.0, "2026-01-05T12:00:01.050000"),
+        # Inside the margin: this second's tick is still ahead.
+        ("2026-01-05T12:00:00.010000", 1.0, "2026-01-05T12:00:00.050000"),
+        # Exactly on it: the next one, never now.
+        ("2026-01-05T12:00:00.050000", 1.0, "2026-01-05T12:00:01.050000"),
+        ("2026-01-05T12:00:07.500000", 5.0, "2026-01-05T12:00:10.050000"),
+        ("2026-01-05T12:00:00.330000", 0.1, "2026-01-05T12:00:00.350000"),
+    ],
+)
+def test_ticks_fall_on_whole_periods_of_the_wall_clock(now, period, first):
+    start = host.aligned_start(datetime.fromisoformat(now).replace(tzinfo=UTC), period)
+    expected = datetime.fromisoformat(first).replace(tzinfo=UTC)
+    assert abs((start - expected).total_seconds()) < 1e-5, start
+
+
+def test_the_hosted_ticker_is_aligned_to_the_second(db_url):
+    app = make_test_app(db_url, SCHEDULER="on", WORKERS=0)
+    try:
+        job = app.extensions["almanac.ticker"].get_job("almanac-tick")
+        # Every tick of a one-second period falls 50 ms after a whole second of the wall clock.
+        assert abs(job.next_run_time.microsecond - 50_000) < 10, job.next_run_time
+    finally:
+        host.stop()
+        database(app).dispose()
