@@ -35,7 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "WORKERS": 2,
     "LEASE_SECONDS": 60.0,
     "WORKER_POLL_SECONDS": 0.5,
-    "WORKER_BATCH": 25,
+    "WORKER_BATCH": 100,
     "WORKER_BATCH_SECONDS": 1.0,
     "CLOCK": "system",
     # Test-only (refused unless TESTING): skews this process's own clock by this many seconds.

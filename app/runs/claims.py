@@ -13,7 +13,7 @@ from app.runs.actions import ActionContext
 
 ANY_QUEUE = "*"
 DEFAULT_LEASE_SECONDS = 60.0
-DEFAULT_BATCH = 25
+DEFAULT_BATCH = 100
 DEFAULT_BATCH_SECONDS = 1.0
 Clock = SystemClock | ManualClock
 

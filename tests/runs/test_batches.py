@@ -217,9 +217,9 @@ def test_hand_back_never_waits_longer_than_a_heartbeat_period():
     settings = engine.WorkerSettings(name="w", lease_seconds=6, batch_seconds=30)
     assert settings.hand_back_after == 2
     assert engine.WorkerSettings(name="w").hand_back_after == 1.0
-    assert engine.WorkerSettings(name="w").batch == 25
+    assert engine.WorkerSettings(name="w").batch == 100
 
 
-def test_the_worker_pool_defaults_to_batches_of_25_handed_back_after_a_second(app):
+def test_the_worker_pool_defaults_to_batches_of_100_handed_back_after_a_second(app):
     pool = worker_pool(app)
-    assert (pool.batch, pool.batch_seconds) == (25, 1.0)
+    assert (pool.batch, pool.batch_seconds) == (100, 1.0)
