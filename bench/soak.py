@@ -11,7 +11,7 @@ processes tick as `almanac_scheduler`; `--workers` `worker` processes run steps 
 (`noop`) workflow; a load generator reads the console and the API at `--reads` requests/s.
 
 Reported: commit lag (when a run row first became visible to an outside observer polling every
-0.2 s, minus its due time; ids it skipped over are asked for again, so late commits count)
+0.05 s, minus its due time; ids it skipped over are asked for again, so late commits count)
 and start lag (the run's `started_at`, set when a worker claimed its first step, minus due),
 p50/p99/max; doubles (ledger rows sharing a schedule and instant);
 lost occurrences (canonical occurrences due in the measured window with no ledger row);
@@ -56,6 +56,8 @@ PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 # Threads of the read load (each console reader signs in once).
 READERS = 8
 # How long an id skipped by the observer is asked for again before it counts as rolled back.
+# How often the observer looks for new runs: a commit lag is at most this much late.
+OBSERVE_SECONDS = 0.05
 GAP_SECONDS = 120
 
 
@@ -297,7 +299,7 @@ class Soak:
                         )
             except OperationalError:  # the database is restarting (--restart-postgres)
                 pass
-            self.stop.wait(0.2)
+            self.stop.wait(OBSERVE_SECONDS)
         engine.dispose()
 
     def watch_health(self, base: str) -> None:
