@@ -215,4 +215,6 @@ def test_the_policies_read_the_namespace_setting_once_per_statement(app, app_eng
     # A child row is checked by one probe of its parent's key: the sub-select is not flattened
     # into a hash of every visible parent (which reading one schedule's history built of all).
     for table, (column, parent) in rls.CHILD_TABLES.items():
-        assert f"FROM {parent} p" in quals[table] and "OFFSET 0" in quals[table], quals[table]
+        qual = quals[table]
+        assert f"FROM {parent} p" in qual and f"p.id = {table}.{column}" in qual, qual
+        assert "OFFSET 0" in qual, qual
