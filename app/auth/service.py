@@ -277,13 +277,6 @@ def find_caller(session: Session, token: str, namespace: str | None = None) -> C
     return found
 
 
-def find_token(session: Session, token: str) -> TokenUse | None:
-    """The active user owning this unrevoked token, or None: one statement (token join user)."""
-    row = session.execute(_CALLER_QUERIES[(False, False)], {"sha256": hash_token(token)})
-    found = row.first()
-    return None if found is None else TokenUse(found[0], found[1], found[2])
-
-
 def record_token_use(session: Session, now: datetime, use: TokenUse) -> None:
     """Write `last_used_at` at most once a minute (so reads stay reads), committing it."""
     if use.last_used_at is not None and now - use.last_used_at < TOKEN_USE_RESOLUTION:
@@ -291,15 +284,6 @@ def record_token_use(session: Session, now: datetime, use: TokenUse) -> None:
     begin_write(session)
     session.execute(update(ApiToken).where(ApiToken.id == use.token_id).values(last_used_at=now))
     session.commit()
-
-
-def authenticate_token(session: Session, now: datetime, token: str) -> User | None:
-    """The active user owning this unrevoked token, or None; records its use (committed)."""
-    use = find_token(session, token)
-    if use is None:
-        return None
-    record_token_use(session, now, use)
-    return use.user
 
 
 # --- first start ------------------------------------------------------------------------------

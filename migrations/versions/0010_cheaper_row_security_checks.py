@@ -48,20 +48,27 @@ REQUIRES = {"own": TABLES + tuple(CHILD_TABLES) + ("namespaces",)}
 BOUND = "coalesce(nullif(current_setting('almanac.namespaces', true), ''), '{}')::integer[]"
 EVERY = "coalesce(current_setting('almanac.all_namespaces', true), '') = 'on'"
 
-# `= ANY ((SELECT ...)::integer[])`: the cast keeps it an array comparison, not `= ANY (subquery)`.
-ONCE = f"namespace_id = ANY ((SELECT {BOUND})::integer[]) OR (SELECT {EVERY})"
-PER_ROW = f"namespace_id = ANY ({BOUND}) OR {EVERY}"
+
+def _scope(column: str, once: bool) -> str:
+    """`column` is one of the transaction's namespaces, or it may see them all."""
+    if once:
+        # `= ANY ((SELECT …)::integer[])`: the cast keeps it an array comparison, not
+        # `= ANY (subquery)`; each sub-select is an init plan, computed once per statement.
+        return f"{column} = ANY ((SELECT {BOUND})::integer[]) OR (SELECT {EVERY})"
+    return f"{column} = ANY ({BOUND}) OR {EVERY}"
 
 
-def _policies(predicate: str, probe: str) -> None:
+def _policies(once: bool) -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
     for table in TABLES:
-        _alter(table, predicate)
+        _alter(table, _scope("namespace_id", once))
+    probe = " OFFSET 0" if once else ""
     for table, (column, parent) in CHILD_TABLES.items():
         _alter(table, f"EXISTS (SELECT 1 FROM {parent} p WHERE p.id = {table}.{column}{probe})")
-    catalog = predicate.replace("namespace_id", "id")
-    op.execute(f"ALTER POLICY bound_catalog ON namespaces TO {SCHEDULER_ROLE} USING ({catalog})")
+    op.execute(
+        f"ALTER POLICY bound_catalog ON namespaces TO {SCHEDULER_ROLE} USING ({_scope('id', once)})"
+    )
 
 
 def _alter(table: str, predicate: str) -> None:
@@ -71,8 +78,8 @@ def _alter(table: str, predicate: str) -> None:
 
 
 def upgrade() -> None:
-    _policies(ONCE, " OFFSET 0")
+    _policies(once=True)
 
 
 def downgrade() -> None:
-    _policies(PER_ROW, "")
+    _policies(once=False)
