@@ -8,13 +8,17 @@ SQLite, in-process, gets the driver's executemany with the columns' own bind pro
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Table, text
+from sqlalchemy.engine import Dialect
 
 Row = dict[str, Any]
+# A PostgreSQL statement built ahead of time: its SQL and parameters (`execute` sends it).
+Statement = tuple[str, dict[str, Any]]
 
 
 def _names(table: Table, rows: Sequence[Row]) -> list[str]:
@@ -94,15 +98,15 @@ def _constant_text(value: Any) -> str | None:
 _SQL_TYPES: dict[tuple[str, str], str] = {}
 
 
-def _sql_type(conn: Connection, table: Table, name: str) -> str:
+def _sql_type(dialect: Dialect, table: Table, name: str) -> str:
     key = (table.name, name)
     if key not in _SQL_TYPES:
-        _SQL_TYPES[key] = str(table.c[name].type.compile(dialect=conn.dialect))
+        _SQL_TYPES[key] = str(table.c[name].type.compile(dialect=dialect))
     return _SQL_TYPES[key]
 
 
 def _postgres_source(
-    conn: Connection, table: Table, names: Sequence[str], rows: Sequence[Row], keep: Sequence[str]
+    dialect: Dialect, table: Table, names: Sequence[str], rows: Sequence[Row], keep: Sequence[str]
 ) -> tuple[dict[str, str], str, dict[str, Any]]:
     """How a statement reads `rows` on PostgreSQL: an SQL expression per column, the FROM
     clause and the parameters.
@@ -122,10 +126,10 @@ def _postgres_source(
             exprs[name] = f"x.{name}"
         else:
             params[f"c{index}"] = _constant_text(values[0])
-            exprs[name] = f"CAST(%(c{index})s AS {_sql_type(conn, table, name)})"
+            exprs[name] = f"CAST(%(c{index})s AS {_sql_type(dialect, table, name)})"
     if varying:
         params["rows"] = _document(varying)
-        types = {name: _sql_type(conn, table, name) for name in varying}
+        types = {name: _sql_type(dialect, table, name) for name in varying}
         columns = ", ".join(f"{name} {kind}" for name, kind in types.items())
         # A document with JSON columns is parsed once as jsonb (cheaper than per value).
         kind = "jsonb" if "JSONB" in types.values() else "json"
@@ -181,19 +185,13 @@ def insert_rows(
     """
     if not rows:
         return []
+    if conn.dialect.name == "postgresql":
+        sql, params = insert_statement(conn.dialect, table, rows, returning)
+        result = conn.exec_driver_sql(sql, params)
+        return [tuple(row) for row in result] if returning else []
     names = _names(table, rows)
     rows = _with_defaults(table, names, rows)
     columns = ", ".join(names)
-    if conn.dialect.name == "postgresql":
-        exprs, source, params = _postgres_source(conn, table, names, rows, ())
-        sql = (
-            f'INSERT INTO "{table.name}" ({columns}) '
-            f"SELECT {', '.join(exprs[name] for name in names)} FROM {source}"
-        )
-        if returning:
-            sql += f" RETURNING {', '.join(returning)}"
-        result = conn.exec_driver_sql(sql, params)
-        return [tuple(row) for row in result] if returning else []
     marks = ", ".join("?" for _ in names)
     conn.exec_driver_sql(
         f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks})',
@@ -224,10 +222,7 @@ def update_rows(conn: Connection, table: Table, rows: Sequence[Row]) -> None:
         return
     names = [name for name in rows[0] if name != "id"]
     if conn.dialect.name == "postgresql":
-        exprs, source, params = _postgres_source(conn, table, ["id", *names], rows, ("id",))
-        assignments = ", ".join(f"{name} = {exprs[name]}" for name in names)
-        sql = f'UPDATE "{table.name}" AS t SET {assignments} FROM {source} WHERE t.id = x.id'
-        conn.exec_driver_sql(sql, params)
+        execute(conn, [update_statement(conn.dialect, table, rows)])
         return
     assignments = ", ".join(f"{name} = ?" for name in names)
     conn.exec_driver_sql(
@@ -282,12 +277,14 @@ _ROW_PROCESSORS: dict[tuple[str, tuple[str, ...]], list[Callable[[Any], Any] | N
 def insert_each(conn: Connection, batches: Sequence[tuple[Table, Sequence[Row]]]) -> None:
     """Insert rows into several tables: one statement on PostgreSQL (each table's insert in
     its own common table expression), one per table on SQLite."""
-    batches = [(table, rows) for table, rows in batches if rows]
-    if conn.dialect.name != "postgresql" or len(batches) < 2:
-        for table, rows in batches:
-            if len(rows) > 1 or conn.dialect.name == "postgresql":
-                insert_rows(conn, table, rows)
-                continue
+    if conn.dialect.name == "postgresql":
+        statements = insert_each_statements(conn.dialect, batches)
+        execute(conn, [combine(statements)] if statements else [])
+        return
+    for table, rows in batches:
+        if len(rows) > 1:
+            insert_rows(conn, table, rows)
+        elif rows:
             names = _names(table, rows)
             row = _with_defaults(table, names, rows)[0]
             marks = ", ".join("?" for _ in names)
@@ -295,15 +292,80 @@ def insert_each(conn: Connection, batches: Sequence[tuple[Table, Sequence[Row]]]
                 f'INSERT INTO "{table.name}" ({", ".join(names)}) VALUES ({marks})',
                 _sqlite_row(conn, table, names, row),
             )
-        return
-    parts, params = [], {}
-    for index, (table, rows) in enumerate(batches):
+
+
+def insert_each_statements(
+    dialect: Dialect, batches: Sequence[tuple[Table, Sequence[Row]]]
+) -> list[Statement]:
+    """PostgreSQL: a statement per non-empty batch, for `combine` to send as one."""
+    batches = [(table, rows) for table, rows in batches if rows]
+    if len(batches) < 2:
+        return [insert_statement(dialect, table, rows) for table, rows in batches]
+    statements = []
+    for table, rows in batches:
         names = _names(table, rows)
         columns = ", ".join(names)
-        parts.append(
+        sql = (
             f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
-            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows_{index})s AS json))'
+            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json))'
         )
-        params[f"rows_{index}"] = _rows_document(names, _with_defaults(table, names, rows))
-    heads = ", ".join(f"part_{index} AS ({sql})" for index, sql in enumerate(parts[:-1]))
-    conn.exec_driver_sql(f"WITH {heads} {parts[-1]}", params)
+        document = _rows_document(names, _with_defaults(table, names, rows))
+        statements.append((sql, {"rows": document}))
+    return statements
+
+
+def insert_statement(
+    dialect: Dialect, table: Table, rows: Sequence[Row], returning: Sequence[str] = ()
+) -> Statement:
+    """PostgreSQL: the statement inserting `rows` (the same keys in each, at least one)."""
+    names = _names(table, rows)
+    rows = _with_defaults(table, names, rows)
+    exprs, source, params = _postgres_source(dialect, table, names, rows, ())
+    sql = (
+        f'INSERT INTO "{table.name}" ({", ".join(names)}) '
+        f"SELECT {', '.join(exprs[name] for name in names)} FROM {source}"
+    )
+    if returning:
+        sql += f" RETURNING {', '.join(returning)}"
+    return sql, params
+
+
+def update_statement(dialect: Dialect, table: Table, rows: Sequence[Row]) -> Statement:
+    """PostgreSQL: the statement updating rows by `id` (the same keys in each, at least one)."""
+    names = [name for name in rows[0] if name != "id"]
+    exprs, source, params = _postgres_source(dialect, table, ["id", *names], rows, ("id",))
+    assignments = ", ".join(f"{name} = {exprs[name]}" for name in names)
+    return f'UPDATE "{table.name}" AS t SET {assignments} FROM {source} WHERE t.id = x.id', params
+
+
+def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
+    """PostgreSQL: `count` new ids from the table's own sequence, ascending, so rows can
+    be built (and refer to each other) before they are inserted."""
+    sql = "SELECT nextval(pg_get_serial_sequence(:table, 'id')) FROM generate_series(1, :count)"
+    found = conn.execute(text(sql), {"table": table.name, "count": count}).scalars()
+    return sorted(found)
+
+
+def combine(statements: Sequence[Statement]) -> Statement:
+    """PostgreSQL: several statements built here as one (each in a common table expression,
+    its parameters renamed apart), so they cost one round trip. They all see the snapshot
+    taken before any of them: none may rely on rows another one writes (a child's
+    row-security check would not see a parent inserted beside it)."""
+    if len(statements) == 1:
+        return statements[0]
+    parts, params = [], {}
+    for index, (sql, own) in enumerate(statements):
+        parts.append(_PARAMETER.sub(rf"%(s{index}_\1)s", sql))
+        params.update({f"s{index}_{name}": value for name, value in own.items()})
+    heads = ", ".join(f"s{index} AS ({sql})" for index, sql in enumerate(parts[:-1]))
+    return f"WITH {heads} {parts[-1]}", params
+
+
+# A named parameter in the SQL this module builds (JSON and values travel as parameters).
+_PARAMETER = re.compile(r"%\((\w+)\)s")
+
+
+def execute(conn: Connection, statements: Sequence[Statement]) -> None:
+    """Send statements built ahead of time, in order."""
+    for sql, params in statements:
+        conn.exec_driver_sql(sql, params)

@@ -12,11 +12,12 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Table
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc
 from app.db import Schedule, ScheduleHistoryEvent, ScheduleOccurrence, ScheduleRevision
-from app.db.bulk import insert_each
+from app.db.bulk import Statement, insert_each, insert_each_statements
 from app.schedules.audit import CommandContext, event_row
 from app.schedules.tick.policy import Skip
 
@@ -82,9 +83,22 @@ class Writes:
         """Flush the session's changes, then insert the queued rows (one statement on
         PostgreSQL, one per table on SQLite)."""
         session.flush()
-        batches = [(OCCURRENCES, self.occurrences), (EVENTS, self.events)]
-        insert_each(session.connection(), [*batches, (REVISIONS, self.revisions)])
+        insert_each(session.connection(), self._batches())
         self.occurrences, self.events, self.revisions = [], [], []
+
+    def prepare(self, dialect: Dialect) -> list[Statement]:
+        """PostgreSQL: the statements that insert the queued rows, built now so another
+        thread only has to send them (after flushing the session)."""
+        statements = insert_each_statements(dialect, self._batches())
+        self.occurrences, self.events, self.revisions = [], [], []
+        return statements
+
+    def _batches(self) -> list[tuple[Table, list[dict[str, Any]]]]:
+        return [
+            (OCCURRENCES, self.occurrences),
+            (EVENTS, self.events),
+            (REVISIONS, self.revisions),
+        ]
 
 
 def record_skip(

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.calendar import CalendarError, Spec, due_time, format_utc_or_none, parse_instant
 from app.db import Database, Namespace, Schedule
+from app.db.bulk import Statement, combine, execute
 from app.db.session import begin_write
 from app.schedules.ledger import Writes, record_skip
 from app.schedules.store import spec_of
@@ -111,6 +112,8 @@ class _Page:
     rows: list[dict[str, Any]] = field(default_factory=list)
     writes: Writes = field(default_factory=Writes)
     starter: BulkStarter | None = None
+    # PostgreSQL: the page's inserts and updates, built by the deciding thread (`_prepare`).
+    statements: list[Statement] | None = None
 
     # (next_fire_at, id) of each claimed schedule as claimed (firing moves next_fire_at).
     keys: list[tuple[datetime, int]] = field(default_factory=list)
@@ -168,6 +171,8 @@ class _Pipeline:
             page = _Page(stack, session, self.now, namespace_id, key, claimed)
             page.keys = [(cast(datetime, s.next_fire_at), s.id) for s in claimed]
             _decide(page, self.grace, self.budget_deadline, self.settle)
+            if not self.db.is_sqlite:
+                _prepare(page)
             return page
         except BaseException:
             stack.__exit__(*sys.exc_info())
@@ -387,8 +392,29 @@ def _decide(
     page.fired = page.claimed[:done]
 
 
+def _prepare(page: _Page) -> None:
+    """Build the page's statements now, on the deciding thread: the writer thread then only
+    sends them, so building page N+1's rows overlaps the database writing page N's."""
+    assert page.starter is not None
+    dialect = page.session.get_bind().dialect
+    runs = page.starter.prepare(page.session)
+    # The runs first, on their own: their events' row-security check must see them. The
+    # rest (events, deadlines, ledger, audit, the schedules' new state) in one statement.
+    rest = [
+        *runs[1:],
+        *page.writes.prepare(dialect),
+        *schedule_rows.save_statements(dialect, page.fired),
+    ]
+    page.statements = [*runs[:1], *([combine(rest)] if rest else [])]
+
+
 def _flush(page: _Page) -> None:
     """Send the page's writes (runs, ledger, audit, the schedules' new state)."""
+    if page.statements is not None:
+        # Changes made through the ORM while deciding (runs another policy ended) first.
+        page.session.flush()
+        execute(page.session.connection(), page.statements)
+        return
     assert page.starter is not None
     page.starter.flush(page.session)
     page.writes.flush(page.session)

@@ -15,10 +15,11 @@ from typing import Any, cast
 
 from sqlalchemy import JSON, Connection, Select, Table, Text, distinct, select, tuple_, type_coerce
 from sqlalchemy import cast as sql_cast
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 from app.db import Schedule, UTCDateTime
-from app.db.bulk import update_rows
+from app.db.bulk import Statement, update_rows, update_statement
 
 TABLE = cast(Table, Schedule.__table__)
 # The columns a firing may change; configuration columns never change in a tick.
@@ -151,10 +152,20 @@ def _instant(raw: Any) -> datetime:
 
 def save(conn: Connection, rows: Sequence[ScheduleRow]) -> None:
     """Write back what changed, one bulk update per set of changed columns."""
+    for group in _changed(rows):
+        update_rows(conn, TABLE, group)
+
+
+def save_statements(dialect: Dialect, rows: Sequence[ScheduleRow]) -> list[Statement]:
+    """PostgreSQL: the statements `save` would send, built now for another thread to send."""
+    return [update_statement(dialect, TABLE, group) for group in _changed(rows)]
+
+
+def _changed(rows: Sequence[ScheduleRow]) -> list[list[dict[str, Any]]]:
+    """What changed, grouped by the set of changed columns (one update per group)."""
     groups: defaultdict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         changes = row.changes()
         if changes:
             groups[tuple(changes)].append({"id": row.id, **changes})
-    for group in groups.values():
-        update_rows(conn, TABLE, group)
+    return list(groups.values())

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.calendar import format_utc
 from app.db import Deadline, Namespace, Run, RunHistoryEvent, Schedule, rollup
-from app.db.bulk import insert_rows
+from app.db.bulk import Statement, allocate_ids, insert_rows, insert_statement
 from app.runs import lifecycle
 from app.runs.lifecycle import RunTarget
 from app.schedules.audit import CommandContext, check_origin
@@ -171,22 +171,51 @@ class BulkStarter:
         return uid
 
     def flush(self, session: Session) -> None:
+        """Insert the collected starts now (the ids come back from the insert)."""
         if not self.pending:
             return
-        now = self.now
         rows = [self._run_row(uid, request) for uid, request in self.pending]
         conn = session.connection()
         pk_by_uid = {uid: pk for pk, uid in insert_rows(conn, RUNS, rows, ("id", "uid"))}
-        rollup.record_inserted(session, ((pk_by_uid[row["uid"]], row) for row in rows))
-        # Two statements: a page's `run_started` events usually share one payload, which
-        # then travels (and is parsed) once instead of once per run.
+        pks = [pk_by_uid[row["uid"]] for row in rows]
+        rollup.record_inserted(session, zip(pks, rows, strict=True))
+        for table, children in self._children(pks):
+            insert_rows(conn, table, children)
+        self.pending = []
+
+    def prepare(self, session: Session) -> list[Statement]:
+        """PostgreSQL: the statements that insert the collected starts, built now with ids
+        drawn from the runs' sequence, so another thread only has to send them."""
+        if not self.pending:
+            return []
+        conn = session.connection()
+        pks = allocate_ids(conn, RUNS, len(self.pending))
+        rows = [
+            self._run_row(uid, request) | {"id": pk}
+            for pk, (uid, request) in zip(pks, self.pending, strict=True)
+        ]
+        rollup.record_inserted(session, zip(pks, rows, strict=True))
+        statements = [insert_statement(conn.dialect, RUNS, rows)]
+        statements += [
+            insert_statement(conn.dialect, table, children)
+            for table, children in self._children(pks)
+            if children
+        ]
+        self.pending = []
+        return statements
+
+    def _children(self, pks: list[int]) -> list[tuple[Table, list[dict[str, Any]]]]:
+        """The rows each run starts with, besides itself: its two events (in two batches: a
+        page's `run_started` events usually share one payload, which then travels and is
+        parsed once instead of once per run) and its run-timeout deadline."""
+        now = self.now
         origins: list[dict[str, Any]] = []
         starts: list[dict[str, Any]] = []
         deadlines: list[dict[str, Any]] = []
         # What a target contributes, read once per target (ORM attributes cost a call each).
         shared: dict[int, tuple[dict[str, Any], int | None]] = {}
-        for uid, request in self.pending:
-            pk, target = pk_by_uid[uid], request.target
+        for pk, (_uid, request) in zip(pks, self.pending, strict=True):
+            target = request.target
             if id(target) not in shared:
                 shared[id(target)] = (
                     {
@@ -228,10 +257,7 @@ class BulkStarter:
                         "due_at": now + timedelta(seconds=min(limits)),
                     }
                 )
-        insert_rows(conn, EVENTS, origins)
-        insert_rows(conn, EVENTS, starts)
-        insert_rows(conn, DEADLINES, deadlines)
-        self.pending = []
+        return [(EVENTS, origins), (EVENTS, starts), (DEADLINES, deadlines)]
 
     def _run_row(self, uid: str, request: RunStart) -> dict[str, Any]:
         schedule, target = request.schedule, request.target
