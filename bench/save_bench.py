@@ -6,7 +6,9 @@ Run: .venv/bin/python bench/save_bench.py [--db sqlite|postgres|both] [-n 1000] 
 Each database is set up as in production: SQLite migrated by `db upgrade`; PostgreSQL with
 `db create-roles` and `db upgrade` as the owner, then served as `almanac_app` under row-level
 security. One gunicorn worker (8 threads, ticker off) serves; clients keep their connection
-alive and POST new schedules (`*/5 * * * *`) to /api/v1/schedules. Prints saves/s.
+alive and POST new schedules (`*/5 * * * *`) to /api/v1/schedules. Prints saves/s, and first
+the ceiling of this machine's web stack: the same server and client on an endpoint that does
+nothing (bench/hello_app.py), so a figure can be read against the machine it ran on.
 """
 
 from __future__ import annotations
@@ -82,34 +84,46 @@ def _free_port() -> int:
 def server(env: dict[str, str]) -> Iterator[str]:
     env = env | {"ALMANAC_ADMIN_PASSWORD": "bench-password", "ALMANAC_ADMIN_TOKEN": TOKEN}
     _flask(env, "admin", "bootstrap")
+    with _gunicorn("wsgi:app", env) as base:
+        yield base + "/api/v1"
+
+
+@contextmanager
+def _gunicorn(app: str, env: dict[str, str]) -> Iterator[str]:
+    """`app` served as the saves are: one gunicorn worker with 8 threads."""
     port = _free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        "1",
-        "--threads",
-        "8",
-        "wsgi:app",
-    ]
+    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}"]
+    command += ["--workers", "1", "--threads", "8", "--chdir", str(ROOT), app]
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    base = f"http://127.0.0.1:{port}/api/v1"
+    base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
             try:
-                if requests.get(base + "/health", timeout=10).status_code in (200, 503):
-                    break
+                requests.get(base + "/", timeout=10)
+                break
             except requests.RequestException:
                 time.sleep(0.1)
         yield base
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def ceiling(count: int) -> float:
+    """POSTs/s one client gets from a Flask endpoint that does nothing (bench/hello_app.py),
+    served and called exactly like the saves: this machine's web stack at its fastest."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "bench")}
+    with _gunicorn("hello_app:app", env) as base:
+        client = _client()
+        body = {"id": "x", "cron": "*/5 * * * *", "action": {"workflow": "flow"}}
+        for _ in range(50):
+            client.post(base + "/", json=body)
+        began = time.perf_counter()
+        for _ in range(count):
+            assert client.post(base + "/", json=body).status_code == 201
+        return count / (time.perf_counter() - began)
 
 
 def _client() -> requests.Session:
@@ -163,11 +177,13 @@ def main() -> None:
     args = parser.parse_args()
     kinds = ("sqlite", "postgres") if args.db == "both" else (args.db,)
     print(f"# schedule saves over HTTP, {os.cpu_count()} CPUs, n={args.n}")
+    top = ceiling(args.n)
+    print(f"ceiling: an endpoint that does nothing, 1 client {top:.0f} requests/s")
     for kind in kinds:
         with database(kind, args.postgres) as env, server(env) as base:
             sequential, concurrent = measure(base, args.n, args.clients)
         print(
-            f"{kind}: 1 client {sequential:.0f} saves/s; "
+            f"{kind}: 1 client {sequential:.0f} saves/s ({sequential / top:.0%} of the ceiling); "
             f"{args.clients} clients {concurrent:.0f} saves/s in total"
         )
 

@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/soak.py [--minutes 10 | --long] [--cron 2000] [--intervals 500]
      [--web 4] [--schedulers 2] [--workers 2] [--reads 20] [--kill] [--restart-postgres]
-     [--logs DIR] [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
+     [--no-vacuum] [--logs DIR] [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
 
 A fresh database is set up as in production (`db create-roles`, `db upgrade` as the owner).
 `--web` gunicorn workers serve as `almanac_app`; `--schedulers` `scheduler run --workers 0`
@@ -13,7 +13,8 @@ processes tick as `almanac_scheduler`; `--workers` `worker` processes run steps 
 Reported: commit lag (when a run row first became visible to an outside observer polling every
 0.05 s, minus its due time; ids it skipped over are asked for again, so late commits count)
 and start lag (the run's `started_at`, set when a worker claimed its first step, minus due),
-p50/p99/max; doubles (ledger rows sharing a schedule and instant);
+p50/p99/max, and the p99 of each due minute (a drift shows as the minutes go by); doubles
+(ledger rows sharing a schedule and instant);
 lost occurrences (canonical occurrences due in the measured window with no ledger row);
 ledger rows overlapping an earlier one of their schedule (an occurrence accounted twice);
 with `--kill`, a scheduler and a worker are SIGKILLed halfway (and started again);
@@ -21,6 +22,10 @@ with `--restart-postgres`, the PostgreSQL cluster is restarted halfway and nothi
 touched (`--cut-connections S` does the same to the soak's database alone, for S seconds):
 `/health`'s answers over time, which processes exited, gunicorn workers replaced;
 5xx answers; RSS per process (first sample after warm-up, last, max); PostgreSQL connections.
+
+On a server whose autovacuum is off (this project's CI machine turns it off), the soak runs
+`VACUUM (ANALYZE)` on its database every minute in its place, as production's autovacuum would
+(`--no-vacuum` to see what happens without it); the report says so.
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ READERS = 8
 # How long an id skipped by the observer is asked for again before it counts as rolled back.
 # How often the observer looks for new runs: a commit lag is at most this much late.
 OBSERVE_SECONDS = 0.05
+# How often the stand-in for autovacuum runs (autovacuum's default naptime).
+VACUUM_SECONDS = 60
 GAP_SECONDS = 120
 
 
@@ -108,6 +115,25 @@ def _quantiles(values: list[float]) -> str:
     return f"p50 {statistics.median(values):.2f} s, p99 {p99:.2f} s, max {values[-1]:.2f} s"
 
 
+def _by_minute(runs: list[Any], first_seen: dict[str, datetime]) -> list[str]:
+    """`HH:MM commit/start` p99 lags of the runs due in each minute."""
+    minutes: dict[datetime, tuple[list[float], list[float]]] = {}
+    for run_id, due, started in runs:
+        commit, start = minutes.setdefault(due.replace(second=0, microsecond=0), ([], []))
+        if run_id in first_seen:
+            commit.append((first_seen[run_id] - due).total_seconds())
+        if started is not None:
+            start.append((started - due).total_seconds())
+    return [
+        f"{minute:%H:%M} {_p99(commit):.2f}/{_p99(start):.2f}"
+        for minute, (commit, start) in sorted(minutes.items())
+    ]
+
+
+def _p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) > 1 else float("nan")
+
+
 class Soak:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -133,6 +159,7 @@ class Soak:
         self.web_pids: list[set[int]] = []
         self.read_seconds: list[float] = []
         self.failures: dict[str, int] = {}
+        self.vacuums: list[float] = []
         self.retried = 0
         self.reads_began = self.reads_ended = 0.0
         self.lock = threading.Lock()
@@ -302,6 +329,26 @@ class Soak:
             self.stop.wait(OBSERVE_SECONDS)
         engine.dispose()
 
+    def stand_in_for_autovacuum(self) -> None:
+        """When the server runs no autovacuum, do its work: `VACUUM (ANALYZE)` the soak's
+        database every `VACUUM_SECONDS` (its naptime), throttled with autovacuum's default
+        cost delay. Without it every schedule update leaves a dead row version that the due
+        index keeps finding, and the tick slows down minute after minute, which production,
+        with autovacuum on, never sees."""
+        engine = create_engine(
+            normalize_url(self.owner), isolation_level="AUTOCOMMIT", pool_pre_ping=True
+        )
+        while not self.stop.wait(VACUUM_SECONDS):
+            began = time.monotonic()
+            try:
+                with engine.connect() as conn:
+                    conn.execute(text("SET vacuum_cost_delay = '2ms'"))
+                    conn.execute(text("VACUUM (ANALYZE)"))
+                self.vacuums.append(time.monotonic() - began)
+            except OperationalError:  # the database is restarting (--restart-postgres)
+                pass
+        engine.dispose()
+
     def watch_health(self, base: str) -> None:
         """Poll `/health` every 0.2 s and keep each change of answer with its time."""
         client = requests.Session()
@@ -464,6 +511,13 @@ class Soak:
         )
         print(f"  commit lag: {_quantiles(commit)} ({len(commit)} of {len(runs)} seen)")
         print(f"  start lag: {_quantiles(started)} ({len(started)} of {len(runs)} started)")
+        print("  p99 commit / start lag by minute (does it drift as the tables grow?):")
+        print("    " + ", ".join(_by_minute(runs, self.first_seen)))
+        if self.vacuums:
+            print(
+                f"  stood in for autovacuum (off on this server): {len(self.vacuums)} "
+                f"VACUUM (ANALYZE) runs, {_quantiles(self.vacuums)}"
+            )
         errors = sum(n for status, n in self.statuses.items() if status >= 500)
         total = sum(self.statuses.values())
         rate = total / max(1e-9, (self.reads_ended or time.monotonic()) - self.reads_began)
@@ -540,6 +594,12 @@ def main() -> None:
         metavar="SECONDS",
         help="halfway, end every connection to the soak's database and refuse new ones this long",
     )
+    parser.add_argument(
+        "--no-vacuum",
+        dest="vacuum",
+        action="store_false",
+        help="on a server with autovacuum off, do not vacuum in its place (see the docs)",
+    )
     parser.add_argument("--logs", help="directory for each process's output (default /tmp/<db>)")
     parser.add_argument(
         "--postgres", default=os.environ.get("ALMANAC_TEST_POSTGRES_URL", PG_DEFAULT)
@@ -555,6 +615,10 @@ def main() -> None:
             threading.Thread(target=soak.load, args=(base,)),
             threading.Thread(target=soak.watch_health, args=(base,)),
         ]
+        with soak.admin.connect() as conn:
+            autovacuum = conn.scalar(text("SHOW autovacuum")) == "on"
+        if not autovacuum and args.vacuum:
+            threads.append(threading.Thread(target=soak.stand_in_for_autovacuum))
         for thread in threads:
             thread.start()
         began = datetime.now(UTC)
