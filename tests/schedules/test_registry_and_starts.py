@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import select, text
 
 from app.db import Deadline, Namespace, Run, RunHistoryEvent, Schedule
+from app.db.bulk import execute
 from app.runs import lifecycle
 from app.schedules.audit import (
     EVENT_KEYS,
@@ -126,7 +127,23 @@ def test_the_bulk_starter_writes_what_lifecycle_start_run_writes(h):
         orm_starter(session, now, namespace)(
             RunStart("orm", target, {"x": 1}, origin, 30, schedule)
         )
+        compared = ["bulk"]
+        if not h.db.is_sqlite:
+            # The tick's PostgreSQL path: ids drawn first, statements built, then sent.
+            bulk(RunStart("prepared", target, {"x": 1}, origin, 30, schedule))
+            bulk(RunStart("prepared-2", target, {"x": 1}, origin, 30, schedule))
+            statements = bulk.prepare(session)
+            assert bulk.pending == [] and len(statements) == 4  # runs, 2 events, deadline
+            execute(session.connection(), statements)
+            compared += ["prepared", "prepared-2"]
         session.commit()
-        assert _columns(session, "bulk") == _columns(session, "orm")
+        for run_id in compared:
+            assert _columns(session, run_id) == _columns(session, "orm"), run_id
         events = _columns(session, "bulk")[1]
         assert [e[1] for e in events] == ["ScheduleTriggered", "run_started"]
+        if not h.db.is_sqlite:
+            # Ids come from the runs' own sequence, in the order the starts were made.
+            ids = session.scalars(
+                select(Run.id).where(Run.run_id.in_(compared[1:])).order_by(Run.run_id)
+            ).all()
+            assert ids[0] < ids[1]

@@ -53,21 +53,21 @@ def test_a_page_of_firings_costs_the_same_statements_whatever_its_size(h, backen
         # The runs, then their events, the ledger, the audit and the schedules' new state in
         # one statement, the run counts, the ticker's beat.
         assert len(many) <= 4, many
-        assert sum(s.startswith("INSERT INTO \"runs\"") for s in many) == 1
+        assert sum(s.startswith('INSERT INTO "runs"') for s in many) == 1
     # Everything each firing writes is there, exactly once.
     for row in rows:
         events = [e.event_type for e in h.run_events(row["run_id"])]
         assert events == ["ScheduleTriggered", "run_started"], row
     with h.db.session() as session:
         ledger = session.scalar(
-            select(func.count()).select_from(ScheduleOccurrence).where(
-                ScheduleOccurrence.kind == "started"
-            )
+            select(func.count())
+            .select_from(ScheduleOccurrence)
+            .where(ScheduleOccurrence.kind == "started")
         )
         audit = session.scalar(
-            select(func.count()).select_from(ScheduleHistoryEvent).where(
-                ScheduleHistoryEvent.event_type == "ScheduleTriggered"
-            )
+            select(func.count())
+            .select_from(ScheduleHistoryEvent)
+            .where(ScheduleHistoryEvent.event_type == "ScheduleTriggered")
         )
     assert ledger == audit == 43
     for index in range(40):
