@@ -2,9 +2,10 @@
 starters that write the run, through `lifecycle.start_run` or in bulk on the tick's hot path.
 
 `BulkStarter` writes exactly the rows `lifecycle.start_run` writes (the run, its
-`ScheduleTriggered` and `run_started` events, its run-timeout deadline) with three Core
-statements per page instead of a flush per run; tests/schedules/test_registry_and_starts.py
-compares the two.
+`ScheduleTriggered` and `run_started` events, its run-timeout deadline) with a few Core
+statements per page instead of a flush per run: sent at once by `flush`, or built by `prepare`
+(PostgreSQL, ids drawn first) for the tick's writer thread to send;
+tests/schedules/test_registry_and_starts.py compares both with `lifecycle.start_run`.
 """
 
 from __future__ import annotations
