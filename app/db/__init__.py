@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+# Imported for its session hooks: commits that make work claimable announce it.
+from app.db import announce  # noqa: F401
 from app.db.accounts import ApiToken, Membership, Namespace, User
 from app.db.base import Base, JSONType, UTCDateTime, new_uid
 from app.db.rollup import RunRollup

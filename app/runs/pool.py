@@ -9,12 +9,14 @@ from app.db import Database
 from app.runs.claims import DEFAULT_BATCH, DEFAULT_BATCH_SECONDS, ClaimSize
 from app.runs.engine import Clock, WorkerSettings, work_once, worker_name
 from app.runs.leases import Heartbeat
+from app.runs.wakeup import Listener, Wakeup
 
 log = logging.getLogger(__name__)
 
 
 class WorkerPool:
-    """`size` threads running `work_once`; an idle thread polls every `poll_seconds`.
+    """`size` threads running `work_once`; an idle thread polls every `poll_seconds`, and on
+    PostgreSQL is woken as soon as a transaction makes work claimable (app/runs/wakeup.py).
 
     Each thread claims up to `batch` steps at a time, adapted to how long its batches take
     (`ClaimSize`), and hands back what it has not started after `batch_seconds`; the pool's one
@@ -45,8 +47,12 @@ class WorkerPool:
         self.threads: list[threading.Thread] = []
         # One heartbeat for the pool keeps every executing step's lease alive.
         self.heartbeat = Heartbeat(db, clock, lease_seconds)
+        self.wakeup = Wakeup()
+        self.listener = Listener(db, self.wakeup, self.stopping)
 
     def start(self) -> WorkerPool:
+        if self.size > 0:  # `scheduler run --workers 0` hosts the ticker alone
+            self.listener.start()
         for index in range(self.size):
             thread = threading.Thread(
                 target=self._loop, name=f"almanac-worker-{index}", daemon=True
@@ -66,6 +72,7 @@ class WorkerPool:
         size = ClaimSize()  # each thread adapts its own claims to the actions it meets
         busy = False
         while not self.stopping.is_set():
+            seen = self.wakeup.seen()
             try:
                 advanced = work_once(
                     self.db,
@@ -81,12 +88,14 @@ class WorkerPool:
                 log.exception("worker step failed")
                 busy = False
             if not busy:
-                self.stopping.wait(self.poll_seconds)
+                self.wakeup.wait(seen, self.poll_seconds)
 
     def stop(self, timeout: float | None = 30.0) -> None:
         """Ask every thread to stop after its current step, and wait for them."""
         self.stopping.set()
+        self.wakeup.ring()
         for thread in self.threads:
             thread.join(timeout)
         self.threads.clear()
+        self.listener.join(timeout)
         self.heartbeat.stop()

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from app.calendar import format_utc
 from app.db import Deadline, Namespace, Run, RunHistoryEvent, Schedule, rollup
+from app.db.announce import work_ready
 from app.db.bulk import Statement, allocate_ids, insert_rows, insert_statement
 from app.runs import lifecycle
 from app.runs.lifecycle import RunTarget
@@ -182,6 +183,7 @@ class BulkStarter:
         rollup.record_inserted(session, zip(pks, rows, strict=True))
         for table, children in self._children(pks):
             insert_rows(conn, table, children)
+        work_ready(session)
         self.pending = []
 
     def prepare(self, session: Session) -> list[Statement]:
@@ -202,6 +204,7 @@ class BulkStarter:
             for table, children in self._children(pks)
             if children
         ]
+        work_ready(session)
         self.pending = []
         return statements
 
