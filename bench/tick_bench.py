@@ -57,6 +57,7 @@ from app.db import (  # noqa: E402
 from app.db.rls import Scope  # noqa: E402
 from app.db.roles import SCHEDULER_ROLE, create_roles  # noqa: E402
 from app.schedules.tick.due import fire_due  # noqa: E402
+from app.settings import DEFAULTS  # noqa: E402
 from app.ticker.rotation import PHASE_LIMITS  # noqa: E402
 
 DUE = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -169,6 +170,9 @@ def measure_almanac(url: str, count: int) -> dict[str, Any]:
     phase runs as it does in production: as `almanac_scheduler`, bound to the namespace, with
     the phase's statement and lock timeouts.
     """
+    # As in `scheduler run`, whose app sets the interpreter's thread switch interval: the tick
+    # decides one page while a writer thread sends the last one.
+    sys.setswitchinterval(float(DEFAULTS["GIL_SWITCH_INTERVAL"]))
     owner = Database(url)
     # TICK_BENCH_OWNER=1 fires as the owner without row security (to measure what it costs).
     if owner.is_sqlite or os.environ.get("TICK_BENCH_OWNER") == "1":
