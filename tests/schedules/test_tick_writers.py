@@ -1,0 +1,91 @@
+"""On PostgreSQL a tick writes two pages at once, each on its own connection: every schedule
+still fires once, and a page that fails leaves its schedules due while the other commits."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from app.schedules.tick import due
+from app.ticker.tick import run_tick
+
+pytestmark = pytest.mark.parametrize("backend", ["postgres"])
+
+
+class Writers:
+    """Holds each page's writes (on the writer threads) until `together` pages are being
+    written at once, or a few seconds pass; records how many were at most."""
+
+    def __init__(self, together: int, fail: str | None = None) -> None:
+        self.together, self.fail = together, fail
+        self.active = self.most = 0
+        self.changed = threading.Condition()
+        self.real = due._flush
+
+    def flush(self, page: Any) -> None:
+        with self.changed:
+            self.active += 1
+            self.most = max(self.most, self.active)
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: self.active >= self.together, timeout=5)
+        try:
+            if self.fail in {row.schedule_id for row in page.fired}:
+                raise RuntimeError("the database refused this page")
+            self.real(page)
+        finally:
+            with self.changed:
+                self.active -= 1
+
+
+def _due_schedules(h, count: int) -> None:
+    activation = h.workflow()
+    for index in range(count):
+        h.create(f"s{index}", cron="*/10 * * * *", activation_id=activation)
+
+
+def test_two_pages_are_written_at_once_and_each_schedule_fires_once(h, monkeypatch):
+    monkeypatch.setattr(due, "PAGE_SIZE", 2)
+    writers = Writers(together=2)
+    monkeypatch.setattr(due, "_flush", writers.flush)
+    _due_schedules(h, 8)
+    rows = h.tick("12:10")
+    assert writers.most == 2
+    # Reported in page order, each schedule once.
+    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
+        (f"s{i}", "triggered") for i in range(8)
+    ]
+    assert sorted(run.schedule_id for run in h.runs()) == [f"s{i}" for i in range(8)]
+    for index in range(8):
+        assert [o["kind"] for o in h.ledger(f"s{index}")] == ["started"]
+        assert h.read(f"s{index}")["next_fire_at"] == "2026-01-05T12:20:00Z"
+
+
+def test_a_failed_page_stays_due_while_the_page_written_beside_it_commits(h, monkeypatch):
+    monkeypatch.setattr(due, "PAGE_SIZE", 2)
+    # The first page (s0, s1) fails while the second (s2, s3) is being written beside it.
+    writers = Writers(together=2, fail="s0")
+    monkeypatch.setattr(due, "_flush", writers.flush)
+    _due_schedules(h, 6)
+    h.set_clock("12:10")
+    result = run_tick(h.app)
+    assert [f["phase"] for f in result.failures] == ["fire_due_schedules"]
+    assert "the database refused this page" in result.failures[0]["cause"]
+    # The page beside it committed; the failed page and the one decided meanwhile did not.
+    assert sorted(run.schedule_id for run in h.runs()) == ["s2", "s3"]
+    for name in ("s0", "s1", "s4", "s5"):
+        assert h.ledger(name) == []
+        assert h.read(name)["next_fire_at"] == "2026-01-05T12:10:00Z"
+    # The next tick fires what is still due, once.
+    monkeypatch.setattr(due, "_flush", writers.real)
+    rows = h.tick("12:10:05")
+    assert sorted(r["schedule_id"] for r in rows if r["outcome"] == "triggered") == [
+        "s0",
+        "s1",
+        "s4",
+        "s5",
+    ]
+    for index in range(6):
+        assert [o["kind"] for o in h.ledger(f"s{index}")] == ["started"]
+    assert len(h.runs()) == 6
