@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python bench/tick_bench.py [--count 10000] [--big 100000] [--skip-peer]
      [--db sqlite|postgres|both] [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
+     [--writers N]
 
 Almanac: N schedules (`0 12 * * *`, all due at 12:00:00) in a fresh database; one process runs
 the tick's fire phase until nothing is due. fires/s = N / wall time; lag = time from the start of
@@ -11,6 +12,7 @@ with a SQLAlchemyJobStore on the same kind of database and N cron jobs that do n
 at the same second; fires/s from its EVENT_JOB_EXECUTED listener. `POST /admin/tick`: the same
 N schedules served by a real server process (gunicorn, the manual clock at the due second), one
 request after another until a tick starts nothing; fires/s = N / the requests' wall time.
+`--writers N` sets `ALMANAC_TICK_WRITERS` (pages a PostgreSQL tick writes at once) for both.
 """
 
 from __future__ import annotations
@@ -195,6 +197,7 @@ def measure_almanac(url: str, count: int) -> dict[str, Any]:
         timedelta(seconds=60),
         budget_deadline=time.monotonic() + 3600,
         on_page=lambda claimed: commits.append((time.perf_counter(), claimed)),
+        writers=int(os.environ.get("ALMANAC_TICK_WRITERS") or DEFAULTS["TICK_WRITERS"]),
     )
     elapsed = time.perf_counter() - started
     lags = _weighted_quantiles([(stamp - started, claimed) for stamp, claimed in commits])
@@ -473,9 +476,12 @@ def main() -> None:
     )
     parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--writers", type=int, help="ALMANAC_TICK_WRITERS (default: the app's)")
     parser.add_argument("--child", choices=tuple(NAMES))
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     args = parser.parse_args()
+    if args.writers:
+        os.environ["ALMANAC_TICK_WRITERS"] = str(args.writers)
     if args.child:
         child(args.child, args.backend, args.count, args.postgres)
         return

@@ -25,6 +25,11 @@ def fire_due_schedules(ctx: TickContext) -> None:
         float(ctx.config.get("CLOCK_OFFSET_SECONDS") or 0),
     )
     rows = due.fire_due(
-        ctx.db, ctx.now, grace, budget_deadline=ctx.deadline_monotonic, recheck=clock.current
+        ctx.db,
+        ctx.now,
+        grace,
+        budget_deadline=ctx.deadline_monotonic,
+        recheck=clock.current,
+        writers=int(ctx.config.get("TICK_WRITERS") or due.WRITERS),
     )
     ctx.result.rows.extend(rows)

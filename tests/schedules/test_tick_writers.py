@@ -1,5 +1,6 @@
-"""On PostgreSQL a tick writes two pages at once, each on its own connection: every schedule
-still fires once, and a page that fails leaves its schedules due while the other commits."""
+"""On PostgreSQL a tick set to `TICK_WRITERS = 2` writes two pages at once, each on its own
+connection: every schedule still fires once, and a page that fails leaves its schedules due while
+the other commits. By default it writes one page at a time."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ class Writers:
     """Holds each page's writes (on the writer threads) until `together` pages are being
     written at once, or a few seconds pass; records how many were at most."""
 
-    def __init__(self, together: int, fail: str | None = None) -> None:
-        self.together, self.fail = together, fail
+    def __init__(self, together: int, fail: str | None = None, timeout: float = 5) -> None:
+        self.together, self.fail, self.timeout = together, fail, timeout
         self.active = self.most = 0
         self.changed = threading.Condition()
         self.real = due._flush
@@ -29,7 +30,7 @@ class Writers:
             self.active += 1
             self.most = max(self.most, self.active)
             self.changed.notify_all()
-            self.changed.wait_for(lambda: self.active >= self.together, timeout=5)
+            self.changed.wait_for(lambda: self.active >= self.together, timeout=self.timeout)
         try:
             if self.fail in {row.schedule_id for row in page.fired}:
                 raise RuntimeError("the database refused this page")
@@ -45,8 +46,23 @@ def _due_schedules(h, count: int) -> None:
         h.create(f"s{index}", cron="*/10 * * * *", activation_id=activation)
 
 
+def test_by_default_one_page_is_written_at_a_time(h, monkeypatch):
+    monkeypatch.setattr(due, "PAGE_SIZE", 2)
+    # Each page waits a moment for a second one to be written beside it; none comes.
+    writers = Writers(together=2, timeout=0.3)
+    monkeypatch.setattr(due, "_flush", writers.flush)
+    _due_schedules(h, 6)
+    rows = h.tick("12:10")
+    assert writers.most == 1
+    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
+        (f"s{i}", "triggered") for i in range(6)
+    ]
+    assert sorted(run.schedule_id for run in h.runs()) == [f"s{i}" for i in range(6)]
+
+
 def test_two_pages_are_written_at_once_and_each_schedule_fires_once(h, monkeypatch):
     monkeypatch.setattr(due, "PAGE_SIZE", 2)
+    monkeypatch.setitem(h.app.config, "TICK_WRITERS", 2)
     writers = Writers(together=2)
     monkeypatch.setattr(due, "_flush", writers.flush)
     _due_schedules(h, 8)
@@ -64,6 +80,7 @@ def test_two_pages_are_written_at_once_and_each_schedule_fires_once(h, monkeypat
 
 def test_a_failed_page_stays_due_while_the_page_written_beside_it_commits(h, monkeypatch):
     monkeypatch.setattr(due, "PAGE_SIZE", 2)
+    monkeypatch.setitem(h.app.config, "TICK_WRITERS", 2)
     # The first page (s0, s1) fails while the second (s2, s3) is being written beside it.
     writers = Writers(together=2, fail="s0")
     monkeypatch.setattr(due, "_flush", writers.flush)

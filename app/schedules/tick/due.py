@@ -48,9 +48,11 @@ from app.schedules.transitions import block, reschedule
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 500
-# Pages written at once on PostgreSQL, each on its own connection (see `_Pipeline`): two
-# wrote 10,000 firings 8-10% faster than one; three no faster (docs/schedules.md).
-WRITERS = 2
+# Pages written at once on PostgreSQL by default, each on its own connection (see `_Pipeline`;
+# `ALMANAC_TICK_WRITERS`). Two wrote 10,000 firings 8-10% faster than one, but on two cores
+# shared with the rest of a deployment they made the first burst's last commit later
+# (docs/schedules.md, "Overlapping pages").
+WRITERS = 1
 # Rotates the namespace that goes first, so a short budget does not always favour one.
 _turns = itertools.count()
 
@@ -63,13 +65,14 @@ def fire_due(
     budget_deadline: float,
     on_page: Callable[[int], None] | None = None,
     recheck: Callable[[Session], datetime] | None = None,
+    writers: int = WRITERS,
 ) -> list[dict[str, Any]]:
     """Fire every due schedule, page by page and namespace by namespace, within the budget.
 
     `on_page(claimed)` is called after each page commits (the benchmark times them).
     `recheck(session)` reads the clock again right before a page commits (see `_stale_at`).
 
-    On PostgreSQL, once a page comes back full, pages overlap: while up to `WRITERS` pages'
+    On PostgreSQL, once a page comes back full, pages overlap: while up to `writers` pages'
     statements and commits run on writer threads (each with its connection), the next page is
     claimed and decided here. See `_Pipeline` for why that cannot double, lose or misjudge a firing.
     """
@@ -81,7 +84,7 @@ def fire_due(
     turn = next(_turns) % len(namespaces)
     namespaces = namespaces[turn:] + namespaces[:turn]
     keys: dict[int, tuple[datetime, int] | None] = dict.fromkeys(namespaces)
-    pipeline = _Pipeline(db, now, grace, rows, budget_deadline, on_page, recheck)
+    pipeline = _Pipeline(db, now, grace, rows, budget_deadline, on_page, recheck, writers)
     try:
         while namespaces and time.monotonic() < budget_deadline:
             for namespace_id in list(namespaces):
@@ -131,10 +134,11 @@ class _Page:
 
 
 class _Pipeline:
-    """Decides pages here and writes them on writer threads, `WRITERS` at a time.
+    """Decides pages here and writes them on writer threads, `writers` at a time.
 
-    Page N+2 is claimed and decided while pages N and N+1 are written, each on its own
-    connection (`WRITERS` pages in flight at most). That is safe:
+    Page N+1 is claimed and decided while page N is written (with two writers, page N+2 while
+    pages N and N+1 are, each on its own connection: `writers` pages in flight at most).
+    That is safe:
     - Each page claims after the last key of the one before with `SKIP LOCKED`, and a page
       holds its rows' locks until it commits, so no schedule is in two pages; a page redone
       after a stale start or a run id clash re-claims its rows after its old key, skipping
@@ -160,7 +164,9 @@ class _Pipeline:
         budget_deadline: float,
         on_page: Callable[[int], None] | None,
         recheck: Callable[[Session], datetime] | None,
+        writers: int = WRITERS,
     ) -> None:
+        self.writers = max(1, writers)
         self.db, self.now, self.grace, self.rows = db, now, grace, rows
         self.budget_deadline, self.on_page, self.recheck = budget_deadline, on_page, recheck
         self.writer: ThreadPoolExecutor | None = None
@@ -197,10 +203,10 @@ class _Pipeline:
             wait(list(self.pending))
 
     def write(self, page: _Page, *, overlap: bool) -> None:
-        """Write `page` now, or on a writer thread when `overlap` (once fewer than `WRITERS`
+        """Write `page` now, or on a writer thread when `overlap` (once fewer than `writers`
         pages are in flight); a failure of an earlier page raises here."""
         try:
-            while self.pending and (len(self.pending) >= WRITERS or not overlap):
+            while self.pending and (len(self.pending) >= self.writers or not overlap):
                 self._collect_oldest()
         except BaseException:
             page.stack.__exit__(*sys.exc_info())
@@ -209,7 +215,7 @@ class _Pipeline:
             self.rows.extend(self._write(page))
             return
         if self.writer is None:
-            self.writer = ThreadPoolExecutor(WRITERS, thread_name_prefix="tick-writer")
+            self.writer = ThreadPoolExecutor(self.writers, thread_name_prefix="tick-writer")
         self.pending.append(self.writer.submit(self._write, page))
 
     def _collect_oldest(self) -> None:
