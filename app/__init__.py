@@ -29,6 +29,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = instance_secret(app)
     app.config["TESTING"] = str(app.config["TESTING"]).lower() in {"1", "true", "yes", "on"}
+    writers = str(app.config["TICK_WRITERS"]).strip()
+    if not writers.isdigit() or int(writers) < 1:
+        # A tick that cannot read it would fire nothing: refuse to start instead.
+        raise RuntimeError(f"ALMANAC_TICK_WRITERS must be a whole number, 1 or more: {writers!r}")
+    app.config["TICK_WRITERS"] = int(writers)
     sys.setswitchinterval(float(app.config["GIL_SWITCH_INTERVAL"]))
 
     # Every layer loads here, not when the package is imported: `import app.calendar` (pure

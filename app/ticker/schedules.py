@@ -30,6 +30,6 @@ def fire_due_schedules(ctx: TickContext) -> None:
         grace,
         budget_deadline=ctx.deadline_monotonic,
         recheck=clock.current,
-        writers=int(ctx.config.get("TICK_WRITERS") or due.WRITERS),
+        writers=int(ctx.config.get("TICK_WRITERS", due.WRITERS)),
     )
     ctx.result.rows.extend(rows)

@@ -82,3 +82,15 @@ def test_system_clock_answers_409_on_clock_route(db_url, accounts):
     api = Api(app.test_client(), account.token)
     response = api.post("/admin/clock", json={"now": "2026-03-08T06:59:30Z"})
     assert response.status_code == 409
+
+
+@pytest.mark.parametrize("writers", ["two", "0", "-1", "1.5"])
+def test_tick_writers_that_are_not_a_count_of_one_or_more_are_refused_at_start(db_url, writers):
+    with pytest.raises(RuntimeError, match="ALMANAC_TICK_WRITERS must be a whole number"):
+        create_app({"DATABASE_URL": db_url, "SCHEDULER": "off", "TICK_WRITERS": writers})
+
+
+def test_tick_writers_read_from_the_environment_become_a_number(db_url, monkeypatch):
+    monkeypatch.setenv("ALMANAC_TICK_WRITERS", "2")
+    app = create_app({"DATABASE_URL": db_url, "SCHEDULER": "off"})
+    assert app.config["TICK_WRITERS"] == 2

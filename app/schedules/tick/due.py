@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 500
 # Pages written at once on PostgreSQL by default, each on its own connection (see `_Pipeline`;
-# `ALMANAC_TICK_WRITERS`). Two wrote 10,000 firings 8-10% faster than one, but on two cores
+# `ALMANAC_TICK_WRITERS`). Two wrote 10,000 firings 8-25% faster than one, but on two cores
 # shared with the rest of a deployment they made the first burst's last commit later
 # (docs/schedules.md, "Overlapping pages").
 WRITERS = 1
