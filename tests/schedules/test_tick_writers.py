@@ -46,33 +46,31 @@ def _due_schedules(h, count: int) -> None:
         h.create(f"s{index}", cron="*/10 * * * *", activation_id=activation)
 
 
-def test_by_default_one_page_is_written_at_a_time(h, monkeypatch):
+def _fire_in_pages_of_two(h, monkeypatch, writers: Writers, count: int) -> None:
+    """Fire `count` due schedules in pages of two through `writers`: each fires once, and
+    the tick reports them in page order."""
     monkeypatch.setattr(due, "PAGE_SIZE", 2)
+    monkeypatch.setattr(due, "_flush", writers.flush)
+    _due_schedules(h, count)
+    rows = h.tick("12:10")
+    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
+        (f"s{i}", "triggered") for i in range(count)
+    ]
+    assert sorted(run.schedule_id for run in h.runs()) == [f"s{i}" for i in range(count)]
+
+
+def test_by_default_one_page_is_written_at_a_time(h, monkeypatch):
     # Each page waits a moment for a second one to be written beside it; none comes.
     writers = Writers(together=2, timeout=0.3)
-    monkeypatch.setattr(due, "_flush", writers.flush)
-    _due_schedules(h, 6)
-    rows = h.tick("12:10")
+    _fire_in_pages_of_two(h, monkeypatch, writers, 6)
     assert writers.most == 1
-    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
-        (f"s{i}", "triggered") for i in range(6)
-    ]
-    assert sorted(run.schedule_id for run in h.runs()) == [f"s{i}" for i in range(6)]
 
 
 def test_two_pages_are_written_at_once_and_each_schedule_fires_once(h, monkeypatch):
-    monkeypatch.setattr(due, "PAGE_SIZE", 2)
     monkeypatch.setitem(h.app.config, "TICK_WRITERS", 2)
     writers = Writers(together=2)
-    monkeypatch.setattr(due, "_flush", writers.flush)
-    _due_schedules(h, 8)
-    rows = h.tick("12:10")
+    _fire_in_pages_of_two(h, monkeypatch, writers, 8)
     assert writers.most == 2
-    # Reported in page order, each schedule once.
-    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
-        (f"s{i}", "triggered") for i in range(8)
-    ]
-    assert sorted(run.schedule_id for run in h.runs()) == [f"s{i}" for i in range(8)]
     for index in range(8):
         assert [o["kind"] for o in h.ledger(f"s{index}")] == ["started"]
         assert h.read(f"s{index}")["next_fire_at"] == "2026-01-05T12:20:00Z"
