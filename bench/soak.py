@@ -40,6 +40,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -115,8 +116,17 @@ def _quantiles(values: list[float]) -> str:
     return f"p50 {statistics.median(values):.2f} s, p99 {p99:.2f} s, max {values[-1]:.2f} s"
 
 
-def _by_minute(runs: list[Any], first_seen: dict[str, datetime]) -> list[str]:
-    """`HH:MM commit/start` p99 lags of the runs due in each minute."""
+# A minute's burst is marked when a vacuum ran in its first seconds (see `_by_minute`).
+BURST_SECONDS = 5
+
+
+def _by_minute(
+    runs: list[Any],
+    first_seen: dict[str, datetime],
+    vacuums: Sequence[tuple[datetime, datetime]] = (),
+) -> list[str]:
+    """`HH:MM commit/start` p99 lags of the runs due in each minute, marked `*` when one of
+    the `vacuums` (start, end) ran during the minute's first `BURST_SECONDS`."""
     minutes: dict[datetime, tuple[list[float], list[float]]] = {}
     for run_id, due, started in runs:
         commit, start = minutes.setdefault(due.replace(second=0, microsecond=0), ([], []))
@@ -124,8 +134,13 @@ def _by_minute(runs: list[Any], first_seen: dict[str, datetime]) -> list[str]:
             commit.append((first_seen[run_id] - due).total_seconds())
         if started is not None:
             start.append((started - due).total_seconds())
+
+    def mark(minute: datetime) -> str:
+        burst_end = minute + timedelta(seconds=BURST_SECONDS)
+        return "*" if any(a < burst_end and b > minute for a, b in vacuums) else ""
+
     return [
-        f"{minute:%H:%M} {_p99(commit):.2f}/{_p99(start):.2f}"
+        f"{minute:%H:%M}{mark(minute)} {_p99(commit):.2f}/{_p99(start):.2f}"
         for minute, (commit, start) in sorted(minutes.items())
     ]
 
@@ -160,6 +175,7 @@ class Soak:
         self.read_seconds: list[float] = []
         self.failures: dict[str, int] = {}
         self.vacuums: list[float] = []
+        self.vacuumed: list[tuple[datetime, datetime]] = []  # when each ran (UTC)
         self.retried = 0
         self.reads_began = self.reads_ended = 0.0
         self.lock = threading.Lock()
@@ -339,12 +355,13 @@ class Soak:
             normalize_url(self.owner), isolation_level="AUTOCOMMIT", pool_pre_ping=True
         )
         while not self.stop.wait(VACUUM_SECONDS):
-            began = time.monotonic()
+            began, began_at = time.monotonic(), datetime.now(UTC)
             try:
                 with engine.connect() as conn:
                     conn.execute(text("SET vacuum_cost_delay = '2ms'"))
                     conn.execute(text("VACUUM (ANALYZE)"))
                 self.vacuums.append(time.monotonic() - began)
+                self.vacuumed.append((began_at, datetime.now(UTC)))
             except OperationalError:  # the database is restarting (--restart-postgres)
                 pass
         engine.dispose()
@@ -512,7 +529,9 @@ class Soak:
         print(f"  commit lag: {_quantiles(commit)} ({len(commit)} of {len(runs)} seen)")
         print(f"  start lag: {_quantiles(started)} ({len(started)} of {len(runs)} started)")
         print("  p99 commit / start lag by minute (does it drift as the tables grow?):")
-        print("    " + ", ".join(_by_minute(runs, self.first_seen)))
+        print("    " + ", ".join(_by_minute(runs, self.first_seen, self.vacuumed)))
+        if self.vacuumed:
+            print(f"    (* a vacuum ran in the minute's first {BURST_SECONDS} s, its burst)")
         if self.vacuums:
             print(
                 f"  stood in for autovacuum (off on this server): {len(self.vacuums)} "
