@@ -13,7 +13,8 @@ processes tick as `almanac_scheduler`; `--workers` `worker` processes run steps 
 Reported: commit lag (when a run row first became visible to an outside observer polling every
 0.05 s, minus its due time; ids it skipped over are asked for again, so late commits count)
 and start lag (the run's `started_at`, set when a worker claimed its first step, minus due),
-p50/p99/max, and the p99 of each due minute (a drift shows as the minutes go by); doubles
+p50/p99/max, and the p99 of each due minute (a drift shows as the minutes go by; `*` marks a
+minute whose first seconds met the vacuum stand-in); doubles
 (ledger rows sharing a schedule and instant);
 lost occurrences (canonical occurrences due in the measured window with no ledger row);
 ledger rows overlapping an earlier one of their schedule (an occurrence accounted twice);
