@@ -14,6 +14,7 @@ from app.auth import service as auth_service
 from app.auth import sessions as console_sessions
 from app.auth.grants import grants_of, require_grant
 from app.db import Namespace, User
+from app.db.session import begin_write
 
 
 class ConsoleUser(UserMixin):  # type: ignore[misc]
@@ -68,6 +69,9 @@ def namespace_view(name: str, *needs: str) -> NamespaceView:
     require_grant(session, user, namespace, *needs)
     if user.last_namespace != namespace.name:
         # Remembered for the landing page; committed alone so a refused action keeps it too.
+        # As a write transaction: on SQLite a read transaction that writes cannot wait for
+        # the ticker's write lock, and the page would fail with "database is locked".
+        begin_write(session)
         user.last_namespace = namespace.name
         session.commit()
     g.namespace_view = NamespaceView(

@@ -7,8 +7,9 @@ import re
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
+from app.console import session as console_session
 from app.console.filters import relative
 from app.context import database
 from app.db import Membership, Namespace, User
@@ -342,3 +343,24 @@ def test_relative_times_say_just_now_rather_than_in_zero_seconds():
     # Within ten seconds either way reads "just now" (docs/console.md); beyond, seconds ago.
     assert relative(FIXED_NOW - timedelta(seconds=5), FIXED_NOW) == "just now"
     assert relative(FIXED_NOW - timedelta(seconds=15), FIXED_NOW) == "15 s ago"
+
+
+def test_remembering_the_namespace_waits_for_another_writer(client, app, accounts, monkeypatch):
+    # The page read the namespace, then another writer (the ticker, a save) committed before
+    # the page remembered it as the last one used: the page still answers, and remembers it.
+    account = accounts.create("pia", role="operator", namespace="billing")
+    _member(app, "pia", "default")
+    sign_in(client, "pia", account.password)
+    real = console_session.require_grant
+
+    def grant_then_another_writer_commits(*args, **kwargs):
+        real(*args, **kwargs)
+        with database(app).engine.begin() as conn:
+            conn.execute(insert(Namespace).values(name="written-meanwhile", created_at=FIXED_NOW))
+
+    monkeypatch.setattr(console_session, "require_grant", grant_then_another_writer_commits)
+    assert client.get("/ns/billing/schedules").status_code == 200
+    with database(app).session() as session:
+        user = session.scalar(select(User).where(User.username == "pia"))
+        assert user.last_namespace == "billing"
+        assert session.scalar(select(Namespace.id).where(Namespace.name == "written-meanwhile"))
