@@ -9,5 +9,6 @@ app = Flask(__name__)
 
 
 @app.post("/")
+@app.post("/api/v1/schedules")
 def nothing() -> tuple[str, int]:
     return "{}", 201

@@ -6,9 +6,13 @@ Run: .venv/bin/python bench/save_bench.py [--db sqlite|postgres|both] [-n 1000] 
 Each database is set up as in production: SQLite migrated by `db upgrade`; PostgreSQL with
 `db create-roles` and `db upgrade` as the owner, then served as `almanac_app` under row-level
 security. One gunicorn worker (8 threads, ticker off) serves; clients keep their connection
-alive and POST new schedules (`*/5 * * * *`) to /api/v1/schedules. Prints saves/s, and first
-the ceiling of this machine's web stack: the same server and client on an endpoint that does
-nothing (bench/hello_app.py), so a figure can be read against the machine it ran on.
+alive and POST new schedules (`*/5 * * * *`) to /api/v1/schedules.
+
+One client saves to three servers in turns of 50 (so a change in this machine's load falls on
+all three alike) and prints each rate: Almanac; the floor, bench/floor_app.py on the same
+database, which does only the database work a save cannot avoid, the cheapest way this stack
+allows (no implementation of a save can beat it on this machine); and the ceiling,
+bench/hello_app.py, an endpoint that does nothing. Then 8 clients save to Almanac at once.
 """
 
 from __future__ import annotations
@@ -111,21 +115,6 @@ def _gunicorn(app: str, env: dict[str, str]) -> Iterator[str]:
         process.wait(timeout=30)
 
 
-def ceiling(count: int) -> float:
-    """POSTs/s one client gets from a Flask endpoint that does nothing (bench/hello_app.py),
-    served and called exactly like the saves: this machine's web stack at its fastest."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "bench")}
-    with _gunicorn("hello_app:app", env) as base:
-        client = _client()
-        body = {"id": "x", "cron": "*/5 * * * *", "action": {"workflow": "flow"}}
-        for _ in range(50):
-            client.post(base + "/", json=body)
-        began = time.perf_counter()
-        for _ in range(count):
-            assert client.post(base + "/", json=body).status_code == 201
-        return count / (time.perf_counter() - began)
-
-
 def _client() -> requests.Session:
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {TOKEN}"
@@ -139,20 +128,34 @@ def _deploy(base: str) -> None:
     assert client.post(base + "/activations", json={"workflow": "flow"}).status_code == 201
 
 
-def _save_many(base: str, prefix: str, count: int) -> None:
-    client = _client()
+# Saves are timed in rounds of this many per server, the servers taking turns.
+ROUND = 50
+
+
+def _save_many(base: str, prefix: str, count: int, client: requests.Session | None = None) -> None:
+    client = client or _client()
     for index in range(count):
         body = {"id": f"{prefix}{index}", "cron": "*/5 * * * *", "action": {"workflow": "flow"}}
         response = client.post(base + "/schedules", json=body)
         assert response.status_code == 201, response.text
 
 
-def measure(base: str, count: int, clients: int) -> tuple[float, float]:
-    _deploy(base)
-    _save_many(base, "warm", 50)
-    began = time.perf_counter()
-    _save_many(base, "one", count)
-    sequential = count / (time.perf_counter() - began)
+def interleaved(bases: dict[str, str], count: int) -> dict[str, float]:
+    """Requests/s one client gets from each server, `count` saves each, in turns of `ROUND`
+    (the order rotating), so a change in the machine's load falls on every server alike."""
+    clients = {name: _client() for name in bases}
+    spent = dict.fromkeys(bases, 0.0)
+    names = list(bases)
+    for turn in range(count // ROUND):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            began = time.perf_counter()
+            _save_many(bases[name], f"{name}{turn}-", ROUND, clients[name])
+            spent[name] += time.perf_counter() - began
+    return {name: (count // ROUND) * ROUND / spent[name] for name in bases}
+
+
+def concurrent(base: str, count: int, clients: int) -> float:
+    """Saves/s in total from `clients` clients saving at once."""
     threads = [
         threading.Thread(target=_save_many, args=(base, f"c{i}-", count // clients))
         for i in range(clients)
@@ -162,8 +165,7 @@ def measure(base: str, count: int, clients: int) -> tuple[float, float]:
         thread.start()
     for thread in threads:
         thread.join()
-    concurrent = (count // clients) * clients / (time.perf_counter() - began)
-    return sequential, concurrent
+    return (count // clients) * clients / (time.perf_counter() - began)
 
 
 def main() -> None:
@@ -176,15 +178,26 @@ def main() -> None:
     )
     args = parser.parse_args()
     kinds = ("sqlite", "postgres") if args.db == "both" else (args.db,)
-    print(f"# schedule saves over HTTP, {os.cpu_count()} CPUs, n={args.n}")
-    top = ceiling(args.n)
-    print(f"ceiling: an endpoint that does nothing, 1 client {top:.0f} requests/s")
+    print(f"# schedule saves over HTTP, {os.cpu_count()} CPUs, n={args.n}, 1 client unless said")
+    bench = {**os.environ, "PYTHONPATH": str(ROOT / "bench")}
     for kind in kinds:
-        with database(kind, args.postgres) as env, server(env) as base:
-            sequential, concurrent = measure(base, args.n, args.clients)
+        with (
+            database(kind, args.postgres) as env,
+            server(env) as almanac,
+            _gunicorn("floor_app:app", env | bench) as floor,
+            _gunicorn("hello_app:app", bench) as hello,
+        ):
+            _deploy(almanac)
+            bases = {"almanac": almanac, "floor": floor + "/api/v1", "ceiling": hello + "/api/v1"}
+            for name, base in bases.items():
+                _save_many(base, f"warm-{name}-", 50)
+            rate = interleaved(bases, args.n)
+            together = concurrent(almanac, args.n, args.clients)
+        saves, least, top = rate["almanac"], rate["floor"], rate["ceiling"]
         print(
-            f"{kind}: 1 client {sequential:.0f} saves/s ({sequential / top:.0%} of the ceiling); "
-            f"{args.clients} clients {concurrent:.0f} saves/s in total"
+            f"{kind}: Almanac {saves:.0f} saves/s = {saves / least:.0%} of the floor app "
+            f"({least:.0f} saves/s), {saves / top:.0%} of the ceiling ({top:.0f} requests/s); "
+            f"{args.clients} clients {together:.0f} saves/s in total"
         )
 
 
