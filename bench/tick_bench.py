@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/tick_bench.py [--count 10000] [--big 100000] [--skip-peer]
      [--db sqlite|postgres|both] [--postgres postgresql://postgres@127.0.0.1:5432/postgres]
-     [--writers N]
+     [--writers N] [--rounds N]
 
 Almanac: N schedules (`0 12 * * *`, all due at 12:00:00) in a fresh database; one process runs
 the tick's fire phase until nothing is due. fires/s = N / wall time; lag = time from the start of
@@ -13,6 +13,8 @@ at the same second; fires/s from its EVENT_JOB_EXECUTED listener. `POST /admin/t
 N schedules served by a real server process (gunicorn, the manual clock at the due second), one
 request after another until a tick starts nothing; fires/s = N / the requests' wall time.
 `--writers N` sets `ALMANAC_TICK_WRITERS` (pages a PostgreSQL tick writes at once) for both.
+`--rounds N` repeats the three measurements N times, each round in another order, and prints
+each round's ratio and their median: on a shared machine one round's ratio moves with the load.
 """
 
 from __future__ import annotations
@@ -467,6 +469,31 @@ NAMES = {
 }
 
 
+def _ratios(
+    kind: str, args: argparse.Namespace, results: list[tuple[int, str, int, dict[str, Any]]]
+) -> None:
+    """Print each round's ratios to the peer, their median, and the big run's memory."""
+    figures = {(t, w, n): f for t, w, n, f in results if "error" not in f}
+    for label, which in (("tick", "almanac"), ("POST /admin/tick", "admin")):
+        ratios = [
+            figures[(t, which, args.count)]["fires_per_s"]
+            / figures[(t, "peer", args.count)]["fires_per_s"]
+            for t in range(args.rounds)
+            if (t, which, args.count) in figures and (t, "peer", args.count) in figures
+        ]
+        if not ratios:
+            continue
+        each = " / ".join(f"{r:.1f}x" for r in ratios)
+        median = f" (median {statistics.median(ratios):.1f}x)" if len(ratios) > 1 else ""
+        print(f"{kind}: Almanac {label} / APScheduler fires/s = {each}{median}")
+    ours, big = figures.get((0, "almanac", args.count)), figures.get((0, "almanac", args.big))
+    if ours and big:
+        print(
+            f"{kind}: peak RSS at N={args.big:,} / N={args.count:,} = "
+            f"{big['peak_rss_mib'] / ours['peak_rss_mib']:.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
@@ -477,6 +504,9 @@ def main() -> None:
     parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--skip-peer", action="store_true")
     parser.add_argument("--writers", type=int, help="ALMANAC_TICK_WRITERS (default: the app's)")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="repeat the comparison, its order rotated"
+    )
     parser.add_argument("--child", choices=tuple(NAMES))
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     args = parser.parse_args()
@@ -490,24 +520,30 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start"
     )
     kinds = ("sqlite", "postgres") if args.db == "both" else (args.db,)
-    plan = [("almanac", args.count), ("admin", args.count), ("peer", args.count)]
-    if args.big:
-        plan.insert(1, ("almanac", args.big))
-    results: list[tuple[str, str, int, dict[str, Any]]] = []
+    compared = [("almanac", args.count), ("admin", args.count), ("peer", args.count)]
+    results: list[tuple[str, int, str, int, dict[str, Any]]] = []
     for kind in kinds:
-        for which, count in plan:
-            if which == "peer" and args.skip_peer:
-                continue
-            figures = run_child(which, kind, count, args.postgres)
-            results.append((kind, which, count, figures))
+        for turn in range(args.rounds):
+            # Each round rotates the order, so a change in the machine's load does not fall
+            # on one scheduler alone.
+            plan = compared[turn % 3 :] + compared[: turn % 3]
+            if args.big and turn == 0:
+                plan.insert(1, ("almanac", args.big))
+            for which, count in plan:
+                if which == "peer" and args.skip_peer:
+                    continue
+                figures = run_child(which, kind, count, args.postgres)
+                results.append((kind, turn, which, count, figures))
     header = (
-        "| database | scheduler | N | fires/s | p50 lag s | p99 lag s | peak RSS MiB |\n"
-        "|---|---|---:|---:|---:|---:|---:|"
+        "| database | round | scheduler | N | fires/s | p50 lag s | p99 lag s | peak RSS MiB |\n"
+        "|---|---:|---|---:|---:|---:|---:|---:|"
     )
     print(header)
-    for kind, which, count, f in results:
+    for kind, turn, which, count, f in results:
         if "error" in f:
-            print(f"| {kind} | {NAMES[which]} | {count:,} | failed: {f['error']} | | | |")
+            print(
+                f"| {kind} | {turn + 1} | {NAMES[which]} | {count:,} | failed: {f['error']} | | | |"
+            )
             continue
         lags = (
             f"{f['p50_lag_s']:.2f} | {f['p99_lag_s']:.2f} | {f['peak_rss_mib']:.0f}"
@@ -516,24 +552,11 @@ def main() -> None:
         )
         incomplete = "" if f.get("complete", True) else f" (stopped after {f['fires']:,})"
         print(
-            f"| {kind} | {NAMES[which]} | {count:,} | {f['fires_per_s']:,.0f}{incomplete} | "
-            f"{lags} |"
+            f"| {kind} | {turn + 1} | {NAMES[which]} | {count:,} | "
+            f"{f['fires_per_s']:,.0f}{incomplete} | {lags} |"
         )
     for kind in kinds:
-        figures = {(w, n): f for k, w, n, f in results if k == kind and "error" not in f}
-        ours, admin = figures.get(("almanac", args.count)), figures.get(("admin", args.count))
-        big, peer = figures.get(("almanac", args.big)), figures.get(("peer", args.count))
-        for label, mine in (("tick", ours), ("POST /admin/tick", admin)):
-            if mine and peer:
-                print(
-                    f"{kind}: Almanac {label} / APScheduler fires/s = "
-                    f"{mine['fires_per_s'] / peer['fires_per_s']:.1f}x"
-                )
-        if ours and big:
-            print(
-                f"{kind}: peak RSS at N={args.big:,} / N={args.count:,} = "
-                f"{big['peak_rss_mib'] / ours['peak_rss_mib']:.2f}x"
-            )
+        _ratios(kind, args, [(t, w, n, f) for k, t, w, n, f in results if k == kind])
     print(f"# load average {os.getloadavg()[0]:.1f} at the end")
 
 
