@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from app.calendar import Spec, due_time, next_occurrence, occurrences_between
 from app.calendar.occurrences import HORIZON
@@ -70,10 +71,16 @@ def run_id_for(schedule_id: str, instant: datetime, origin: str = "scheduled") -
     if origin == "manual":
         millis = (instant - EPOCH) // timedelta(milliseconds=1)
         return f"schedule:{schedule_id}:manual:{millis}"
-    stamp = instant.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _run_id_stamp(instant)
     if origin == "backfill":
         return f"schedule:{schedule_id}:backfill:{stamp}"
     return f"schedule:{schedule_id}:{stamp}"
+
+
+@lru_cache(maxsize=4096)
+def _run_id_stamp(instant: datetime) -> str:
+    # Cached: a tick's page fires many schedules at the same few instants.
+    return instant.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def next_after(spec: Spec, uid: str, jitter_seconds: int, after: datetime) -> Occurrence | None:
