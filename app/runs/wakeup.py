@@ -54,6 +54,8 @@ class Listener:
 
     def __init__(self, db: Database, wakeup: Wakeup, stopping: threading.Event) -> None:
         self.db, self.wakeup, self.stopping = db, wakeup, stopping
+        # Whether the last connection failed: its warning was logged, the next LISTEN says so.
+        self.failing = False
         self.thread = threading.Thread(target=self._loop, name="almanac-wakeup", daemon=True)
 
     def start(self) -> Listener:
@@ -66,16 +68,13 @@ class Listener:
             self.thread.join(timeout)
 
     def _loop(self) -> None:
-        failing = False
         while not self.stopping.is_set():
             try:
                 self._listen()
             except Exception as exc:  # noqa: BLE001 - a lost connection must not stop the pool
-                if not failing:
+                if not self.failing:
                     log.warning("worker wake-ups paused, polling meanwhile: %s", type(exc).__name__)
-                failing = True
-            else:
-                failing = False
+                self.failing = True
             self.wakeup.ring()
             self.stopping.wait(RECONNECT_SECONDS)
 
@@ -84,6 +83,9 @@ class Listener:
         args, kwargs = dialect.create_connect_args(self.db.engine.url)
         with dialect.loaded_dbapi.connect(*args, **kwargs, autocommit=True) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
+            if self.failing:
+                log.warning("worker wake-ups resumed")
+                self.failing = False
             # Work committed before LISTEN took effect was announced to nobody: look now.
             self.wakeup.ring()
             while not self.stopping.is_set():

@@ -13,6 +13,7 @@ from flask import Flask
 
 from app.context import clock, database
 from app.db.announce import CHANNEL
+from app.runs import wakeup as wakeup_module
 from app.runs.pool import WorkerPool
 from app.runs.wakeup import Wakeup
 from tests.support.runs_scenario import Scenario
@@ -132,3 +133,42 @@ def test_steps_are_retried_after_a_backoff_by_polling(app: Flask, scenario: Scen
     finally:
         pool.stop()
     assert scenario.types(run_id).count("step_failed") == 2
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_an_idle_pool_listens_again_after_its_connection_is_cut(
+    app: Flask,
+    scenario: Scenario,
+    postgres_owner_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server restart ends the listening connection: the pool connects again, says so in its
+    log, and is woken by the next committed work (its threads would poll only hourly)."""
+    monkeypatch.setattr(wakeup_module, "RECONNECT_SECONDS", 0.05)
+    scenario.deploy("flow", NOOP)
+    url = postgres_owner_url.replace("postgresql+psycopg://", "postgresql://")
+    listeners = (
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        f" AND query = 'LISTEN {CHANNEL}' AND pid <> pg_backend_pid()"
+    )
+    pool = WorkerPool(database(app), clock(app), size=1, poll_seconds=3600)
+    with psycopg.connect(url, autocommit=True) as admin:
+        pool.start()
+        try:
+            assert _wait_for(lambda: len(admin.execute(listeners).fetchall()) == 1)
+            [(first,)] = admin.execute(listeners).fetchall()
+            admin.execute("SELECT pg_terminate_backend(%s)", (first,))
+            assert _wait_for(
+                lambda: [row[0] for row in admin.execute(listeners)] not in ([], [first])
+            )
+            time.sleep(0.1)  # the thread looks once more after reconnecting, then sleeps
+            run_id = scenario.start("flow")["run_id"]
+            assert _wait_for(lambda: scenario.run(run_id)["status"] == "completed", 20)
+        finally:
+            pool.stop()
+    messages = [
+        record.getMessage() for record in caplog.records if record.name == wakeup_module.__name__
+    ]
+    assert messages[0].startswith("worker wake-ups paused, polling meanwhile")
+    assert messages[1:] == ["worker wake-ups resumed"]
