@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from sqlalchemy import Connection, Table, text
+from sqlalchemy import Connection, Engine, Table, text
 from sqlalchemy.engine import Dialect
 
 Row = dict[str, Any]
@@ -298,20 +299,7 @@ def insert_each_statements(
     dialect: Dialect, batches: Sequence[tuple[Table, Sequence[Row]]]
 ) -> list[Statement]:
     """PostgreSQL: a statement per non-empty batch, for `combine` to send as one."""
-    batches = [(table, rows) for table, rows in batches if rows]
-    if len(batches) < 2:
-        return [insert_statement(dialect, table, rows) for table, rows in batches]
-    statements = []
-    for table, rows in batches:
-        names = _names(table, rows)
-        columns = ", ".join(names)
-        sql = (
-            f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM '
-            f'json_populate_recordset(NULL::"{table.name}", CAST(%(rows)s AS json))'
-        )
-        document = _rows_document(names, _with_defaults(table, names, rows))
-        statements.append((sql, {"rows": document}))
-    return statements
+    return [insert_statement(dialect, table, rows) for table, rows in batches if rows]
 
 
 def insert_statement(
@@ -341,9 +329,21 @@ def update_statement(dialect: Dialect, table: Table, rows: Sequence[Row]) -> Sta
 def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
     """PostgreSQL: `count` new ids from the table's own sequence, ascending, so rows can
     be built (and refer to each other) before they are inserted."""
-    sql = "SELECT nextval(pg_get_serial_sequence(:table, 'id')) FROM generate_series(1, :count)"
-    found = conn.execute(text(sql), {"table": table.name, "count": count}).scalars()
-    return sorted(found)
+    sequences = _SEQUENCES.setdefault(conn.engine, {})
+    if table.name not in sequences:
+        found = conn.execute(
+            text("SELECT pg_get_serial_sequence(:table, 'id')"), {"table": table.name}
+        )
+        sequences[table.name] = found.scalar_one()
+    # The sequence as a constant: named by an expression, it is looked up again for every id
+    # (500 ids took 4.3 ms instead of 0.7).
+    sql = "SELECT nextval(CAST(:sequence AS regclass)) FROM generate_series(1, :count)"
+    ids = conn.execute(text(sql), {"sequence": sequences[table.name], "count": count}).scalars()
+    return sorted(ids)
+
+
+# Each engine's sequence behind a table's `id` (`pg_get_serial_sequence`, asked once).
+_SEQUENCES: WeakKeyDictionary[Engine, dict[str, str]] = WeakKeyDictionary()
 
 
 def combine(statements: Sequence[Statement]) -> Statement:
