@@ -147,3 +147,9 @@ def test_the_bulk_starter_writes_what_lifecycle_start_run_writes(h):
                 select(Run.id).where(Run.run_id.in_(compared[1:])).order_by(Run.run_id)
             ).all()
             assert ids[0] < ids[1]
+            # Drawing them advanced that sequence: a run inserted afterwards comes after them.
+            later = orm_starter(session, now, namespace)
+            later(RunStart("orm-2", target, {"x": 1}, origin, 30, schedule))
+            session.commit()
+            after = session.scalar(select(Run.id).where(Run.run_id == "orm-2"))
+            assert after > max(ids)
