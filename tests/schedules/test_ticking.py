@@ -154,6 +154,52 @@ def test_the_started_run_begins_with_schedule_triggered_and_carries_the_schedule
     }
 
 
+def test_one_page_of_several_schedules_writes_each_its_own_ledger_and_audit_rows(h):
+    # One page: "a" skips a range and starts, "b" starts, "c" starts the same instant as "b".
+    # Their ledger and audit rows share some columns and differ in others; each must come
+    # back as its own.
+    h.create("a", cron="* * * * *")
+    h.create("b")
+    h.create("c", overlap_policy="allow_all")
+    rows = h.tick("12:05:30")
+    assert sorted((r["schedule_id"], r["outcome"], r["occurrence_time"]) for r in rows) == [
+        ("a", "skipped", "2026-01-05T12:01:00Z"),
+        ("a", "triggered", "2026-01-05T12:05:00Z"),
+        ("b", "triggered", "2026-01-05T12:05:00Z"),
+        ("c", "triggered", "2026-01-05T12:05:00Z"),
+    ]
+    ledgers = {sid: h.ledger(sid) for sid in "abc"}
+    assert [
+        (o["kind"], o["instant"], o["through"], o["reason"], o["count"]) for o in ledgers["a"]
+    ] == [
+        ("skipped", "2026-01-05T12:01:00Z", "2026-01-05T12:04:00Z", "missed", 4),
+        ("started", "2026-01-05T12:05:00Z", None, None, 1),
+    ]
+    for sid in "bc":
+        (only,) = ledgers[sid]
+        assert (only["kind"], only["instant"], only["count"]) == (
+            "started",
+            "2026-01-05T12:05:00Z",
+            1,
+        )
+        assert only["run_id"] == f"schedule:{sid}:20260105T120500Z"
+    assert ledgers["a"][1]["run_id"] == "schedule:a:20260105T120500Z"
+    runs = {run.run_id: run for run in h.runs()}
+    for sid in "abc":
+        audit = h.history(sid)[-1]
+        run_id = f"schedule:{sid}:20260105T120500Z"
+        assert audit["event_type"] == "ScheduleTriggered"
+        assert audit["workflow_instance_id"] == run_id
+        assert audit["workflow_run_id"] == runs[run_id].uid
+        assert audit["payload"]["trigger_number"] == 1
+        assert audit["payload"]["effective_overlap_policy"] == (
+            "allow_all" if sid == "c" else "skip"
+        )
+    skipped = [e for e in h.history("a") if e["event_type"] == "ScheduleTriggerSkipped"]
+    assert len(skipped) == 1 and h.event_types("b").count("ScheduleTriggerSkipped") == 0
+    assert h.read("a")["skipped_trigger_count"] == 4 and h.read("b")["skipped_trigger_count"] == 0
+
+
 def test_jitter_is_deterministic_and_delays_the_due_time(h):
     data = h.create("s", cron="0 * * * *", jitter_seconds=600)
     spec = Spec.from_dict({"cron_expressions": ["0 * * * *"]})
