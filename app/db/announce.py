@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, event, inspect
-from sqlalchemy.orm import InstanceState, Session
+from sqlalchemy import Connection, event
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import PASSIVE_NO_INITIALIZE, get_history
 
 from app.db.runs import Run, RunBranch
 
@@ -37,10 +38,13 @@ def _note_claimable(session: Session, flush_context: Any) -> None:
     """Remember whether this transaction made a run or branch claimable."""
     if session.info.get(_READY):
         return
-    for obj in (*session.new, *session.dirty):
+    for obj in session.new:
         if isinstance(obj, Run | RunBranch) and obj.claimable_at is not None:
-            state: InstanceState[Any] = inspect(obj)
-            if obj in session.new or state.attrs.claimable_at.history.added:
+            session.info[_READY] = True
+            return
+    for obj in session.dirty:
+        if isinstance(obj, Run | RunBranch) and obj.claimable_at is not None:
+            if get_history(obj, "claimable_at", PASSIVE_NO_INITIALIZE).added:
                 session.info[_READY] = True
                 return
 

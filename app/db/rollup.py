@@ -30,10 +30,11 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, ForeignKey, Integer, String, Table, event, inspect, text
+from sqlalchemy import Connection, ForeignKey, Integer, String, Table, event, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapped, Session, SessionTransaction, mapped_column
+from sqlalchemy.orm.attributes import PASSIVE_NO_INITIALIZE, get_history
 
 from app.db.base import Base, UTCDateTime
 from app.db.runs import ACTIVE_RUN_STATUSES, Run
@@ -117,13 +118,13 @@ def _track(session: Session, flush_context: Any) -> None:
             changes[_key(obj.namespace_id, obj.created_at, obj.status or "pending", obj.id)] += 1
     for obj in session.dirty:
         if isinstance(obj, Run):
-            history = inspect(obj).attrs.status.history
+            history = get_history(obj, "status", PASSIVE_NO_INITIALIZE)
             if history.added and history.deleted and history.added[0] != history.deleted[0]:
                 changes[_key(obj.namespace_id, obj.created_at, history.deleted[0], obj.id)] -= 1
                 changes[_key(obj.namespace_id, obj.created_at, history.added[0], obj.id)] += 1
     for obj in session.deleted:
         if isinstance(obj, Run):
-            history = inspect(obj).attrs.status.history
+            history = get_history(obj, "status", PASSIVE_NO_INITIALIZE)
             status = (history.deleted or history.unchanged or [obj.status])[0]
             changes[_key(obj.namespace_id, obj.created_at, status, obj.id)] -= 1
     _record(session, changes)
