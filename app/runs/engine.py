@@ -12,8 +12,10 @@ within the batch's time budget are handed back unstarted (docs/runs.md, "Batches
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -85,6 +87,17 @@ __all__ = [
 # An action's output is stored in the run and its history; keep it to a sane size.
 MAX_OUTPUT_BYTES = 256 * 1024
 
+
+# A lease's owner: the worker's name, this process's random prefix and a counter; unique like a
+# uuid per claim without drawing random bytes for each claim. A forked child draws its own.
+_LEASES = itertools.count(1)
+_LEASE_PREFIX = [uuid.uuid4().hex[:8]]
+os.register_at_fork(after_in_child=lambda: _LEASE_PREFIX.__setitem__(0, uuid.uuid4().hex[:8]))
+
+
+def lease_owner(worker: str) -> str:
+    """A new lease's owner for `worker`: never the same twice, in this process or another."""
+    return f"{worker}:{_LEASE_PREFIX[0]}{next(_LEASES):x}"
 
 # Namespace names never change: cached per engine for the action context.
 _NAMESPACES: WeakKeyDictionary[Engine, dict[int, str]] = WeakKeyDictionary()
@@ -178,7 +191,7 @@ def _lease(
         return None
     frame.current_step = step["id"]
     frame.attempt += 1
-    frame.lease_owner = f"{settings.name}:{uuid.uuid4().hex[:12]}"
+    frame.lease_owner = lease_owner(settings.name)
     frame.lease_expires_at = now + timedelta(seconds=settings.lease_seconds)
     payload = {"type": "action", "action": step["action"], "attempt": frame.attempt}
     record(session, run, frame, now, "step_started", payload, step["id"])

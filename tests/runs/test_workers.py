@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from datetime import timedelta
 
@@ -116,6 +117,35 @@ def test_a_worker_may_also_take_over_an_expired_lease_directly(app, scenario):
         pass
     assert scenario.run(run_id)["status"] == "completed"
     assert scenario.types(run_id).count("step_failed") == 1
+
+
+def test_a_lapsed_claim_is_told_apart_from_the_same_workers_next_claim(app, scenario):
+    scenario.deploy("once", [{"id": "only", "type": "action", "action": "echo", "args": 1}])
+    run_id = scenario.start("once")["run_id"]
+    stale = _claim(app, _settings("same"))
+    scenario.set_clock(FIXED_NOW + LEASE)
+    fresh = _claim(app, _settings("same"))  # the same worker name takes the lapsed step again
+    assert fresh.owner != stale.owner
+    assert _finish(app, stale) is False  # the first claim's result is not the second's
+    assert _finish(app, fresh) is True
+    assert scenario.run(run_id)["status"] == "completed"
+    assert scenario.types(run_id).count("step_completed") == 1
+
+
+def test_lease_owners_differ_in_a_forked_process():
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: what its next lease is called
+        os.write(writer, engine.lease_owner("w").encode())
+        os._exit(0)
+    os.close(writer)
+    os.waitpid(pid, 0)
+    child = os.read(reader, 200).decode()
+    os.close(reader)
+    parent = engine.lease_owner("w")
+    assert child.startswith("w:") and parent.startswith("w:")
+    assert child != parent  # the counter alone would give both the same next value
+    assert len({engine.lease_owner("w") for _ in range(1000)}) == 1000
 
 
 def test_queues_route_runs_to_their_workers(app, scenario):
