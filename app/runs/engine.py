@@ -99,6 +99,7 @@ def lease_owner(worker: str) -> str:
     """A new lease's owner for `worker`: never the same twice, in this process or another."""
     return f"{worker}:{_LEASE_PREFIX[0]}{next(_LEASES):x}"
 
+
 # Namespace names never change: cached per engine for the action context.
 _NAMESPACES: WeakKeyDictionary[Engine, dict[int, str]] = WeakKeyDictionary()
 
