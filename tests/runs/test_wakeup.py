@@ -13,6 +13,7 @@ from flask import Flask
 
 from app.context import clock, database
 from app.db.announce import CHANNEL
+from app.runs import engine
 from app.runs import wakeup as wakeup_module
 from app.runs.pool import WorkerPool
 from app.runs.wakeup import Wakeup
@@ -98,6 +99,28 @@ def test_a_tick_that_starts_runs_announces_them_once(
     # A tick with nothing due writes no run and announces nothing.
     scenario.tick(work=False)
     assert _notices(listening, 0.3) == 0
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_a_step_made_claimable_by_an_update_announces_work(
+    app: Flask, scenario: Scenario, listening: psycopg.Connection
+) -> None:
+    """Not only new runs: a run already stored whose next step becomes claimable (here a wait
+    that elapses) wakes the workers too; a run that only goes on waiting does not."""
+    wait = {"id": "pause", "type": "wait", "duration": "PT1S"}
+    scenario.deploy("paced", [NOOP[0], wait, {**NOOP[0], "id": "after"}])
+    run_id = scenario.start("paced")["run_id"]
+    assert _notices(listening, 5) == 1  # the new run
+    settings = engine.WorkerSettings(name="test", queue=engine.ANY_QUEUE)
+    assert engine.work_once(database(app), clock(app), settings) == 1
+    assert scenario.run(run_id)["status"] == "waiting"
+    assert _notices(listening, 0.3) == 0  # its first step done, the run waits: nothing to claim
+    scenario.advance(seconds=1)
+    scenario.tick(work=False)  # the wait elapses: the last step is claimable
+    assert _notices(listening, 5) == 1
+    assert engine.work_once(database(app), clock(app), settings) == 1
+    assert scenario.run(run_id)["status"] == "completed"
+    assert _notices(listening, 0.3) == 0  # the run finished: nothing to claim
 
 
 def test_a_ring_between_looking_and_sleeping_is_not_slept_through() -> None:
