@@ -79,6 +79,7 @@ __all__ = [
     "commit_outcome",
     "commit_outcomes",
     "execute",
+    "lease_owner",
     "release_expired_lease",
     "work_once",
     "worker_name",
