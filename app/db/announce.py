@@ -38,13 +38,10 @@ def _note_claimable(session: Session, flush_context: Any) -> None:
     """Remember whether this transaction made a run or branch claimable."""
     if session.info.get(_READY):
         return
-    for obj in session.new:
+    new = session.new  # built afresh on each access: once per flush, not once per object
+    for obj in (*new, *session.dirty):
         if isinstance(obj, Run | RunBranch) and obj.claimable_at is not None:
-            session.info[_READY] = True
-            return
-    for obj in session.dirty:
-        if isinstance(obj, Run | RunBranch) and obj.claimable_at is not None:
-            if get_history(obj, "claimable_at", PASSIVE_NO_INITIALIZE).added:
+            if obj in new or get_history(obj, "claimable_at", PASSIVE_NO_INITIALIZE).added:
                 session.info[_READY] = True
                 return
 
