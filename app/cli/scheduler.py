@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import threading
 from datetime import UTC, datetime
 
@@ -11,7 +12,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from app.ticker.host import aligned_start, worker_pool
+from app.ticker.host import aligned_start, warn_if_discovery_refused, worker_pool
 from app.ticker.tick import run_tick
 
 scheduler = AppGroup("scheduler", help="The ticker.")
@@ -25,13 +26,19 @@ def tick(as_json: bool, work: bool) -> None:
     result = run_tick(current_app._get_current_object(), work=work)  # type: ignore[attr-defined]
     if as_json:
         click.echo(json.dumps(result.to_json()))
-        return
-    click.echo(
-        f"tick at {result.to_json()['now']}: {len(result.rows)} rows, "
-        f"{result.deadlines} deadlines, {result.steps} steps"
-    )
-    for row in result.rows:
-        click.echo("  " + " ".join(f"{key}={value}" for key, value in row.items()))
+    else:
+        click.echo(
+            f"tick at {result.to_json()['now']}: {len(result.rows)} rows, "
+            f"{result.deadlines} deadlines, {result.steps} steps"
+        )
+        for row in result.rows:
+            click.echo("  " + " ".join(f"{key}={value}" for key, value in row.items()))
+        for failure in result.failures:
+            where = f" {failure['where']}" if failure["where"] else ""
+            click.echo(f"failed: {failure['phase']}{where}: {failure['cause']}", err=True)
+    # A script or cron job driving ticks must see that part of this one failed.
+    if result.failures:
+        sys.exit(1)
 
 
 @scheduler.command("run")
@@ -52,6 +59,7 @@ def run(workers: int | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     period = float(app.config["TICK_SECONDS"])
+    warn_if_discovery_refused(app)
     pool = worker_pool(app, size=workers).start()
     click.echo(f"ticking every {period}s with {pool.size} worker threads; Ctrl-C stops")
     try:

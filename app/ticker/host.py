@@ -13,12 +13,13 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 
-from app.context import clock, database
+from app.context import clock, database, ticker_database
 from app.db.rls import Scope
 from app.runs.actions import load_modules
 from app.runs.claims import DEFAULT_BATCH, DEFAULT_BATCH_SECONDS
 from app.runs.engine import DEFAULT_LEASE_SECONDS
 from app.runs.pool import WorkerPool
+from app.ticker import rotation
 from app.ticker.health import scheduler_enabled
 from app.ticker.tick import run_tick
 
@@ -69,6 +70,18 @@ def worker_pool(app: Flask, *, queue: str | None = None, size: int | None = None
     )
 
 
+def warn_if_discovery_refused(app: Flask) -> str | None:
+    """Log (and return) why this ticker's login cannot find due work, if it cannot."""
+    try:
+        problem = rotation.discovery_refused(ticker_database(app))
+    except Exception as exc:  # noqa: BLE001 - the database may be away at start; ticks retry
+        log.warning("could not check the ticker's login at start: %s", type(exc).__name__)
+        return None
+    if problem:
+        log.error("%s", problem)
+    return problem
+
+
 def start(app: Flask, *, workers: bool = True) -> BackgroundScheduler:
     """Start the background ticker and worker threads for `app` (idempotent within a process)."""
     global _hosted, _pool
@@ -88,6 +101,7 @@ def start(app: Flask, *, workers: bool = True) -> BackgroundScheduler:
             coalesce=True,
             misfire_grace_time=None,
         )
+        warn_if_discovery_refused(app)
         scheduler.start()
         pool = worker_pool(app).start() if workers else None
         atexit.register(stop)

@@ -51,6 +51,27 @@ class DueNamespace:
         return flag is None or flag in self.due
 
 
+def discovery_refused(db: Database) -> str | None:
+    """Why this database's login may not discover due work (None when it may): a ticker that
+    logs in as anything but the scheduler login fires nothing on PostgreSQL."""
+    if db.is_sqlite:
+        return None
+    with db.session() as session:
+        allowed = session.scalar(
+            text(
+                "SELECT bool_or(has_function_privilege(p.oid, 'EXECUTE')) FROM pg_proc p"
+                " WHERE p.proname = 'almanac_due_namespaces'"
+            )
+        )
+        login = session.scalar(text("SELECT current_user"))
+    if allowed:
+        return None
+    return (
+        f"the ticker's login {login} may not call almanac_due_namespaces, so it will fire "
+        "nothing: run it as almanac_scheduler (ALMANAC_SCHEDULER_DATABASE_URL, docs/postgres.md)"
+    )
+
+
 def due_namespaces(db: Database, now: Any, page: int = PAGE) -> list[DueNamespace]:
     """The next (at most 16) namespaces with due work; moves the shared cursor past them."""
     with db.session() as session:
@@ -82,6 +103,12 @@ def rotation(
         yield fresh
 
 
+def reached(ran: int, succeeded: int) -> bool:
+    """Whether a tick that ran `ran` phases, `succeeded` of them without failing, reached its
+    work: it did unless every phase it ran failed."""
+    return ran == 0 or succeeded > 0
+
+
 def run_guarded(ctx: TickContext, phase: Phase, where: str) -> bool:
     """Run `phase`; on failure (rolled back already) log the cause and return False."""
     try:
@@ -94,28 +121,31 @@ def run_guarded(ctx: TickContext, phase: Phase, where: str) -> bool:
     return True
 
 
-def run_bound(ctx: TickContext, phases: Sequence[Phase], max_pages: int | None) -> None:
-    """Every phase for each due namespace in turn, each in transactions bound to it.
+def run_bound(ctx: TickContext, phases: Sequence[Phase], max_pages: int | None) -> bool:
+    """Every phase for each due namespace in turn, each in transactions bound to it; whether
+    the tick reached its work (see `run_tick`).
 
     If discovery itself fails (the database is away, or this login may not call the function:
     run the ticker as `almanac_scheduler`), the tick records why and ends; the next one retries.
     """
     db: Database = ctx.db
     pages = rotation(db, ctx.now, max_pages, ctx.deadline_monotonic)
+    ran = succeeded = 0
     while True:
         try:
             namespaces = next(pages)
         except StopIteration:
-            return
+            return reached(ran, succeeded)
         except DBAPIError as exc:
             cause = f"{type(exc.orig).__name__}: {str(exc.orig).splitlines()[0]}"
             log.error("tick discovery of due namespaces failed: %s", cause)
             ctx.result.failures.append({"phase": "discovery", "where": "", "cause": cause})
-            return
+            return False
         for namespace in namespaces:
             bound = db.bound(Scope.of([namespace.id]).limited(**PHASE_LIMITS))
             for phase in filter(namespace.needs, phases):
                 deadline = time.monotonic() + PHASE_BUDGET_SECONDS
                 nctx = replace(ctx, db=bound, deadline_monotonic=deadline)
-                run_guarded(nctx, phase, f"in namespace {namespace.id}")
+                ran += 1
+                succeeded += run_guarded(nctx, phase, f"in namespace {namespace.id}")
             ctx.result.namespaces += 1

@@ -37,6 +37,8 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
 
     On PostgreSQL the phases run namespace by namespace in bound transactions (rotation.py);
     on SQLite once over all. Either way a failing phase is logged and the others still run.
+    The beat is recorded only when the tick reached its work: not when discovering due
+    namespaces failed, nor when every phase failed.
     """
     db = ticker_database(app)
     with db.session() as session:
@@ -45,16 +47,19 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
     budget = float(app.config["TICK_BUDGET_SECONDS"])
     ctx = TickContext(db, now, app.config, TickResult(now), started + budget)
     if db.is_sqlite:
-        for phase in PHASES:
-            rotation.run_guarded(ctx, phase, "")
+        succeeded = sum(rotation.run_guarded(ctx, phase, "") for phase in PHASES)
+        reached = rotation.reached(len(PHASES), succeeded)
     else:
         max_pages = app.config.get("TICK_MAX_NAMESPACE_PAGES")
-        rotation.run_bound(ctx, PHASES, int(max_pages) if max_pages else None)
+        reached = rotation.run_bound(ctx, PHASES, int(max_pages) if max_pages else None)
     if work:
         wctx = replace(ctx, db=database(app).bound(Scope.all()))
         for worker in WORKERS:
             worker(wctx)
-    _record_beat(db, now, int((time.monotonic() - started) * 1000))
+    # A tick that could not reach its work (discovery refused, every phase failed) is no sign
+    # of life: without its beat `/health` turns degraded once the last good one grows stale.
+    if reached:
+        _record_beat(db, now, int((time.monotonic() - started) * 1000))
     return ctx.result
 
 

@@ -6,12 +6,17 @@ is logged with its cause, consumes no occurrence, and the other namespace still 
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 from sqlalchemy import create_engine, text
 
+from app.context import ticker_database
 from app.db import normalize_url
+from app.ticker import rotation
+from app.ticker.tick import TICKER_ID
+from tests.conftest import make_test_app
 from tests.support.schedules_harness import Harness
 
 RUN_ID = "schedule:s:20260105T120500Z"
@@ -103,3 +108,33 @@ def test_a_ticker_on_the_app_login_may_not_discover_and_says_so(h, db_url):
     assert result.failures[0]["cause"].startswith("InsufficientPrivilege: permission denied")
     # Nothing was consumed: the right login fires both namespaces.
     assert sorted(r["namespace"] for r in h.tick()) == ["alpha", "beta"]
+
+
+def _beat(owner) -> object:
+    with owner.connect() as conn:
+        return conn.scalar(
+            text("SELECT last_tick_at FROM ticker_beats WHERE ticker_id = :id"), {"id": TICKER_ID}
+        )
+
+
+def test_a_ticker_that_may_not_discover_records_no_beat_and_its_cli_tick_fails(h, db_url, owner):
+    app = make_test_app(db_url, SCHEDULER_DATABASE_URL=None)
+    problem = rotation.discovery_refused(ticker_database(app))
+    assert problem is not None and "almanac_app may not call almanac_due_namespaces" in problem
+    assert rotation.discovery_refused(ticker_database(h.app)) is None
+
+    before = _beat(owner)
+    result = app.test_cli_runner().invoke(args=["scheduler", "tick", "--json"])
+    assert result.exit_code == 1
+    printed = json.loads(next(line for line in result.output.splitlines() if line[:1] == "{"))
+    assert [f["phase"] for f in printed["failures"]] == ["discovery"]
+    text_mode = app.test_cli_runner().invoke(args=["scheduler", "tick"])
+    assert text_mode.exit_code == 1
+    assert "failed: discovery: InsufficientPrivilege" in text_mode.output
+    # No sign of life from a tick that reached nothing, so /health turns degraded in time.
+    assert _beat(owner) == before
+
+    assert sorted(r["namespace"] for r in h.tick()) == ["alpha", "beta"]
+    assert _beat(owner) not in (None, before)
+    ok = h.app.test_cli_runner().invoke(args=["scheduler", "tick"])
+    assert ok.exit_code == 0, ok.output

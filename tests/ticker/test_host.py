@@ -7,10 +7,13 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import select
 
 from app.context import database
-from app.ticker import host
+from app.db import TickerBeat
+from app.ticker import host, tick
 from tests.conftest import Api, make_test_app
+from tests.support.schedules_harness import Harness
 
 # Run scenarios here end, as in tests/runs, by replaying their runs against the stored state.
 pytestmark = pytest.mark.usefixtures("replay_every_run")
@@ -146,3 +149,31 @@ def test_the_hosted_ticker_is_aligned_to_the_second(db_url):
     finally:
         host.stop()
         database(app).dispose()
+
+
+def _beat(app) -> datetime | None:
+    with database(app).session() as session:
+        return session.scalar(
+            select(TickerBeat.last_tick_at).where(TickerBeat.ticker_id == tick.TICKER_ID)
+        )
+
+
+def test_a_tick_whose_every_phase_fails_records_no_beat(app, admin_api, monkeypatch):
+    h = Harness(app, admin_api)
+    h.workflow(name="flow")
+    body = {"id": "s", "cron": "*/5 * * * *", "action": {"workflow": "flow"}, "input": {}}
+    assert admin_api.post("/schedules", json=body).status_code == 201
+    h.set_clock("12:05")
+    before = _beat(app)
+
+    def broken(_ctx: object) -> None:
+        raise RuntimeError("the phase broke")
+
+    monkeypatch.setattr(tick, "PHASES", [broken, broken])
+    result = tick.run_tick(app)
+    assert [f["cause"] for f in result.failures] == ["RuntimeError: the phase broke"] * 2
+    assert _beat(app) == before
+    monkeypatch.undo()
+    # The real phases reach the due schedule, and the beat moves.
+    assert [row["schedule_id"] for row in h.tick()] == ["s"]
+    assert _beat(app) not in (None, before)
