@@ -15,9 +15,10 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from flask import current_app
 from flask.cli import AppGroup
+from sqlalchemy.exc import ProgrammingError
 
 from app.db import make_engine, normalize_url
-from app.db.privileges import missing_privileges
+from app.db.privileges import missing_privileges, unreadable_version
 from app.db.roles import create_roles, grant_privileges
 from app.settings import ROOT
 
@@ -43,6 +44,9 @@ def check_upgrade(url: str, target: str = "head") -> list[str]:
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
+            unreadable = unreadable_version(conn)
+            if unreadable:
+                return unreadable
             current = MigrationContext.configure(conn).get_current_heads()
             pending = [
                 getattr(rev.module, "REQUIRES", {})
@@ -107,6 +111,15 @@ def create_roles_command() -> None:
             return
         with engine.begin() as conn:
             done = create_roles(conn) + grant_privileges(conn)
+    except ProgrammingError as exc:
+        # Roles are created and granted in one transaction: a refusal changes nothing.
+        click.echo("create-roles refused, nothing was changed:", err=True)
+        click.echo(f"  {str(exc.orig).splitlines()[0]}", err=True)
+        click.echo(
+            "  run it as a superuser: only one may pin NOSUPERUSER and NOBYPASSRLS on the logins",
+            err=True,
+        )
+        sys.exit(1)
     finally:
         engine.dispose()
     for line in done:

@@ -72,3 +72,24 @@ def missing_privileges(conn: Connection, requirements: Iterable[Mapping[str, Any
     missing += _missing_ownership(conn, merged["own"])
     missing += _missing_memberships(conn, merged["member_of"])
     return missing
+
+
+def unreadable_version(conn: Connection) -> list[str]:
+    """What the login lacks to read and move the schema's revision (`alembic_version`), which
+    the check itself must read first: empty on SQLite, before the first upgrade, or when held."""
+    if conn.dialect.name != "postgresql":
+        return []
+    owner = conn.scalar(
+        text(
+            "SELECT tableowner FROM pg_tables "
+            "WHERE schemaname = current_schema() AND tablename = 'alembic_version'"
+        )
+    )
+    if owner is None or conn.scalar(
+        text("SELECT has_table_privilege('alembic_version', 'SELECT, UPDATE')")
+    ):
+        return []
+    return [
+        f"SELECT and UPDATE on table alembic_version (owned by {owner}; migrate as the "
+        "owner: ALMANAC_MIGRATION_DATABASE_URL)"
+    ]

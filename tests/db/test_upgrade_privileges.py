@@ -82,3 +82,26 @@ def test_create_roles_is_idempotent_and_says_what_it_did(at_0003):
         assert f"updated role {role} (" in second.output
     assert "NOBYPASSRLS" in second.output
     assert second.output.count("granted") == 2
+
+
+def test_an_upgrade_as_the_app_login_names_what_it_lacks_instead_of_failing(at_0003):
+    # The likeliest mistake: no migration URL, so `db upgrade` runs as the app's login, which
+    # may not read the schema's revision at all.
+    before = _state(at_0003)
+    result = _cli(login_url(at_0003, "almanac_app"), "db", "upgrade")
+    assert result.exit_code == 1
+    assert "upgrade refused, nothing was changed" in result.output
+    assert "SELECT and UPDATE on table alembic_version (owned by postgres" in result.output
+    # Refused by the check (a clean exit), not by a permission error escaping as a traceback.
+    assert isinstance(result.exception, SystemExit)
+    assert _state(at_0003) == before
+
+
+def test_create_roles_by_a_login_that_may_not_alter_them_changes_nothing_and_says_so(at_0003):
+    # The roles exist (the fixture made them), so this login would have to ALTER them.
+    result = _cli(login_url(at_0003, WEAK), "db", "create-roles")
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)
+    assert "create-roles refused, nothing was changed" in result.output
+    assert "must be superuser" in result.output
+    assert "run it as a superuser" in result.output
