@@ -185,17 +185,28 @@ class _Simulation:
         return min(candidates, default=None)
 
     def _tick(self, now: datetime) -> None:
-        self.runs = [run for run in self.runs if run.ends_at > now]
-        self.max_concurrent = max(self.max_concurrent, len(self.runs))
+        """One tick in the ticker's order: the buffer drains, then runs whose time is up end
+        (its deadline phase: a run ending at this very instant was still active while the
+        buffer drained), then the due occurrences are decided. A buffer that a run ending now
+        freed drains at the next tick, which a ticker that never lags holds at once."""
+        self.runs = [run for run in self.runs if run.ends_at >= now]
         if not self.live:
             return
+        self._drain(now)
+        self.runs = [run for run in self.runs if run.ends_at > now]
+        self.max_concurrent = max(self.max_concurrent, len(self.runs))
+        due = self.upcoming is not None and self.upcoming.due <= now
+        if self.live and (due or self.pending is not None):
+            self._fire(now)
+        if self.live:
+            self._drain(now)
+
+    def _drain(self, now: datetime) -> None:
+        """The oldest buffered occurrence starts once no run of the schedule is active."""
         if may_drain(len(self.runs), len(self.buffer)):
             entry, item = self.buffer.popleft()
             self._list(item)
             self._start(now, run_id_for(self.s.schedule_id, entry.instant, entry.origin), item)
-        due = self.upcoming is not None and self.upcoming.due <= now
-        if self.live and (due or self.pending is not None):
-            self._fire(now)
 
     def _fire(self, now: datetime) -> None:
         s = self.s

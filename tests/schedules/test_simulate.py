@@ -78,9 +78,10 @@ def test_buffer_one_keeps_one_waiting_and_drains_it_when_the_run_ends(h):
         ("12:20", "skipped", "buffer_full"),
         ("12:30", "buffered", None),
         ("12:40", "skipped", "buffer_full"),
-        ("12:50", "buffered", None),
+        ("12:50", "skipped", "buffer_full"),
     ]
-    # 12:10 starts when the 12:00 run ends; 12:30 when that one ends (before 12:50 is decided).
+    # 12:10 starts when the 12:00 run ends. The 12:10 run ends at 12:50, in that tick's deadline
+    # phase: 12:50 is decided while 12:30 still fills the buffer, which then drains at once.
     assert [(t, s, e) for t, _, s, e, _ in runs_of(result)] == [
         ("12:00", "12:00", "12:25"),
         ("12:10", "12:25", "12:50"),
@@ -91,7 +92,7 @@ def test_buffer_one_keeps_one_waiting_and_drains_it_when_the_run_ends(h):
     ]
     assert result["items"][1]["run_id"] == "schedule:new:20260105T121000Z"
     assert result["items"][5]["run_id"] is None
-    assert result["summary"] == {"started": 1, "skipped": 2, "buffered": 3, "max_concurrent": 1}
+    assert result["summary"] == {"started": 1, "skipped": 3, "buffered": 2, "max_concurrent": 1}
 
 
 def test_buffer_all_queues_everything_and_drains_in_order(h):
@@ -377,3 +378,50 @@ def test_a_retried_last_run_is_started_once_by_the_ticker_as_simulated(h):
     # Started, and not also skipped for capacity when max_runs deleted the schedule.
     assert ledger == [("started", "12:05", None, predicted["items"][0]["run_id"])]
     assert h.read("s")["status"] == "deleted"
+
+
+def test_buffer_one_agrees_with_the_ticker_when_a_run_ends_on_a_due_time(h):
+    # Runs end by their 10-minute timeout, in the tick's deadline phase (after the buffers
+    # drained), on a due time of the 5-minute calendar: 12:15 and 12:25 meet a full buffer.
+    h.create(
+        cron="*/5 * * * *",
+        overlap_policy="buffer_one",
+        activation_id=h.workflow(timeout_seconds=600),
+    )
+    window = {"from": utc("12:05"), "to": utc("12:30"), "run_duration": "PT10M"}
+    predicted = simulate(h, window, "s")
+    assert brief(predicted) == [
+        ("12:05", "started", None),
+        ("12:10", "buffered", None),
+        ("12:15", "skipped", "buffer_full"),
+        ("12:20", "buffered", None),
+        ("12:25", "skipped", "buffer_full"),
+    ]
+    # The simulated ticker drains the buffer at the run's end; the real one a tick later.
+    assert [(i["starts_at"] or "")[11:16] for i in predicted["items"]] == [
+        "12:05",
+        "12:15",
+        "",
+        "12:25",
+        "",
+    ]
+    for instant in (
+        "12:05",
+        "12:10",
+        "12:15",
+        "12:15:01",
+        "12:20",
+        "12:25",
+        "12:25:01",
+        "12:25:02",
+    ):
+        h.tick(instant)
+    ledger = [(o["instant"][11:16], o["kind"], o["reason"], o["run_id"]) for o in h.ledger("s")]
+    assert [row[:3] for row in ledger] == [
+        ("12:05", "started", None),
+        ("12:10", "started", None),
+        ("12:15", "skipped", "buffer_full"),
+        ("12:20", "started", None),
+        ("12:25", "skipped", "buffer_full"),
+    ]
+    assert [row[3] for row in ledger] == [i["run_id"] for i in predicted["items"]]

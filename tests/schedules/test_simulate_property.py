@@ -128,10 +128,15 @@ class Driver:
             session.commit()
 
     def tick(self, ex: Example, now: datetime) -> None:
+        """The real phases in the ticker's order. Runs that ended before this tick are over; a
+        run ending at this instant ends in the deadline phase, after the buffers drained (as a
+        wait or a timeout does). The buffer it frees drains at the next tick, held at once."""
         self.set_clock(now)
-        self.end_runs(ex, now)
+        self.end_runs(ex, now - TINY)
         buffers.drain(self.db, now, budget_deadline=BUDGET)
+        self.end_runs(ex, now)
         due.fire_due(self.db, now, GRACE, budget_deadline=BUDGET)
+        buffers.drain(self.db, now, budget_deadline=BUDGET)
 
     def next_tick(self, ex: Example) -> datetime | None:
         """A ticker that never lags: the next due time, or a run end the buffer waits for."""
