@@ -15,10 +15,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc_or_none
-from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, RunBranch, Signal
+from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, RunBranch, RunHistoryEvent, Signal
 from app.runs.frames import Frame, add_branch, branches_of, frame_at, path_of
 from app.runs.layout import Layout, capacity, definition_of, join, layout_for, parent_of
 from app.runs.lifecycle import finish_run, leased
@@ -220,10 +221,19 @@ def advance(session: Session, run: Run, frame: Frame, now: datetime) -> None:
 
 
 def stop_if_cancelled(session: Session, run: Run, now: datetime) -> None:
-    """A cancel was requested: the run ends once no worker is executing any of its steps."""
+    """A cancel was requested: the run ends once no worker is executing any of its steps,
+    with the reason the request gave (its `cancel_requested` event holds it)."""
     if run.status in ACTIVE_RUN_STATUSES and not leased(session, run):
+        requested = session.scalar(
+            select(RunHistoryEvent.payload)
+            .where(
+                RunHistoryEvent.run_pk == run.id, RunHistoryEvent.event_type == "cancel_requested"
+            )
+            .order_by(RunHistoryEvent.sequence)
+            .limit(1)
+        )
         payload = {
-            "reason": "cancel requested",
+            "reason": (requested or {}).get("reason"),
             "requested_at": format_utc_or_none(run.cancel_requested_at),
         }
         finish_run(session, run, now, "cancelled", "run_cancelled", payload)

@@ -77,6 +77,9 @@ def test_cancel_during_an_action_waits_for_the_step_boundary(app, scenario):
         "step_completed",
         "run_cancelled",
     ]
+    # The caller's reason survives the wait for the boundary.
+    ended = scenario.events(run_id)[-1]["payload"]
+    assert ended == {"reason": "enough", "requested_at": "2026-01-05T12:00:00Z"}
     assert scenario.tick().steps == 0
 
 
