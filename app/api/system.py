@@ -12,10 +12,10 @@ from app.api.models import ClockIn, NamespaceIn, TickIn
 from app.api.openapi import build_document
 from app.api.routing import current_user, operation, parse_body
 from app.auth import service as auth_service
-from app.calendar import format_utc, parse_instant
+from app.calendar import CalendarError, format_utc, parse_instant
 from app.db import Namespace
 from app.db.session import begin_write
-from app.errors import Conflict
+from app.errors import Conflict, ValidationFailed
 from app.ticker import health as ticker_health
 from app.ticker.tick import run_tick
 
@@ -95,7 +95,11 @@ def set_clock() -> Any:
     clock = context.clock()
     if not clock.manual:
         raise Conflict("the clock is not manual; start with ALMANAC_CLOCK=manual")
-    instant = parse_instant(body.now, ("now",))
+    try:
+        instant = parse_instant(body.now, ("now",))
+    except CalendarError as exc:
+        # A malformed instant is a bad field like any other, not a calendar's error.
+        raise ValidationFailed([{"loc": ["now"], "msg": exc.msg}]) from None
     session = context.session()
     begin_write(session)
     clock.set(session, instant)  # type: ignore[union-attr]
