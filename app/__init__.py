@@ -39,7 +39,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # Every layer loads here, not when the package is imported: `import app.calendar` (pure
     # code, like the firing policy a simulation runs) loads no database, face or ticker host,
     # in 0.5 s and 32 MB instead of 2.5 s and 96 MB. No module imports from `app` itself.
-    from app import api, cli, console, context, headers, redaction
+    from app import api, cli, console, context, headers, inputs, redaction
     from app.runs import secrets as secret_inputs
     from app.ticker.host import start_if_enabled
 
@@ -49,6 +49,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     redaction.init_app(app)
     console.init_app(app)
     api.init_app(app)
+    # No text column of PostgreSQL can hold NUL: refuse it on every face, both databases.
+    app.before_request(inputs.refuse_nul_in_request)
     cli.init_app(app)
     start_if_enabled(app)
     return app

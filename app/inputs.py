@@ -10,6 +10,8 @@ import json
 import re
 from typing import Any
 
+from flask import request
+
 from app.errors import BadRequest, ValidationFailed
 
 MAX_JSON_DEPTH = 64
@@ -63,7 +65,54 @@ def loads(raw: str | bytes, loc: list[str | int]) -> Any:
     if too_deep:
         msg = f"JSON may nest at most {MAX_JSON_DEPTH} levels deep"
         raise ValidationFailed([{"loc": loc, "msg": msg}])
+    # Only the escape can put a NUL in parsed JSON (a raw one is not valid JSON text).
+    escaped = _NUL_ESCAPE in raw if isinstance(raw, bytes) else _NUL_ESCAPE.decode() in raw
+    if escaped:
+        where = nul_at(value, loc)
+        if where is not None:
+            raise ValidationFailed([{"loc": where, "msg": NUL_MESSAGE}])
     return value
+
+
+_NUL_ESCAPE = b"\\u0000"
+NUL_MESSAGE = "must not contain the NUL character (\\u0000)"
+
+
+def nul_at(value: Any, loc: list[str | int]) -> list[str | int] | None:
+    """Where in parsed JSON a string (a value or a key) holds NUL, which no text column of
+    PostgreSQL can store; None when none does. Iterative, like `json_depth`."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, loc)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return where
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if "\x00" in key:
+                    return [*where, key]
+                stack.append((child, [*where, key]))
+        elif isinstance(item, list):
+            stack.extend((child, [*where, index]) for index, child in enumerate(item))
+    return None
+
+
+def refuse_nul_in_request() -> None:
+    """422 naming the part of this request (its path, a query or form field) holding NUL,
+    before any statement could fail on it (a `before_request` hook of the app)."""
+    if "\x00" in request.path:
+        raise ValidationFailed([{"loc": ["path"], "msg": NUL_MESSAGE}])
+    parts = [("query", request.args)]
+    if request.mimetype in _FORM_TYPES:
+        parts.append(("form", request.form))
+    for part, fields in parts:
+        for key, value in fields.items(multi=True):
+            if "\x00" in key or "\x00" in value:
+                loc = [part, key.replace("\x00", "")]
+                raise ValidationFailed([{"loc": loc, "msg": NUL_MESSAGE}])
+
+
+_FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
 
 
 def _where(loc: list[str | int]) -> str:

@@ -63,3 +63,40 @@ def test_year_9999_and_0001_and_huge_weeks_in_every_instant_field(admin_api):
     response = deploy(admin_api, "longwait", steps=wait)
     assert response.status_code == 422
     error_of(response)
+
+
+def test_nul_anywhere_in_a_request_is_422_naming_where_and_writes_nothing(
+    client, accounts, admin_api
+):
+    # PostgreSQL's text columns cannot hold NUL: it answered 500 there, and SQLite stored it.
+    deploy(admin_api)
+    good = {"id": "s", "cron": "0 * * * *", "action": {"workflow": "wf"}}
+    cases = [
+        ("post", "/schedules", good | {"notes": "a\u0000b"}, ["body", "notes"]),
+        ("post", "/schedules", good | {"labels": {"k\u0000": "v"}}, ["body", "labels", "k\u0000"]),
+        (
+            "post",
+            "/runs",
+            {"workflow": "wf", "input": {"x": ["ok", "a\u0000"]}},
+            ["body", "input", "x", 1],
+        ),
+        ("get", "/schedules/a%00b", None, ["path"]),
+        ("get", "/runs?workflow=a%00b", None, ["query", "workflow"]),
+        ("get", "/namespaces/%00/schedules", None, ["path"]),
+    ]
+    for method, path, body, loc in cases:
+        response = getattr(admin_api, method)(path, **({"json": body} if body else {}))
+        assert response.status_code == 422, (path, response.status_code, response.data[:200])
+        error = error_of(response)
+        assert error["code"] == "VALIDATION" and error["details"]["errors"][0]["loc"] == loc
+        assert "NUL" in error["details"]["errors"][0]["msg"]
+    assert admin_api.get("/schedules").get_json()["items"] == []
+    assert admin_api.get("/runs").get_json()["items"] == []
+    # A backslash followed by the text u0000 is no NUL: saved as written.
+    text = good | {"notes": "C:\\u0000"}
+    assert admin_api.post("/schedules", json=text).status_code == 201
+    assert admin_api.get("/schedules/s").get_json()["notes"] == "C:\\u0000"
+    # The console refuses a NUL in a query or form field the same way, with its error page.
+    account = accounts.create("alice", role="admin")
+    sign_in(client, "alice", account.password)
+    assert client.get("/ns/default/schedules?q=a%00").status_code == 422
