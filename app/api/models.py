@@ -8,7 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_max_length=4096)
+    """Unknown fields refused, and no coercion: `true` or `"7"` is not an integer, `1` is not a
+    boolean (the types the OpenAPI document declares are the types accepted)."""
+
+    model_config = ConfigDict(extra="forbid", str_max_length=4096, strict=True)
 
 
 class NamespaceIn(Strict):

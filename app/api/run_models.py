@@ -21,7 +21,7 @@ class DefinitionIn(Strict):
     """A workflow definition (docs/runs.md)."""
 
     name: str = Field(min_length=1, max_length=128)
-    description: str | None = None
+    description: str | None = Field(default=None, max_length=4096)
     input_schema: dict[str, Any] = Field(default_factory=dict)
     timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
     on_step_failure: str = Field(

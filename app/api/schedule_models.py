@@ -20,7 +20,9 @@ class ActionIn(Strict):
     input: Any = None
     execution_timeout_seconds: int | None = Field(default=None, ge=1)
     run_timeout_seconds: int | None = Field(default=None, ge=1)
-    queue: str | None = Field(default=None, min_length=1, max_length=64)
+    queue: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"
+    )
 
 
 class ScheduleIn(Strict):

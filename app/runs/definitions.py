@@ -19,6 +19,7 @@ from app.runs.schemas import PatternError, check_patterns
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 STEP_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_STEPS = 200
+MAX_DESCRIPTION = 4096
 # Far more than a real input schema needs; bounds the cost of checking one.
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_TIMEOUT_SECONDS = 366 * 86400
@@ -58,6 +59,13 @@ def validate_definition(definition: Any) -> dict[str, Any]:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise DefinitionInvalid(
             ["name"], "must be 1-128 letters, digits, '.', '_' or '-', starting alphanumeric"
+        )
+    description = definition.get("description")
+    if description is not None and (
+        not isinstance(description, str) or len(description) > MAX_DESCRIPTION
+    ):
+        raise DefinitionInvalid(
+            ["description"], f"must be text of at most {MAX_DESCRIPTION} characters"
         )
     _check_schema(definition.get("input_schema", {}))
     if "timeout_seconds" in definition:

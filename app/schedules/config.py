@@ -27,6 +27,8 @@ OVERLAP_POLICIES = (
 )
 MISSED_POLICIES = ("skip", "fire_once")
 SCHEDULE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# The names `POST /runs` accepts, so a schedule never starts a run no worker can name.
+QUEUE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,62}")
 REQUEST_KEYS = frozenset(
     {
@@ -242,6 +244,9 @@ def _action(raw: Any) -> dict[str, Any]:
     ):
         if value is not None and (not isinstance(value, str) or not 0 < len(value) <= limit):
             raise invalid(["action", key], f"must be a string of 1-{limit} characters")
+    queue = raw.get("queue")
+    if queue is not None and not QUEUE.fullmatch(queue):
+        raise invalid(["action", "queue"], "must be 1-64 letters, digits, '.', '_' or '-'")
     run_input = raw.get("input", {})
     _check_size(run_input, ["action", "input"])
     timeouts = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.security.conftest import NOOP_STEPS as NOOP
 from tests.security.conftest import deploy, error_of, sign_in
 
 
@@ -100,3 +101,44 @@ def test_nul_anywhere_in_a_request_is_422_naming_where_and_writes_nothing(
     account = accounts.create("alice", role="admin")
     sign_in(client, "alice", account.password)
     assert client.get("/ns/default/schedules?q=a%00").status_code == 422
+
+
+def test_fields_take_only_their_declared_json_types(admin_api):
+    # No coercion: `true` is not 1 and "7" is not 7 (they were stored as 1 and 7).
+    deploy(admin_api)
+    good = {"id": "s", "cron": "0 * * * *", "action": {"workflow": "wf"}}
+    cases = [
+        ("/schedules", good | {"jitter_seconds": True}, ["jitter_seconds"]),
+        ("/schedules", good | {"max_runs": "7"}, ["max_runs"]),
+        (
+            "/schedules",
+            good | {"action": {"workflow": "wf", "run_timeout_seconds": 60.0}},
+            ["action", "run_timeout_seconds"],
+        ),
+        ("/calendar/preview", {"cron": "0 2 * * *", "count": "3"}, ["count"]),
+        ("/namespaces", {"name": "coerced", "max_active_runs": True}, ["max_active_runs"]),
+        ("/activations", {"workflow": "wf", "version": True}, ["version"]),
+        ("/runs", {"workflow": "wf", "timeout_seconds": "60"}, ["timeout_seconds"]),
+        ("/admin/tick", {"work": 1}, ["work"]),
+        # A schedule's queue follows the rule of `POST /runs`, so a worker can name it.
+        (
+            "/schedules",
+            good | {"action": {"workflow": "wf", "queue": "bad queue!"}},
+            ["action", "queue"],
+        ),
+        (
+            "/workflows",
+            {"name": "d", "description": {"not": "text"}, "steps": NOOP},
+            ["description"],
+        ),
+        ("/workflows", {"name": "d", "description": "x" * 4097, "steps": NOOP}, ["description"]),
+    ]
+    for path, body, loc in cases:
+        response = admin_api.post(path, json=body)
+        assert response.status_code == 422, (path, body, response.get_json())
+        assert error_of(response)["details"]["errors"][0]["loc"] == loc, (path, body)
+    assert admin_api.get("/schedules").get_json()["items"] == []
+    assert admin_api.get("/runs").get_json()["items"] == []
+    assert [n["name"] for n in admin_api.get("/namespaces").get_json()["items"]] == ["default"]
+    assert admin_api.get("/workflows/d").status_code == 404
+    assert admin_api.post("/schedules", json=good | {"jitter_seconds": 7}).status_code == 201
