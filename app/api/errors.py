@@ -94,7 +94,8 @@ def located(*prefix: str | int) -> Iterator[None]:
 
 def _calendar_response(exc: CalendarError | SpecRangeError) -> Response:
     if isinstance(exc, SpecRangeError):
-        return error_response(422, "SCHEDULE_RANGE", str(exc), {})
+        details = {"errors": [{"loc": list(exc.loc), "msg": exc.msg}]}
+        return error_response(422, "SCHEDULE_RANGE", str(exc), details)
     loc = list(exc.loc)
     message = exc.located()
     return error_response(422, exc.code, message, {"errors": [{"loc": loc, "msg": exc.msg}]})

@@ -37,4 +37,10 @@ class CalendarError(ValueError):
 
 
 class SpecRangeError(ValueError):
-    """A valid spec that has no occurrence in the next 50 years (SCHEDULE_RANGE)."""
+    """A valid spec that has no occurrence in the next 50 years (SCHEDULE_RANGE); `loc` names
+    the field to change: `spec.end_at` when it is past, else the spec as a whole."""
+
+    def __init__(self, msg: str, loc: Loc = ("spec",)) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.loc: Loc = tuple(loc)

@@ -59,7 +59,7 @@ def check_range(spec: Spec, now: datetime) -> None:
     if next_occurrence(spec, now) is not None:
         return
     if spec.end_at is not None and spec.end_at <= require_utc(now, ("now",)):
-        raise SpecRangeError(f"end_at {format_utc(spec.end_at)} is in the past")
+        raise SpecRangeError(f"end_at {format_utc(spec.end_at)} is in the past", ("spec", "end_at"))
     raise SpecRangeError("the spec has no occurrence in the next 50 years before end_at")
 
 

@@ -300,5 +300,7 @@ def parse_after_sequence(raw: str | None) -> int:
         return 0
     value = ascii_int(raw)
     if value is None:
-        raise InvalidCursor("after_sequence must be a non-negative integer")
+        msg = "must be a non-negative integer"
+        errors = [{"loc": ["query", "after_sequence"], "msg": msg}]
+        raise InvalidCursor(f"after_sequence {msg}", errors=errors)
     return value

@@ -99,7 +99,7 @@ CASES = [
         },
         422,
         "SCHEDULE_RANGE",
-        None,
+        ["spec", "end_at"],
     ),
     ("input schema", {"input": {"mode": 5}}, 422, "INPUT_SCHEMA", ["input", "mode"]),
     ("missing input", {"input": {}}, 422, "INPUT_SCHEMA", ["input"]),

@@ -72,7 +72,9 @@ def test_a_bad_after_sequence_is_an_invalid_cursor(h, after):
     h.create("s")
     response = h.api.get(f"/schedules/s/history?after_sequence={after}")
     assert response.status_code == 400
-    assert response.get_json()["error"]["code"] == "INVALID_CURSOR"
+    error = response.get_json()["error"]
+    assert error["code"] == "INVALID_CURSOR"
+    assert error["details"]["errors"][0]["loc"] == ["query", "after_sequence"]
 
 
 @pytest.mark.parametrize("limit", ["0", "501", "x"])
