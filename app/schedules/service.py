@@ -18,13 +18,19 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.calendar import SpecRangeError, check_range, format_utc, format_utc_or_none
+from app.calendar import (
+    CalendarError,
+    SpecRangeError,
+    check_range,
+    format_utc,
+    format_utc_or_none,
+)
 from app.db import Namespace, Schedule, User, new_uid
 from app.db.session import begin_write
 from app.errors import AlmanacError
 from app.schedules import store, targets
 from app.schedules.audit import CommandContext, event_row
-from app.schedules.config import ScheduleConfig, merge_patch, parse_request
+from app.schedules.config import ScheduleConfig, merge_patch, parse_request, spec_error
 from app.schedules.errors import (
     RevisionConflict,
     ScheduleDeleted,
@@ -87,7 +93,13 @@ def patch(
             raise invalid([key], "a schedule's id cannot change")
     current = store.config_of(schedule).to_json()
     merged = merge_patch(current, {k: v for k, v in data.items() if k not in ("id", "schedule_id")})
-    _, config = parse_request(merged)
+    try:
+        _, config = parse_request(merged)
+    except CalendarError as exc:
+        # The merged request holds the shorthands expanded: name the field the patch wrote.
+        if exc.loc[:1] != ("spec",):
+            raise
+        raise spec_error(data, CalendarError(exc.msg, exc.loc[1:], exc.code)) from None
     check_range(config.spec, now)
     _replace(session, now, namespace, actor, context, schedule, config, data)
     return schedule

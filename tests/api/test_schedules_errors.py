@@ -172,16 +172,24 @@ def test_unauthenticated_and_unknown_things(ready, client):
 def test_patch_refusals_write_nothing(ready):
     hs, _ = ready
     before = hs.counts()
-    for body, code in (
-        ({"id": "other"}, "VALIDATION"),
-        ({"cron": "99 * * * *"}, "CALENDAR_INVALID"),
-        ({"input": {"mode": 1}}, "INPUT_SCHEMA"),
-        ({"bogus": 1}, "VALIDATION"),
-        ({"overlap_policy": None, "spec": {"timezone": "Nowhere"}}, "CALENDAR_INVALID"),
+    for body, code, loc in (
+        ({"id": "other"}, "VALIDATION", ["id"]),
+        # A shorthand's error names the shorthand, as a save names it.
+        ({"cron": "99 * * * *"}, "CALENDAR_INVALID", ["cron", "minute"]),
+        ({"cron": "0 0 30 2 *"}, "CALENDAR_INVALID", ["cron", "day of month"]),
+        ({"timezone": "Nowhere"}, "CALENDAR_INVALID", ["timezone"]),
+        ({"input": {"mode": 1}}, "INPUT_SCHEMA", ["input", "mode"]),
+        ({"bogus": 1}, "VALIDATION", ["bogus"]),
+        (
+            {"overlap_policy": None, "spec": {"timezone": "Nowhere"}},
+            "CALENDAR_INVALID",
+            ["spec", "timezone"],
+        ),
     ):
         response = hs.api.request("PATCH", "/schedules/s", json=body, headers={"If-Match": "1"})
         assert response.status_code == 422, body
-        assert response.get_json()["error"]["code"] == code
+        error = response.get_json()["error"]
+        assert error["code"] == code and error["details"]["errors"][0]["loc"] == loc, error
     assert hs.counts() == before
 
 
