@@ -21,8 +21,13 @@ Parse = Callable[[Any], T]
 
 
 def segment(value: str) -> str:
-    """One path segment: ids may hold ':' and '.', never '/'."""
-    return quote(str(value), safe=":@")
+    """One path segment: ids may hold ':' and '.', never '/'.
+
+    A segment of only `.` or `..` is sent as `%2E`s: left as is, URL normalization would drop it
+    (or the segment before it) and the request would reach another resource.
+    """
+    text = quote(str(value), safe=":@")
+    return text.replace(".", "%2E") if text in (".", "..") else text
 
 
 def instant(value: datetime | str) -> str:

@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from almanac import Client, NotFound
 from tests.client.conftest import schedule_body
 
 BIN = Path(sys.executable).parent
@@ -275,3 +278,18 @@ def test_tables_fit_80_columns_without_wrapping_rows(almanac, sdk):
     assert all(
         len(line) <= 80 for line in almanac("schedules", "read", long_id).stdout.splitlines()
     )
+
+
+def test_dot_ids_and_namespaces_name_themselves_not_another_resource(almanac, sdk, live, tmp_path):
+    sdk.save_schedule(schedule_body("listed"))
+    for dots in (".", ".."):
+        read = almanac("schedules", "read", dots)
+        assert read.exit_code == 1 and read.stderr.startswith("error NOT_FOUND: "), read.stdout
+        body = json.dumps(schedule_body("dotted"))
+        saved = almanac("schedules", "save", "--request", "-", "-n", dots, input=body)
+        assert saved.exit_code == 1 and saved.stderr.startswith("error NOT_FOUND: ")
+    with Client(live.url, live.token, "default") as default:
+        assert "dotted" not in [s.schedule_id for s in default.list_schedules()]
+    assert [s.schedule_id for s in sdk.list_schedules()] == ["listed"]
+    with pytest.raises(NotFound):
+        sdk.get_schedule("..")
