@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from almanac.cli.base import Cli, connected, parse_document
+from almanac.cli.base import Cli, connected, parse_document, read_text
 from almanac.cli.output import dumps, emit
 from almanac.plan import Step, body_id, execute, plan
 
@@ -27,7 +27,7 @@ def load_bodies(path: Path) -> list[dict[str, Any]]:
     bodies: list[dict[str, Any]] = []
     seen: dict[str, Path] = {}
     for file in files:
-        document = parse_document(file.read_text(encoding="utf-8"), file.name)
+        document = parse_document(read_text(str(file)), file.name)
         for body in document if isinstance(document, list) else [document]:
             schedule_id = body_id(body) if isinstance(body, dict) else None
             if schedule_id is None:
