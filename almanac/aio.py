@@ -17,10 +17,11 @@ from almanac.run_operations import RunOperations
 from almanac.transport import (
     RETRY_STATUSES,
     Call,
-    api_base,
     connection_error,
     decode,
-    default_headers,
+    http_options,
+    page_body,
+    parsed,
     retry_delay,
 )
 
@@ -31,9 +32,7 @@ class AsyncTransport:
     def __init__(self, url: str, token: str | None, timeout: float, retries: int, source: str):
         self.url = url
         self.retries = retries
-        self.http = httpx.AsyncClient(
-            base_url=api_base(url), headers=default_headers(token, source), timeout=timeout
-        )
+        self.http = httpx.AsyncClient(**http_options(url, token, timeout, source))
 
     async def send(self, call: Call) -> Any:
         attempt = 0
@@ -64,7 +63,11 @@ class AsyncPager(AsyncIterator[T]):
         self._items: AsyncIterator[T] | None = None
 
     async def page(self) -> dict[str, Any]:
-        return dict(await self.transport.send(self.call))
+        return page_body(await self.transport.send(self.call), self._key, self.call)
+
+    @property
+    def _key(self) -> str:
+        return "events" if self.history else "items"
 
     def __aiter__(self) -> AsyncPager[T]:
         return self
@@ -79,8 +82,8 @@ class AsyncPager(AsyncIterator[T]):
         key, cursor_param = ("events", "after_sequence") if self.history else ("items", "cursor")
         while True:
             body = await self.transport.send(Call(call.method, call.path, params, call.json))
-            for item in body.get(key, []):
-                yield self.parse(item)
+            for item in page_body(body, key, call).get(key, []):
+                yield parsed(self.parse, item, call)
             cursor = body.get("next_cursor")
             if cursor is None or cursor == "" or (self.history and not body.get("has_more")):
                 return
@@ -121,7 +124,7 @@ class AsyncClient(RunOperations):
         await self._transport.close()
 
     async def _call(self, call: Call, parse: Callable[[Any], T]) -> T:
-        return parse(await self._transport.send(call))
+        return parsed(parse, await self._transport.send(call), call)
 
     def _walk(self, call: Call, parse: Callable[[Any], T]) -> AsyncPager[T]:
         return AsyncPager(self._transport, call, parse, history=False)

@@ -68,7 +68,11 @@ def connected(command: Callable[..., Any]) -> Callable[..., Any]:
         # command's start-up time, and `--help` or a usage error never needs it.
         from almanac.client import Client
 
-        with Client(conn.url, conn.token, conn.namespace, source="cli") as client:
+        try:
+            client = Client(conn.url, conn.token, conn.namespace, source="cli")
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        with client:
             return command(Cli(client, output), **kwargs)
 
     for option in reversed(OPTIONS):

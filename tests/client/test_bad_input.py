@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from almanac import AlmanacError, AsyncClient, Client, ConnectionFailed
 from almanac.cli import cli
 from tests.client.conftest import schedule_body
 
@@ -102,3 +103,39 @@ def test_nan_and_infinity_are_refused_before_anything_is_sent(recorder, tmp_path
         assert result.exit_code == 2, (args, result.stderr)
         assert name in result.stderr and "NaN and Infinity are not allowed" in result.stderr
     assert Recorder.seen == []
+
+
+def test_a_url_that_cannot_be_parsed_is_a_connection_error(tmp_path):
+    result = run("http://[::1", tmp_path, "schedules", "list")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error CONNECTION: cannot reach http://[::1: not a valid URL")
+    with pytest.raises(ConnectionFailed):
+        Client("http://[::1", "t")
+    with pytest.raises(ConnectionFailed):
+        AsyncClient("http://[::1", "t")
+
+
+def test_a_token_that_is_not_ascii_is_refused_clearly(recorder, tmp_path):
+    result = run(recorder, tmp_path, "schedules", "list", "--token", "été")
+    assert result.exit_code == 2
+    assert "the token must be printable ASCII text" in result.stderr
+    with pytest.raises(ValueError, match="printable ASCII"):
+        Client(recorder, "été")
+    with pytest.raises(ValueError, match="printable ASCII"):
+        AsyncClient(recorder, "tok\nen")
+    assert Recorder.seen == []
+
+
+@pytest.mark.parametrize("answer", [[1, 2], "text", {"items": 5}, {"items": [1]}])
+def test_an_answer_of_the_wrong_shape_is_a_bad_response_error(recorder, tmp_path, answer):
+    Recorder.answer = answer
+    commands = [("schedules", "list"), ("runs", "list", "--all"), ("runs", "list", "-o", "json")]
+    if not isinstance(answer, dict):
+        commands += [("schedules", "read", "x"), ("runs", "show", "r")]
+    for args in commands:
+        result = run(recorder, tmp_path, *args)
+        assert result.exit_code == 1, (args, result.stderr)
+        assert result.stderr.startswith("error BAD_RESPONSE: the answer to GET "), result.stderr
+    with Client(recorder, "t") as client, pytest.raises(AlmanacError) as caught:
+        list(client.list_schedules())
+    assert caught.value.code == "BAD_RESPONSE"
