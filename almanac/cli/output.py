@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import sys
@@ -91,8 +92,12 @@ def stream_items(output: str, items: Iterable[dict[str, Any]]) -> int:
             out.write(dumps(item) + "\n")
             count += 1
         return count
+    # The first page arrives (or fails) before the opening is written: a request that fails at
+    # once leaves stdout empty rather than holding half a JSON document.
+    rest = iter(items)
+    first = next(rest, None)
     out.write('{"items": [')
-    for item in items:
+    for item in [] if first is None else itertools.chain([first], rest):
         out.write((",\n" if count else "\n") + dumps(item))
         count += 1
     out.write("\n]}\n" if count else "]}\n")

@@ -293,3 +293,12 @@ def test_dot_ids_and_namespaces_name_themselves_not_another_resource(almanac, sd
     assert [s.schedule_id for s in sdk.list_schedules()] == ["listed"]
     with pytest.raises(NotFound):
         sdk.get_schedule("..")
+
+
+def test_all_as_json_prints_nothing_when_the_first_page_fails(almanac):
+    for command in (("schedules", "list"), ("runs", "list"), ("workflows", "list")):
+        failed = almanac(*command, "--all", "-o", "json", "-n", "no-such-namespace")
+        assert failed.exit_code == 1 and failed.stderr.startswith("error NOT_FOUND: ")
+        assert failed.stdout == ""
+    empty = almanac("schedules", "list", "--all", "-o", "json")
+    assert empty.exit_code == 0 and json.loads(empty.stdout) == {"items": []}
