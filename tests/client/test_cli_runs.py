@@ -216,3 +216,40 @@ def test_every_state_change_with_a_stale_revision_exits_1(almanac, sdk):
 def test_auth_setup_without_a_token_is_a_usage_error(almanac):
     result = almanac("auth", "setup", "--url", "http://127.0.0.1:9")
     assert result.exit_code == 2 and "--token" in result.stderr
+
+
+STUCK = {
+    "name": "stuck",
+    "on_step_failure": "incident",
+    "steps": [{"id": "charge", "type": "action", "action": "fail"}],
+}
+REVIEW = {"name": "review", "steps": [{"id": "check", "type": "task", "title": "Check"}]}
+
+
+def test_every_list_pages_with_limit_and_the_cursor_its_hint_names(almanac, sdk):
+    for definition in (STUCK, REVIEW):
+        sdk.deploy_workflow(definition)
+        sdk.create_activation(definition["name"])
+    for index in range(2):
+        sdk.start_run("stuck", run_id=f"stuck-{index}")
+        sdk.start_run("review", run_id=f"review-{index}")
+    sdk.tick(work=True)
+    assert len(list(sdk.list_incidents())) == 2 and len(list(sdk.list_tasks())) == 2
+    for command, key in (
+        (["runs", "list"], "run_id"),
+        (["runs", "history", "stuck-0"], "sequence"),
+        (["workflows", "list"], "name"),
+        (["activations", "list"], "id"),
+        (["tasks", "list"], "id"),
+        (["incidents", "list"], "id"),
+    ):
+        first = almanac(*command, "--limit", "1", "-o", "json")
+        body = as_json(first)
+        assert len(body["items"]) == 1 and body["next_cursor"], command
+        table = almanac(*command, "--limit", "1")
+        assert table.stderr == f"More items available (--cursor {body['next_cursor']})\n"
+        following = as_json(
+            almanac(*command, "--limit", "1", "--cursor", body["next_cursor"], "-o", "json")
+        )
+        assert len(following["items"]) == 1, command
+        assert following["items"][0][key] != body["items"][0][key], command
