@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from almanac import models as m
-from almanac.operations import Operations, _body, _pairs, _params
+from almanac.operations import Labels, Operations, _body, _pairs, _params
 from almanac.transport import Call
 
 
@@ -72,7 +72,7 @@ class RunOperations(Operations):
         status: str | list[str] | None = None,
         workflow: str | None = None,
         schedule_id: str | None = None,
-        labels: Mapping[str, str] | None = None,
+        labels: Labels | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> Iterator[m.Run]:

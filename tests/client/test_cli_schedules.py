@@ -302,3 +302,22 @@ def test_all_as_json_prints_nothing_when_the_first_page_fails(almanac):
         assert failed.stdout == ""
     empty = almanac("schedules", "list", "--all", "-o", "json")
     assert empty.exit_code == 0 and json.loads(empty.stdout) == {"items": []}
+
+
+def test_repeated_labels_with_one_key_must_all_match(almanac, sdk):
+    sdk.save_schedule(schedule_body("even", labels={"grp": "even", "team": "a"}))
+    sdk.save_schedule(schedule_body("odd", labels={"grp": "odd", "team": "a"}))
+
+    def ids(*labels):
+        args = [arg for label in labels for arg in ("--label", label)]
+        result = almanac("schedules", "list", *args, "-o", "jsonl")
+        assert result.exit_code == 0, result.stderr
+        return sorted(json.loads(line)["schedule_id"] for line in result.stdout.splitlines())
+
+    assert ids("grp:odd") == ["odd"]
+    assert ids("team:a") == ["even", "odd"]
+    assert ids("grp:even", "grp:odd") == []
+    assert ids("team:a", "grp:even") == ["even"]
+    assert [
+        s.schedule_id for s in sdk.list_schedules(labels=[("grp", "even"), ("grp", "odd")])
+    ] == []
