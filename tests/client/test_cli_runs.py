@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 
 from almanac import Client
 
@@ -253,3 +254,31 @@ def test_every_list_pages_with_limit_and_the_cursor_its_hint_names(almanac, sdk)
         )
         assert len(following["items"]) == 1, command
         assert following["items"][0][key] != body["items"][0][key], command
+
+
+def test_tables_with_wide_characters_fit_80_columns_and_stay_aligned(almanac, sdk):
+    title = "請求書の合計金額を確認して承認してください" * 3
+    sdk.deploy_workflow({"name": "wide", "steps": [{"id": "t", "type": "task", "title": title}]})
+    sdk.create_activation("wide")
+    sdk.deploy_workflow(
+        {"name": "mixed", "steps": [{"id": "t", "type": "task", "title": "Cafe\u0301 確認"}]}
+    )
+    sdk.create_activation("mixed")
+    sdk.start_run("wide", run_id="wide-1")
+    sdk.start_run("mixed", run_id="mixed-1")
+    sdk.tick(work=True)
+    result = almanac("tasks", "list")
+    assert result.exit_code == 0, result.stderr
+    rows = result.stdout.splitlines()
+    assert len(rows) == 3
+
+    def columns(line: str) -> int:
+        """Terminal columns: wide characters take two, combining accents none."""
+        wide = sum(unicodedata.east_asian_width(c) in "WF" for c in line)
+        return len(line) + wide - sum(bool(unicodedata.combining(c)) for c in line)
+
+    assert all(columns(row) <= 80 for row in rows), rows
+    assert any("…" in row for row in rows[1:])
+    words = ["Status", "open", "open"]
+    status_at = {columns(row[: row.index(w)]) for row, w in zip(rows, words, strict=True)}
+    assert len(status_at) == 1, rows
