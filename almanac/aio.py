@@ -54,7 +54,10 @@ class AsyncTransport:
 
 
 class AsyncPager(AsyncIterator[T]):
-    """Every item of a paged list as an async iterator; `await page()` gets the first page."""
+    """Every item of a paged list as an async iterator.
+
+    `await page()` gets the first page; `raw()` iterates the items as the API sent them.
+    """
 
     def __init__(
         self, transport: AsyncTransport, call: Call, parse: Callable[[Any], T], *, history: bool
@@ -78,12 +81,23 @@ class AsyncPager(AsyncIterator[T]):
         return await self._items.__anext__()
 
     async def _walk(self) -> AsyncIterator[T]:
+        async for body in self.bodies():
+            for item in body.get(self._key, []):
+                yield parsed(self.parse, item, self.call)
+
+    async def raw(self) -> AsyncIterator[dict[str, Any]]:
+        """Every item as the API sent it (no typed result built): for streaming output."""
+        async for body in self.bodies():
+            for item in body.get(self._key, []):
+                yield item
+
+    async def bodies(self) -> AsyncIterator[dict[str, Any]]:
+        """Every page's body in order."""
         call, params = self.call, list(self.call.params)
-        key, cursor_param = ("events", "after_sequence") if self.history else ("items", "cursor")
+        cursor_param = "after_sequence" if self.history else "cursor"
         while True:
             body = await self.transport.send(Call(call.method, call.path, params, call.json))
-            for item in page_body(body, key, call).get(key, []):
-                yield parsed(self.parse, item, call)
+            yield page_body(body, self._key, call)
             cursor = body.get("next_cursor")
             if cursor is None or cursor == "" or (self.history and not body.get("has_more")):
                 return
@@ -118,10 +132,14 @@ class AsyncClient(RunOperations):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connections (`await client.close()`, as `client.close()` on `Client`)."""
+        await self._transport.close()
 
     async def aclose(self) -> None:
-        await self._transport.close()
+        await self.close()
 
     async def _call(self, call: Call, parse: Callable[[Any], T]) -> T:
         return parsed(parse, await self._transport.send(call), call)
