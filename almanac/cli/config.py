@@ -62,8 +62,10 @@ def toml_string(text: str) -> str:
 
 
 def _toml(profiles: dict[str, dict[str, str]]) -> str:
-    """The profiles file; a value TOML cannot hold is a usage error naming its key, not its text
-    (it may be a token)."""
+    """The profiles file's text.
+
+    A value TOML cannot hold is a usage error naming its key, never its text (it may be a token).
+    """
     lines = []
     for name, values in profiles.items():
         lines.append(f"[{_entry('the profile name', name)}]")
