@@ -17,10 +17,11 @@ from almanac.run_operations import RunOperations
 from almanac.transport import (
     RETRY_STATUSES,
     Call,
-    api_base,
     connection_error,
     decode,
-    default_headers,
+    http_options,
+    page_body,
+    parsed,
     retry_delay,
 )
 
@@ -31,9 +32,7 @@ class AsyncTransport:
     def __init__(self, url: str, token: str | None, timeout: float, retries: int, source: str):
         self.url = url
         self.retries = retries
-        self.http = httpx.AsyncClient(
-            base_url=api_base(url), headers=default_headers(token, source), timeout=timeout
-        )
+        self.http = httpx.AsyncClient(**http_options(url, token, timeout, source))
 
     async def send(self, call: Call) -> Any:
         attempt = 0
@@ -55,7 +54,10 @@ class AsyncTransport:
 
 
 class AsyncPager(AsyncIterator[T]):
-    """Every item of a paged list as an async iterator; `await page()` gets the first page."""
+    """Every item of a paged list as an async iterator.
+
+    `await page()` gets the first page; `raw()` iterates the items as the API sent them.
+    """
 
     def __init__(
         self, transport: AsyncTransport, call: Call, parse: Callable[[Any], T], *, history: bool
@@ -64,7 +66,11 @@ class AsyncPager(AsyncIterator[T]):
         self._items: AsyncIterator[T] | None = None
 
     async def page(self) -> dict[str, Any]:
-        return dict(await self.transport.send(self.call))
+        return page_body(await self.transport.send(self.call), self._key, self.call)
+
+    @property
+    def _key(self) -> str:
+        return "events" if self.history else "items"
 
     def __aiter__(self) -> AsyncPager[T]:
         return self
@@ -75,12 +81,23 @@ class AsyncPager(AsyncIterator[T]):
         return await self._items.__anext__()
 
     async def _walk(self) -> AsyncIterator[T]:
+        async for body in self.bodies():
+            for item in body.get(self._key, []):
+                yield parsed(self.parse, item, self.call)
+
+    async def raw(self) -> AsyncIterator[dict[str, Any]]:
+        """Every item as the API sent it (no typed result built): for streaming output."""
+        async for body in self.bodies():
+            for item in body.get(self._key, []):
+                yield item
+
+    async def bodies(self) -> AsyncIterator[dict[str, Any]]:
+        """Every page's body in order."""
         call, params = self.call, list(self.call.params)
-        key, cursor_param = ("events", "after_sequence") if self.history else ("items", "cursor")
+        cursor_param = "after_sequence" if self.history else "cursor"
         while True:
             body = await self.transport.send(Call(call.method, call.path, params, call.json))
-            for item in body.get(key, []):
-                yield self.parse(item)
+            yield page_body(body, self._key, call)
             cursor = body.get("next_cursor")
             if cursor is None or cursor == "" or (self.history and not body.get("has_more")):
                 return
@@ -115,13 +132,17 @@ class AsyncClient(RunOperations):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        await self.close()
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
+        """Close the connections (`await client.close()`, as `client.close()` on `Client`)."""
         await self._transport.close()
 
+    async def aclose(self) -> None:
+        await self.close()
+
     async def _call(self, call: Call, parse: Callable[[Any], T]) -> T:
-        return parse(await self._transport.send(call))
+        return parsed(parse, await self._transport.send(call), call)
 
     def _walk(self, call: Call, parse: Callable[[Any], T]) -> AsyncPager[T]:
         return AsyncPager(self._transport, call, parse, history=False)

@@ -11,7 +11,7 @@ from almanac import models as m
 from almanac.backfill import RangeSplitter
 from almanac.errors import AlmanacError, NotFound
 from almanac.run_operations import RunOperations
-from almanac.transport import Call, SyncTransport
+from almanac.transport import Call, SyncTransport, page_body, parsed
 
 T = TypeVar("T")
 Progress = Callable[[float], None]
@@ -34,7 +34,11 @@ class Pager(Iterator[T]):
         self._items: Iterator[T] | None = None
 
     def page(self) -> dict[str, Any]:
-        return dict(self.transport.send(self.call))
+        return page_body(self.transport.send(self.call), self._key, self.call)
+
+    @property
+    def _key(self) -> str:
+        return "events" if self.history else "items"
 
     def __iter__(self) -> Pager[T]:
         return self
@@ -45,16 +49,14 @@ class Pager(Iterator[T]):
         return next(self._items)
 
     def _walk(self) -> Iterator[T]:
-        key = "events" if self.history else "items"
         for body in self.bodies():
-            for item in body.get(key, []):
-                yield self.parse(item)
+            for item in body.get(self._key, []):
+                yield parsed(self.parse, item, self.call)
 
     def raw(self) -> Iterator[dict[str, Any]]:
         """Every item as the API sent it (no typed result built): for streaming output."""
-        key = "events" if self.history else "items"
         for body in self.bodies():
-            yield from body.get(key, [])
+            yield from body.get(self._key, [])
 
     def bodies(self) -> Iterator[dict[str, Any]]:
         """Every page's body in order.
@@ -68,7 +70,7 @@ class Pager(Iterator[T]):
             params: list[tuple[str, str]] | None = list(call.params)
             pending = pool.submit(self.transport.send, Call(call.method, call.path, params))
             while pending is not None:
-                body = pending.result()
+                body = page_body(pending.result(), self._key, call)
                 params = self._next_params(body, params or [])
                 pending = None
                 if params is not None:
@@ -118,7 +120,7 @@ class Client(RunOperations):
         self._transport.close()
 
     def _call(self, call: Call, parse: Callable[[Any], T]) -> T:
-        return parse(self._transport.send(call))
+        return parsed(parse, self._transport.send(call), call)
 
     def _walk(self, call: Call, parse: Callable[[Any], T]) -> Pager[T]:
         return Pager(self._transport, call, parse, history=False)

@@ -32,6 +32,8 @@ class Resource:
 
     @classmethod
     def from_json(cls: type[R], data: dict[str, Any]) -> R:
+        if not isinstance(data, dict):
+            raise TypeError(f"{cls.__name__} needs a JSON object, not {type(data).__name__}")
         values: dict[str, Any] = {}
         for name, is_time in _plan(cls):
             if name not in data:

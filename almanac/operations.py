@@ -8,7 +8,7 @@ same method returns a value on one and an awaitable (or an async iterator) on th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -21,8 +21,13 @@ Parse = Callable[[Any], T]
 
 
 def segment(value: str) -> str:
-    """One path segment: ids may hold ':' and '.', never '/'."""
-    return quote(str(value), safe=":@")
+    """One path segment: ids may hold ':' and '.', never '/'.
+
+    A segment of only `.` or `..` is sent as `%2E`s: left as is, URL normalization would drop it
+    (or the segment before it) and the request would reach another resource.
+    """
+    text = quote(str(value), safe=":@")
+    return text.replace(".", "%2E") if text in (".", "..") else text
 
 
 def instant(value: datetime | str) -> str:
@@ -49,8 +54,15 @@ def _params(**values: Any) -> list[tuple[str, str]]:
     return pairs
 
 
-def _pairs(values: Mapping[str, str] | None) -> list[str] | None:
-    return [f"{k}:{v}" for k, v in values.items()] if values else None
+Labels = Mapping[str, str] | Iterable[tuple[str, str]]
+
+
+def _pairs(values: Labels | None) -> list[str] | None:
+    """`key:value` filters; given as pairs a key may repeat (every pair must match)."""
+    if values is None:
+        return None
+    pairs = values.items() if isinstance(values, Mapping) else values
+    return [f"{k}:{v}" for k, v in pairs]
 
 
 def _body(**values: Any) -> dict[str, Any]:
@@ -124,7 +136,7 @@ class Operations:
         self,
         *,
         status: str | None = None,
-        labels: Mapping[str, str] | None = None,
+        labels: Labels | None = None,
         q: str | None = None,
         include_deleted: bool | None = None,
         limit: int | None = None,

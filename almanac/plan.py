@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from almanac.errors import Conflict
+
 if TYPE_CHECKING:
     from almanac.client import Client
 
@@ -122,7 +124,7 @@ class Step:
     """One line of the plan."""
 
     schedule_id: str
-    action: str  # create | update | unchanged | delete
+    action: str  # create | update | unchanged | delete | conflict
     changed_fields: list[str] = field(default_factory=list)
     body: dict[str, Any] | None = None
     revision: int | None = None
@@ -136,8 +138,13 @@ class Step:
 
 
 def plan(client: Client, bodies: Iterable[dict[str, Any]], prune: bool) -> list[Step]:
-    """What applying `bodies` would do, reading each schedule's current revision."""
-    existing = {s.schedule_id: s for s in client.list_schedules(limit=100)}
+    """What applying `bodies` would do, reading each schedule's current revision.
+
+    Deleted schedules are read too: the server never reuses their ids, so a body naming one is a
+    `conflict` step, known before anything is written (a dry run reports it like the real apply).
+    """
+    known = {s.schedule_id: s for s in client.list_schedules(limit=100, include_deleted=True)}
+    existing = {i: s for i, s in known.items() if s.status != "deleted"}
     steps: list[Step] = []
     listed = set()
     for body in bodies:
@@ -146,7 +153,9 @@ def plan(client: Client, bodies: Iterable[dict[str, Any]], prune: bool) -> list[
         listed.add(schedule_id)
         current = existing.get(schedule_id)
         if current is None:
-            steps.append(Step(schedule_id, "create", list(CONFIG_FIELDS), body))
+            action = "conflict" if schedule_id in known else "create"
+            fields = [] if schedule_id in known else list(CONFIG_FIELDS)
+            steps.append(Step(schedule_id, action, fields, body))
             continue
         changed = changed_fields(body, current.raw)
         action = "update" if changed else "unchanged"
@@ -157,8 +166,23 @@ def plan(client: Client, bodies: Iterable[dict[str, Any]], prune: bool) -> list[
     return steps
 
 
-def execute(client: Client, steps: Iterable[Step]) -> None:
-    """Carry out a plan; each change sends the revision read by `plan` (If-Match)."""
+def refusal(steps: Iterable[Step]) -> Conflict | None:
+    """The error of the plan's first `conflict` step: what the server would answer to it."""
+    for step in steps:
+        if step.action == "conflict":
+            message = f"schedule {step.schedule_id!r} is deleted; its id is never reused"
+            return Conflict("SCHEDULE_DELETED", message, {"schedule_id": step.schedule_id}, 409)
+    return None
+
+
+def execute(client: Client, steps: list[Step]) -> None:
+    """Carry out a plan; each change sends the revision read by `plan` (If-Match).
+
+    A plan with a `conflict` step is refused whole, before any change: it could not complete.
+    """
+    refused = refusal(steps)
+    if refused is not None:
+        raise refused
     for step in steps:
         if step.action == "create":
             client.save_schedule(step.body or {})

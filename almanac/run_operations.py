@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from almanac import models as m
-from almanac.operations import Operations, _body, _pairs, _params
+from almanac.operations import Labels, Operations, _body, _pairs, _params
 from almanac.transport import Call
 
 
@@ -20,8 +20,10 @@ class RunOperations(Operations):
         call = Call("POST", self._ns("workflows"), json=dict(definition))
         return self._call(call, m.WorkflowVersion.from_json)
 
-    def list_workflows(self, *, limit: int | None = None) -> Iterator[m.WorkflowVersion]:
-        call = Call("GET", self._ns("workflows"), _params(limit=limit))
+    def list_workflows(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Iterator[m.WorkflowVersion]:
+        call = Call("GET", self._ns("workflows"), _params(limit=limit, cursor=cursor))
         return self._walk(call, m.WorkflowVersion.from_json)
 
     def get_workflow(self, name: str, *, version: int | None = None) -> m.WorkflowVersion:
@@ -33,9 +35,14 @@ class RunOperations(Operations):
         return self._call(call, m.Activation.from_json)
 
     def list_activations(
-        self, *, workflow: str | None = None, status: str | None = None, limit: int | None = None
+        self,
+        *,
+        workflow: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Iterator[m.Activation]:
-        params = _params(workflow=workflow, status=status, limit=limit)
+        params = _params(workflow=workflow, status=status, limit=limit, cursor=cursor)
         return self._walk(Call("GET", self._ns("activations"), params), m.Activation.from_json)
 
     def retire_activation(self, activation_id: str) -> m.Activation:
@@ -65,8 +72,9 @@ class RunOperations(Operations):
         status: str | list[str] | None = None,
         workflow: str | None = None,
         schedule_id: str | None = None,
-        labels: Mapping[str, str] | None = None,
+        labels: Labels | None = None,
         limit: int | None = None,
+        cursor: str | None = None,
     ) -> Iterator[m.Run]:
         statuses = ",".join(status) if isinstance(status, list | tuple) else status
         params = _params(
@@ -75,6 +83,7 @@ class RunOperations(Operations):
             schedule_id=schedule_id,
             label=_pairs(labels),
             limit=limit,
+            cursor=cursor,
         )
         return self._walk(Call("GET", self._ns("runs"), params), m.Run.from_json)
 
@@ -82,9 +91,10 @@ class RunOperations(Operations):
         return self._call(Call("GET", self._ns("runs", run_id)), m.Run.from_json)
 
     def iter_run_history(
-        self, run_id: str, *, limit: int | None = None
+        self, run_id: str, *, limit: int | None = None, cursor: str | None = None
     ) -> Iterator[m.RunHistoryEvent]:
-        call = Call("GET", self._ns("runs", run_id, "history"), _params(limit=limit))
+        params = _params(limit=limit, cursor=cursor)
+        call = Call("GET", self._ns("runs", run_id, "history"), params)
         return self._walk(call, m.RunHistoryEvent.from_json)
 
     def replay_run(self, run_id: str) -> m.Replay:
@@ -105,9 +115,14 @@ class RunOperations(Operations):
     # --- tasks and incidents -----------------------------------------------------------------
 
     def list_tasks(
-        self, *, status: str | None = None, run_id: str | None = None, limit: int | None = None
+        self,
+        *,
+        status: str | None = None,
+        run_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Iterator[m.Task]:
-        params = _params(status=status, run_id=run_id, limit=limit)
+        params = _params(status=status, run_id=run_id, limit=limit, cursor=cursor)
         return self._walk(Call("GET", self._ns("tasks"), params), m.Task.from_json)
 
     def complete_task(self, task_id: str | int, output: Any = None) -> m.Task:
@@ -115,11 +130,16 @@ class RunOperations(Operations):
         return self._call(call, m.Task.from_json)
 
     def list_incidents(
-        self, *, status: str | None = None, run_id: str | None = None, limit: int | None = None
+        self,
+        *,
+        status: str | None = None,
+        run_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Iterator[m.Incident]:
         """Incidents of the namespace (or of one run), page after page."""
         path = self._ns("runs", run_id, "incidents") if run_id else self._ns("incidents")
-        params = _params(status=status, limit=limit)
+        params = _params(status=status, limit=limit, cursor=cursor)
         return self._walk(Call("GET", path, params), m.Incident.from_json)
 
     def resolve_incident(

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import email.utils
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from almanac.errors import AlmanacError, ConnectionFailed, from_body
 from almanac.version import VERSION
 
+T = TypeVar("T")
 RETRY_STATUSES = frozenset({429, 503})
 MAX_RETRY_AFTER = 60.0
 BASE_BACKOFF = 0.5
@@ -47,6 +49,23 @@ def default_headers(token: str | None, source: str) -> dict[str, str]:
 
 def api_base(url: str) -> str:
     return url.rstrip("/") + "/api/v1"
+
+
+def http_options(url: str, token: str | None, timeout: float, source: str) -> dict[str, Any]:
+    """The settings of the httpx client, checked first so a bad URL or token fails clearly.
+
+    A URL that cannot be parsed is `ConnectionFailed` (no server can be reached at it); a token
+    that is not printable ASCII cannot go in a header (the server issues only ASCII tokens).
+    """
+    if token is not None and not (token.isascii() and token.isprintable()):
+        raise ValueError("the token must be printable ASCII text, as the server issues tokens")
+    base = api_base(url)
+    try:
+        httpx.URL(base)
+    except httpx.InvalidURL as exc:
+        message = f"cannot reach {url}: not a valid URL ({exc})"
+        raise ConnectionFailed("CONNECTION", message) from exc
+    return {"base_url": base, "headers": default_headers(token, source), "timeout": timeout}
 
 
 def retry_delay(response: httpx.Response, attempt: int) -> float:
@@ -81,6 +100,27 @@ def decode(response: httpx.Response) -> Any:
         ) from exc
 
 
+def parsed(parse: Callable[[Any], T], body: Any, call: Call) -> T:
+    """`parse(body)`; a body without the shape the route answers is BAD_RESPONSE, not a crash."""
+    try:
+        return parse(body)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise bad_response(call) from exc
+
+
+def page_body(body: Any, key: str, call: Call) -> dict[str, Any]:
+    """A page of a list: an object whose `key` holds a list of objects, else BAD_RESPONSE."""
+    items = body.get(key, []) if isinstance(body, dict) else None
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise bad_response(call)
+    return body
+
+
+def bad_response(call: Call) -> AlmanacError:
+    message = f"the answer to {call.method} {call.path} does not have the API's shape"
+    return AlmanacError("BAD_RESPONSE", message, {})
+
+
 def connection_error(exc: Exception, url: str) -> ConnectionFailed:
     return ConnectionFailed("CONNECTION", f"cannot reach {url}: {exc}")
 
@@ -89,9 +129,7 @@ class SyncTransport:
     def __init__(self, url: str, token: str | None, timeout: float, retries: int, source: str):
         self.url = url
         self.retries = retries
-        self.http = httpx.Client(
-            base_url=api_base(url), headers=default_headers(token, source), timeout=timeout
-        )
+        self.http = httpx.Client(**http_options(url, token, timeout, source))
 
     def send(self, call: Call) -> Any:
         attempt = 0

@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from almanac.cli.base import Cli, connected, parse_document
+from almanac.cli.base import Cli, connected, parse_document, read_text
 from almanac.cli.output import dumps, emit
-from almanac.plan import Step, body_id, execute, plan
+from almanac.plan import Step, body_id, execute, plan, refusal
 
 SUFFIXES = (".json", ".yaml", ".yml")
 PAST = {"create": "created", "update": "updated", "unchanged": "unchanged", "delete": "deleted"}
@@ -27,7 +27,7 @@ def load_bodies(path: Path) -> list[dict[str, Any]]:
     bodies: list[dict[str, Any]] = []
     seen: dict[str, Path] = {}
     for file in files:
-        document = parse_document(file.read_text(encoding="utf-8"), file.name)
+        document = parse_document(read_text(str(file)), file.name)
         for body in document if isinstance(document, list) else [document]:
             schedule_id = body_id(body) if isinstance(body, dict) else None
             if schedule_id is None:
@@ -49,6 +49,14 @@ def apply(cli: Cli, path: Path, prune: bool, dry_run: bool) -> None:
     steps = plan(cli.client, load_bodies(path), prune)
     if not dry_run:
         execute(cli.client, steps)
+    report(cli, steps, dry_run)
+    refused = refusal(steps)
+    if refused is not None:
+        raise refused
+
+
+def report(cli: Cli, steps: list[Step], dry_run: bool) -> None:
+    """The plan in the output format asked for, with a summary of what it does (or would do)."""
     counts = Counter(step.action for step in steps)
     summary = {PAST[a]: counts.get(a, 0) for a in PAST}
     body = {"dry_run": dry_run, "plan": [s.to_json() for s in steps], "summary": summary}
@@ -64,6 +72,8 @@ def show_plan(steps: list[Step], summary: dict[str, int], dry_run: bool) -> None
         changed = ""
         if step.action == "update":
             changed = f"  ({', '.join(step.changed_fields)})"
+        elif step.action == "conflict":
+            changed = "  (deleted: its id is never reused)"
         click.echo(f"{step.action:<10} {step.schedule_id}{changed}")
     prefix = "dry run, nothing changed: would be " if dry_run else ""
     click.echo(prefix + ", ".join(f"{n} {word}" for word, n in summary.items()))

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +68,11 @@ def connected(command: Callable[..., Any]) -> Callable[..., Any]:
         # command's start-up time, and `--help` or a usage error never needs it.
         from almanac.client import Client
 
-        with Client(conn.url, conn.token, conn.namespace, source="cli") as client:
+        try:
+            client = Client(conn.url, conn.token, conn.namespace, source="cli")
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        with client:
             return command(Cli(client, output), **kwargs)
 
     for option in reversed(OPTIONS):
@@ -99,20 +105,29 @@ def describe(exc: AlmanacError) -> str:
     return text
 
 
+def read_text(path: str) -> str:
+    """The UTF-8 text of a file, or of stdin for `-`; unreadable or not UTF-8 is a usage error."""
+    name = "stdin" if path == "-" else path
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {name}: {exc}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"{name} is not UTF-8 text: {exc}") from exc
+
+
 def read_document(path: str) -> Any:
     """A JSON document from a file or stdin (`-`); a YAML file when its name says .yaml/.yml."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text()
-    except OSError as exc:
-        raise click.BadParameter(f"cannot read {path}: {exc}") from exc
-    return parse_document(text, path)
+    return parse_document(read_text(path), path)
 
 
 def parse_document(text: str, name: str) -> Any:
     try:
         if name.endswith((".yaml", ".yml")):
-            return load_yaml(text)
-        return json.loads(text)
+            return json_value(load_yaml(text))
+        return json_value(json.loads(text))
     except ValueError as exc:
         raise click.BadParameter(f"{name}: {exc}") from exc
 
@@ -128,11 +143,41 @@ def load_yaml(text: str) -> Any:
         raise ValueError(str(exc)) from exc
 
 
+def json_value(value: Any) -> Any:
+    """`value` as the API can receive it, checked here so no file fails halfway through a run.
+
+    YAML reads unquoted dates and times as objects: they become ISO-8601 text (a time in UTC
+    ends in `Z`, one without a zone keeps none, so the server names the field). NaN and
+    infinities (which Python's JSON reader accepts), binary data and sets are refused.
+    """
+    if isinstance(value, dict):
+        return {_key(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_value(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a JSON number (NaN and Infinity are not allowed)")
+    if isinstance(value, date):
+        return _iso(value)
+    if value is None or isinstance(value, str | int | float):
+        return value
+    raise ValueError(f"a {type(value).__name__} value cannot be sent as JSON")
+
+
+def _key(key: Any) -> Any:
+    return _iso(key) if isinstance(key, date) else key
+
+
+def _iso(value: date) -> str:
+    if isinstance(value, datetime) and value.utcoffset() == timedelta(0):
+        return value.replace(tzinfo=None).isoformat() + "Z"
+    return value.isoformat()
+
+
 def json_option(value: str | None, name: str) -> Any:
     """Parse a `--input`/`--payload`/`--output-json` JSON argument, or a usage error."""
     if value is None:
         return None
     try:
-        return json.loads(value)
+        return json_value(json.loads(value))
     except ValueError as exc:
         raise click.BadParameter(f"not JSON: {exc}", param_hint=name) from exc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import tomllib
@@ -31,26 +30,68 @@ def read_profiles(path: Path) -> dict[str, dict[str, str]]:
     return {name: dict(v) for name, v in data.items() if isinstance(v, dict)}
 
 
+TOML_ESCAPES = {
+    "\\": "\\\\",
+    '"': '\\"',
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string: characters as themselves (UTF-8), escaping only what TOML requires
+    (quote, backslash, control characters). JSON's escapes are no substitute: TOML refuses the
+    surrogate pairs JSON writes for characters beyond the BMP.
+    """
+    parts = []
+    for char in text:
+        if "\ud800" <= char <= "\udfff":
+            raise ValueError(
+                "it is not valid Unicode text (a lone surrogate), which TOML cannot hold"
+            )
+        if char in TOML_ESCAPES:
+            parts.append(TOML_ESCAPES[char])
+        elif char < " " or char == "\x7f":
+            parts.append(f"\\u{ord(char):04X}")
+        else:
+            parts.append(char)
+    return '"' + "".join(parts) + '"'
+
+
 def _toml(profiles: dict[str, dict[str, str]]) -> str:
+    """The profiles file's text.
+
+    A value TOML cannot hold is a usage error naming its key, never its text (it may be a token).
+    """
     lines = []
     for name, values in profiles.items():
-        # A JSON string of plain text is a valid TOML basic string.
-        lines.append(f"[{json.dumps(name)}]")
-        lines += [f"{key} = {json.dumps(str(values[key]))}" for key in KEYS if values.get(key)]
+        lines.append(f"[{_entry('the profile name', name)}]")
+        lines += [f"{key} = {_entry(key, values[key])}" for key in KEYS if values.get(key)]
         lines.append("")
     return "\n".join(lines)
+
+
+def _entry(what: str, value: str) -> str:
+    try:
+        return toml_string(str(value))
+    except ValueError as exc:
+        raise click.UsageError(f"cannot store {what}: {exc}") from exc
 
 
 def write_profile(path: Path, name: str, values: dict[str, str]) -> None:
     """Add or replace one profile; the file holds tokens, so it is 0600 from its creation."""
     profiles = read_profiles(path)
     profiles[name] = values
+    text = _toml(profiles)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # mkstemp creates the file 0600, and os.replace swaps it in whole: no moment with wider modes.
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".profiles-", suffix=".toml")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(_toml(profiles))
+            handle.write(text)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -12,6 +12,20 @@ from almanac.cli.output import Column, dumps, hint, stream_items, table
 
 if TYPE_CHECKING:
     from almanac.client import Pager
+
+
+PAGE_OPTIONS = [
+    click.option("--limit", type=click.IntRange(1, 100), help="Items per page."),
+    click.option("--cursor", help="Start at this page (a next_cursor)."),
+    click.option("--all", "every", is_flag=True, help="Walk every page."),
+]
+
+
+def page_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--limit`, `--cursor` and `--all`: how every cursor-paged list is walked."""
+    for option in reversed(PAGE_OPTIONS):
+        command = option(command)
+    return command
 
 
 def show_pages(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import sys
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -29,7 +31,7 @@ def cell(value: Any) -> str:
 
 
 def fit(widths: list[int], total: int) -> list[int]:
-    """Shrink the widest columns until the row fits `total` characters."""
+    """Shrink the widest columns until the row fits `total` columns."""
     widths = list(widths)
     budget = total - len(GAP) * (len(widths) - 1)
     while sum(widths) > budget:
@@ -40,18 +42,46 @@ def fit(widths: list[int], total: int) -> list[int]:
     return widths
 
 
+def char_width(char: str) -> int:
+    """Columns a character takes on a terminal: wide (CJK) 2, combining and format marks 0."""
+    if unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes on a terminal (`len` miscounts wide and combining characters)."""
+    return sum(char_width(char) for char in text)
+
+
 def clip(text: str, size: int) -> str:
-    return text if len(text) <= size else text[: max(size - 1, 0)] + "…"
+    """`text` cut to `size` columns, ending in `…` when it was cut."""
+    if display_width(text) <= size:
+        return text
+    room, kept = max(size - 1, 0), []
+    for char in text:
+        room -= char_width(char)
+        if room < 0:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
+
+
+def pad(text: str, size: int) -> str:
+    return text + " " * (size - display_width(text))
 
 
 def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> None:
     """Aligned columns; long cells are cut with an ellipsis so a row never wraps."""
     cells = [[cell(get(row)) for _, get in columns] for row in rows]
     headers = [name for name, _ in columns]
-    natural = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    natural = [
+        max([display_width(h)] + [display_width(r[i]) for r in cells])
+        for i, h in enumerate(headers)
+    ]
     sizes = fit(natural, width())
     for line in [headers, *cells]:
-        parts = [clip(text, size).ljust(size) for text, size in zip(line, sizes, strict=True)]
+        parts = [pad(clip(text, size), size) for text, size in zip(line, sizes, strict=True)]
         click.echo(GAP.join(parts).rstrip())
 
 
@@ -91,8 +121,12 @@ def stream_items(output: str, items: Iterable[dict[str, Any]]) -> int:
             out.write(dumps(item) + "\n")
             count += 1
         return count
+    # The first page arrives (or fails) before the opening is written: a request that fails at
+    # once leaves stdout empty rather than holding half a JSON document.
+    rest = iter(items)
+    first = next(rest, None)
     out.write('{"items": [')
-    for item in items:
+    for item in [] if first is None else itertools.chain([first], rest):
         out.write((",\n" if count else "\n") + dumps(item))
         count += 1
     out.write("\n]}\n" if count else "]}\n")

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from almanac.cli.base import Cli, connected, json_option
-from almanac.cli.listing import show_pages
+from almanac.cli.listing import page_options, show_pages
 from almanac.cli.output import emit, fields
 
 RUN_FIELDS = (
@@ -77,8 +77,7 @@ def start(cli: Cli, workflow: str, input_: str | None, run_id: str | None) -> No
 @click.option("--status", help="Comma-separated statuses.")
 @click.option("--workflow")
 @click.option("--schedule-id")
-@click.option("--limit", type=click.IntRange(1, 100))
-@click.option("--all", "every", is_flag=True)
+@page_options
 @connected
 def list_(
     cli: Cli,
@@ -86,11 +85,12 @@ def list_(
     workflow: str | None,
     schedule_id: str | None,
     limit: int | None,
+    cursor: str | None,
     every: bool,
 ) -> None:
     """List runs, newest first."""
     pager = cli.client.list_runs(
-        status=status, workflow=workflow, schedule_id=schedule_id, limit=limit
+        status=status, workflow=workflow, schedule_id=schedule_id, limit=limit, cursor=cursor
     )
     show_pages(cli, pager, RUN_COLUMNS, every)
 
@@ -105,12 +105,12 @@ def show(cli: Cli, run_id: str) -> None:
 
 @runs.command("history")
 @click.argument("run_id")
-@click.option("--limit", type=click.IntRange(1, 100))
-@click.option("--all", "every", is_flag=True)
+@page_options
 @connected
-def history(cli: Cli, run_id: str, limit: int | None, every: bool) -> None:
+def history(cli: Cli, run_id: str, limit: int | None, cursor: str | None, every: bool) -> None:
     """A run's history events in order."""
-    show_pages(cli, cli.client.iter_run_history(run_id, limit=limit), EVENT_COLUMNS, every)
+    pager = cli.client.iter_run_history(run_id, limit=limit, cursor=cursor)
+    show_pages(cli, pager, EVENT_COLUMNS, every)
 
 
 @runs.command("signal")
@@ -158,11 +158,14 @@ def incidents() -> None:
 
 @incidents.command("list")
 @click.option("--status", type=click.Choice(["open", "resolved"]))
-@click.option("--all", "every", is_flag=True)
+@page_options
 @connected
-def list_incidents(cli: Cli, status: str | None, every: bool) -> None:
+def list_incidents(
+    cli: Cli, status: str | None, limit: int | None, cursor: str | None, every: bool
+) -> None:
     """List the namespace's incidents."""
-    show_pages(cli, cli.client.list_incidents(status=status), INCIDENT_COLUMNS, every)
+    pager = cli.client.list_incidents(status=status, limit=limit, cursor=cursor)
+    show_pages(cli, pager, INCIDENT_COLUMNS, every)
 
 
 @incidents.command("resolve")
@@ -187,11 +190,14 @@ def tasks() -> None:
 
 @tasks.command("list")
 @click.option("--status", type=click.Choice(["open", "completed", "timed_out", "cancelled"]))
-@click.option("--all", "every", is_flag=True)
+@page_options
 @connected
-def list_tasks(cli: Cli, status: str | None, every: bool) -> None:
+def list_tasks(
+    cli: Cli, status: str | None, limit: int | None, cursor: str | None, every: bool
+) -> None:
     """List human tasks, newest first."""
-    show_pages(cli, cli.client.list_tasks(status=status), TASK_COLUMNS, every)
+    pager = cli.client.list_tasks(status=status, limit=limit, cursor=cursor)
+    show_pages(cli, pager, TASK_COLUMNS, every)
 
 
 @tasks.command("complete")

@@ -120,10 +120,9 @@ def list_(
     every: bool,
 ) -> None:
     """List schedules, newest first."""
-    pairs = dict(label.partition(":")[::2] for label in labels)
     pager = cli.client.list_schedules(
         status=status,
-        labels=pairs,
+        labels=[(key, value) for key, _, value in (label.partition(":") for label in labels)],
         q=q,
         include_deleted=include_deleted,
         limit=limit,

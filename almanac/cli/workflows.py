@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from almanac.cli.base import Cli, connected, read_document
-from almanac.cli.listing import show_pages
+from almanac.cli.listing import page_options, show_pages
 from almanac.cli.output import emit, fields, table
 
 WORKFLOW_COLUMNS = [
@@ -46,11 +46,12 @@ def deploy(cli: Cli, path: str) -> None:
 
 
 @workflows.command("list")
-@click.option("--all", "every", is_flag=True)
+@page_options
 @connected
-def list_(cli: Cli, every: bool) -> None:
+def list_(cli: Cli, limit: int | None, cursor: str | None, every: bool) -> None:
     """List workflows with their newest version."""
-    show_pages(cli, cli.client.list_workflows(), WORKFLOW_COLUMNS, every)
+    pager = cli.client.list_workflows(limit=limit, cursor=cursor)
+    show_pages(cli, pager, WORKFLOW_COLUMNS, every)
 
 
 @workflows.command("show")
@@ -79,11 +80,20 @@ def create(cli: Cli, workflow: str, version: int | None) -> None:
 @activations.command("list")
 @click.option("--workflow")
 @click.option("--status", type=click.Choice(["ready", "retired"]))
-@click.option("--all", "every", is_flag=True)
+@page_options
 @connected
-def list_activations(cli: Cli, workflow: str | None, status: str | None, every: bool) -> None:
+def list_activations(
+    cli: Cli,
+    workflow: str | None,
+    status: str | None,
+    limit: int | None,
+    cursor: str | None,
+    every: bool,
+) -> None:
     """List activations, newest first."""
-    pager = cli.client.list_activations(workflow=workflow, status=status)
+    pager = cli.client.list_activations(
+        workflow=workflow, status=status, limit=limit, cursor=cursor
+    )
     show_pages(cli, pager, ACTIVATION_COLUMNS, every)
 
 

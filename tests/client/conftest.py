@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,13 +14,26 @@ from click.testing import CliRunner, Result
 from almanac import Client
 from almanac.cli import cli
 from tests.conftest import PG_URL
-from tests.live import Live, postgres_database, serve
+from tests.live import ROOT, Live, postgres_database, serve
 
 NOOP = {
     "name": "noop-flow",
     "input_schema": {"type": "object"},
     "steps": [{"id": "a", "type": "action", "action": "noop"}],
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def this_checkouts_command() -> Iterator[None]:
+    """Child processes (the installed `almanac` command) import this checkout's package.
+
+    The venv's editable install may point at another checkout; PYTHONPATH comes first.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(
+            "PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        )
+        yield
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])

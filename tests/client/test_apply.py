@@ -113,3 +113,55 @@ def test_apply_errors(almanac, sdk, tmp_path):
     assert list(sdk.list_schedules()) == []
     nowhere = almanac("schedules", "apply", str(tmp_path / "nowhere"))
     assert nowhere.exit_code == 2
+
+
+def test_yaml_dates_and_times_are_sent_as_iso_text_so_dry_run_and_apply_agree(
+    almanac, sdk, tmp_path
+):
+    dated = tmp_path / "dated.yaml"
+    dated.write_text(
+        "schedule_id: dated\ncron: 0 2 * * *\naction: {workflow: noop-flow}\n"
+        "spec: {start_at: 2026-01-01T00:00:00Z}\nnotes: 2026-01-01\n"
+    )
+    dry, actions = plan_of(almanac("schedules", "apply", str(dated), "--dry-run", "-o", "json"))
+    assert actions == {"dated": "create"}
+    applied, actions = plan_of(almanac("schedules", "apply", str(dated), "-o", "json"))
+    assert actions == {"dated": "create"}
+    stored = sdk.get_schedule("dated")
+    assert stored.notes == "2026-01-01"
+    assert stored.spec["start_at"] == "2026-01-01T00:00:00Z"
+    again, actions = plan_of(almanac("schedules", "apply", str(dated), "-o", "json"))
+    assert actions == {"dated": "unchanged"}
+
+    naive = tmp_path / "naive.yaml"
+    naive.write_text(
+        "schedule_id: naive\ncron: 0 2 * * *\naction: {workflow: noop-flow}\n"
+        "spec: {start_at: 2026-01-01 00:00:00}\n"
+    )
+    refused = almanac("schedules", "apply", str(naive))
+    assert refused.exit_code == 1, refused.stderr
+    assert refused.stderr.startswith("error ") and "start_at" in refused.stderr
+
+
+def test_a_deleted_id_is_a_conflict_in_the_plan_and_nothing_is_applied(almanac, sdk, tmp_path):
+    sdk.save_schedule(schedule_body("gone"))
+    sdk.schedule("gone").delete()
+    folder = tmp_path / "schedules"
+    folder.mkdir()
+    for schedule_id in ("alive", "gone"):
+        (folder / f"{schedule_id}.json").write_text(json.dumps(schedule_body(schedule_id)))
+    dry = almanac("schedules", "apply", str(folder), "--prune", "--dry-run", "-o", "json")
+    assert dry.exit_code == 1
+    assert dry.stderr.startswith("error SCHEDULE_DELETED: schedule 'gone' is deleted")
+    steps = {s["schedule_id"]: s["action"] for s in json.loads(dry.stdout)["plan"]}
+    assert steps == {"alive": "create", "gone": "conflict"}
+    table = almanac("schedules", "apply", str(folder), "--dry-run")
+    assert table.exit_code == 1
+    assert "conflict   gone  (deleted: its id is never reused)" in table.stdout.splitlines()
+    real = almanac("schedules", "apply", str(folder))
+    assert real.exit_code == 1 and real.stdout == ""
+    assert real.stderr.startswith("error SCHEDULE_DELETED: schedule 'gone' is deleted")
+    assert revisions(sdk) == {"gone": 2}
+    (folder / "gone.json").unlink()
+    pruned, actions = plan_of(almanac("schedules", "apply", str(folder), "--prune", "-o", "json"))
+    assert actions == {"alive": "create"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 
 from almanac import Client
 
@@ -216,3 +217,68 @@ def test_every_state_change_with_a_stale_revision_exits_1(almanac, sdk):
 def test_auth_setup_without_a_token_is_a_usage_error(almanac):
     result = almanac("auth", "setup", "--url", "http://127.0.0.1:9")
     assert result.exit_code == 2 and "--token" in result.stderr
+
+
+STUCK = {
+    "name": "stuck",
+    "on_step_failure": "incident",
+    "steps": [{"id": "charge", "type": "action", "action": "fail"}],
+}
+REVIEW = {"name": "review", "steps": [{"id": "check", "type": "task", "title": "Check"}]}
+
+
+def test_every_list_pages_with_limit_and_the_cursor_its_hint_names(almanac, sdk):
+    for definition in (STUCK, REVIEW):
+        sdk.deploy_workflow(definition)
+        sdk.create_activation(definition["name"])
+    for index in range(2):
+        sdk.start_run("stuck", run_id=f"stuck-{index}")
+        sdk.start_run("review", run_id=f"review-{index}")
+    sdk.tick(work=True)
+    assert len(list(sdk.list_incidents())) == 2 and len(list(sdk.list_tasks())) == 2
+    for command, key in (
+        (["runs", "list"], "run_id"),
+        (["runs", "history", "stuck-0"], "sequence"),
+        (["workflows", "list"], "name"),
+        (["activations", "list"], "id"),
+        (["tasks", "list"], "id"),
+        (["incidents", "list"], "id"),
+    ):
+        first = almanac(*command, "--limit", "1", "-o", "json")
+        body = as_json(first)
+        assert len(body["items"]) == 1 and body["next_cursor"], command
+        table = almanac(*command, "--limit", "1")
+        assert table.stderr == f"More items available (--cursor {body['next_cursor']})\n"
+        following = as_json(
+            almanac(*command, "--limit", "1", "--cursor", body["next_cursor"], "-o", "json")
+        )
+        assert len(following["items"]) == 1, command
+        assert following["items"][0][key] != body["items"][0][key], command
+
+
+def test_tables_with_wide_characters_fit_80_columns_and_stay_aligned(almanac, sdk):
+    title = "請求書の合計金額を確認して承認してください" * 3
+    sdk.deploy_workflow({"name": "wide", "steps": [{"id": "t", "type": "task", "title": title}]})
+    sdk.create_activation("wide")
+    sdk.deploy_workflow(
+        {"name": "mixed", "steps": [{"id": "t", "type": "task", "title": "Cafe\u0301 確認"}]}
+    )
+    sdk.create_activation("mixed")
+    sdk.start_run("wide", run_id="wide-1")
+    sdk.start_run("mixed", run_id="mixed-1")
+    sdk.tick(work=True)
+    result = almanac("tasks", "list")
+    assert result.exit_code == 0, result.stderr
+    rows = result.stdout.splitlines()
+    assert len(rows) == 3
+
+    def columns(line: str) -> int:
+        """Terminal columns: wide characters take two, combining accents none."""
+        wide = sum(unicodedata.east_asian_width(c) in "WF" for c in line)
+        return len(line) + wide - sum(bool(unicodedata.combining(c)) for c in line)
+
+    assert all(columns(row) <= 80 for row in rows), rows
+    assert any("…" in row for row in rows[1:])
+    words = ["Status", "open", "open"]
+    status_at = {columns(row[: row.index(w)]) for row, w in zip(rows, words, strict=True)}
+    assert len(status_at) == 1, rows

@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from almanac import Client, NotFound
 from tests.client.conftest import schedule_body
 
 BIN = Path(sys.executable).parent
@@ -275,3 +278,46 @@ def test_tables_fit_80_columns_without_wrapping_rows(almanac, sdk):
     assert all(
         len(line) <= 80 for line in almanac("schedules", "read", long_id).stdout.splitlines()
     )
+
+
+def test_dot_ids_and_namespaces_name_themselves_not_another_resource(almanac, sdk, live, tmp_path):
+    sdk.save_schedule(schedule_body("listed"))
+    for dots in (".", ".."):
+        read = almanac("schedules", "read", dots)
+        assert read.exit_code == 1 and read.stderr.startswith("error NOT_FOUND: "), read.stdout
+        body = json.dumps(schedule_body("dotted"))
+        saved = almanac("schedules", "save", "--request", "-", "-n", dots, input=body)
+        assert saved.exit_code == 1 and saved.stderr.startswith("error NOT_FOUND: ")
+    with Client(live.url, live.token, "default") as default:
+        assert "dotted" not in [s.schedule_id for s in default.list_schedules()]
+    assert [s.schedule_id for s in sdk.list_schedules()] == ["listed"]
+    with pytest.raises(NotFound):
+        sdk.get_schedule("..")
+
+
+def test_all_as_json_prints_nothing_when_the_first_page_fails(almanac):
+    for command in (("schedules", "list"), ("runs", "list"), ("workflows", "list")):
+        failed = almanac(*command, "--all", "-o", "json", "-n", "no-such-namespace")
+        assert failed.exit_code == 1 and failed.stderr.startswith("error NOT_FOUND: ")
+        assert failed.stdout == ""
+    empty = almanac("schedules", "list", "--all", "-o", "json")
+    assert empty.exit_code == 0 and json.loads(empty.stdout) == {"items": []}
+
+
+def test_repeated_labels_with_one_key_must_all_match(almanac, sdk):
+    sdk.save_schedule(schedule_body("even", labels={"grp": "even", "team": "a"}))
+    sdk.save_schedule(schedule_body("odd", labels={"grp": "odd", "team": "a"}))
+
+    def ids(*labels):
+        args = [arg for label in labels for arg in ("--label", label)]
+        result = almanac("schedules", "list", *args, "-o", "jsonl")
+        assert result.exit_code == 0, result.stderr
+        return sorted(json.loads(line)["schedule_id"] for line in result.stdout.splitlines())
+
+    assert ids("grp:odd") == ["odd"]
+    assert ids("team:a") == ["even", "odd"]
+    assert ids("grp:even", "grp:odd") == []
+    assert ids("team:a", "grp:even") == ["even"]
+    assert [
+        s.schedule_id for s in sdk.list_schedules(labels=[("grp", "even"), ("grp", "odd")])
+    ] == []

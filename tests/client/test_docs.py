@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from almanac import Client
 from tests.live import ROOT
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -48,20 +49,34 @@ def doc_env(live, namespace, tmp_path):
 
 # The examples check the documentation, not the database (every command runs on both databases
 # in the other client tests), and each one starts a process: once, on SQLite, keeps the suite quick.
+def shell(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 @pytest.mark.parametrize("live", ["sqlite"], indirect=True)
-def test_every_cli_example_runs(doc_env, tmp_path):
+def test_every_cli_example_runs(doc_env, tmp_path, live):
     outputs = []
+    workers = Client(live.url, live.token)
     for block in blocks("cli.md", "sh"):
-        run = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", "-c", block],
-            cwd=tmp_path,
-            env=doc_env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert run.returncode == 0, (block, run.stdout, run.stderr)
-        outputs.append(run)
+        # The test server runs no workers. On a real one, runs go on between commands: blocks that
+        # touch runs take a command per line, with steps worked off after each.
+        steps = block.splitlines() if "almanac runs " in block else [block]
+        for script in steps:
+            run = shell(script, tmp_path, doc_env)
+            assert run.returncode == 0, (script, run.stdout, run.stderr)
+            outputs.append(run)
+            if len(steps) > 1:
+                workers.tick(work=True)
+    workers.close()
+    finished = shell("almanac runs cancel manual-2026-01-05", tmp_path, doc_env)
+    assert finished.returncode == 1 and finished.stderr.startswith("error CONFLICT")
     text = "\n".join(r.stdout + r.stderr for r in outputs)
     assert "signed in as admin (superuser)" in text
     assert "error SCHEDULE_REVISION: " in text and "(current revision: 3)" in text

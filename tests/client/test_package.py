@@ -215,3 +215,23 @@ def test_retry_delays_follow_retry_after_else_back_off_exponentially():
     soon = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 25 <= retry_delay(busy(**{"Retry-After": soon}), 0) <= 30
     assert [retry_delay(busy(), attempt) for attempt in range(3)] == [0.5, 1.0, 2.0]
+
+
+def test_auth_setup_writes_any_unicode_as_valid_toml_and_refuses_what_toml_cannot_hold(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    args = ["auth", "setup", "--url", "http://127.0.0.1:9", "--token", 'tok"en\\']
+    namespace = 'ns😀é "quoted" back\\slash\ttab\x01'
+    written = CliRunner().invoke(cli, [*args, "--namespace", namespace, "--profile", "ü"], env=env)
+    assert written.exit_code == 0, written.output
+    path = tmp_path / "almanac" / "profiles.toml"
+    assert "ns😀é" in path.read_text(encoding="utf-8")
+    assert tomllib.loads(path.read_text(encoding="utf-8"))["ü"] == {
+        "url": "http://127.0.0.1:9",
+        "token": 'tok"en\\',
+        "namespace": namespace,
+    }
+    used = CliRunner().invoke(cli, ["schedules", "list", "--profile", "ü"], env=env)
+    assert used.exit_code == 2 and "cannot reach http://127.0.0.1:9" in used.stderr
+    refused = CliRunner().invoke(cli, [*args, "--namespace", "ns\udcff", "--profile", "ü"], env=env)
+    assert refused.exit_code == 2 and "cannot store namespace" in refused.stderr
+    assert tomllib.loads(path.read_text(encoding="utf-8"))["ü"]["namespace"] == namespace

@@ -144,3 +144,18 @@ def test_list_schedules_filters_and_pages(sdk):
     sdk.schedule("f-0").delete()
     assert len(list(sdk.list_schedules())) == 6
     assert len(list(sdk.list_schedules(include_deleted=True))) == 7
+
+
+def test_the_async_client_has_raw_lists_and_close_as_documented(live, namespace, sdk):
+    for index in range(3):
+        sdk.save_schedule(schedule_body(f"raw-{index}"))
+
+    async def scenario() -> list[dict]:
+        client = AsyncClient(live.url, live.token, namespace)
+        items = [item async for item in client.list_schedules(limit=2).raw()]
+        await client.close()
+        return items
+
+    items = asyncio.run(scenario())
+    assert sorted(item["schedule_id"] for item in items) == ["raw-0", "raw-1", "raw-2"]
+    assert all(isinstance(item, dict) and "revision" in item for item in items)

@@ -1,0 +1,141 @@
+"""Bad input files, options, URLs, tokens and answers end in a clean error, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from almanac import AlmanacError, AsyncClient, Client, ConnectionFailed
+from almanac.cli import cli
+from tests.client.conftest import schedule_body
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """Answers every request with `Recorder.answer` (status 200) and records its path."""
+
+    answer: Any = {}
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        self.reply()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.reply()
+
+    def reply(self) -> None:
+        Recorder.seen.append(self.path)
+        data = json.dumps(Recorder.answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[str]:
+    Recorder.answer, Recorder.seen = {}, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def run(url: str, tmp_path: Path, *args: str, input: str | bytes | None = None) -> Result:
+    env = {
+        "ALMANAC_URL": url,
+        "ALMANAC_TOKEN": "t",
+        "ALMANAC_NAMESPACE": None,
+        "ALMANAC_PROFILE": None,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    return CliRunner().invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
+
+
+def test_files_that_are_not_utf8_are_usage_errors_naming_the_file(recorder, tmp_path):
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(json.dumps(schedule_body("café"), ensure_ascii=False).encode("latin-1"))
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "latin.json").write_bytes(latin.read_bytes())
+    for args in (
+        ("schedules", "apply", str(latin)),
+        ("schedules", "apply", str(folder)),
+        ("schedules", "save", "--request", str(latin)),
+        ("workflows", "deploy", str(latin)),
+    ):
+        result = run(recorder, tmp_path, *args)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert "latin.json is not UTF-8 text" in result.stderr
+    piped = run(recorder, tmp_path, "schedules", "save", "--request", "-", input=b'{"x": "\xe9"}')
+    assert piped.exit_code == 2 and "stdin is not UTF-8 text" in piped.stderr
+    assert Recorder.seen == []
+
+
+def test_nan_and_infinity_are_refused_before_anything_is_sent(recorder, tmp_path):
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"schedule_id": "x", "cron": "0 * * * *", "jitter_seconds": NaN}')
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"name": "w", "steps": [], "x": 1e999}')
+    yaml_inf = tmp_path / "inf.yaml"
+    yaml_inf.write_text("schedule_id: x\ncron: 0 * * * *\njitter_seconds: .inf\n")
+    for args, name in (
+        (("schedules", "save", "--request", str(nan)), "nan.json"),
+        (("schedules", "apply", str(nan)), "nan.json"),
+        (("schedules", "apply", str(yaml_inf)), "inf.yaml"),
+        (("workflows", "deploy", str(huge)), "huge.json"),
+        (("runs", "start", "w", "--input", '{"x": NaN}'), "--input"),
+        (("runs", "signal", "r", "go", "--payload", "[Infinity]"), "--payload"),
+    ):
+        result = run(recorder, tmp_path, *args)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert name in result.stderr and "NaN and Infinity are not allowed" in result.stderr
+    assert Recorder.seen == []
+
+
+def test_a_url_that_cannot_be_parsed_is_a_connection_error(tmp_path):
+    result = run("http://[::1", tmp_path, "schedules", "list")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error CONNECTION: cannot reach http://[::1: not a valid URL")
+    with pytest.raises(ConnectionFailed):
+        Client("http://[::1", "t")
+    with pytest.raises(ConnectionFailed):
+        AsyncClient("http://[::1", "t")
+
+
+def test_a_token_that_is_not_ascii_is_refused_clearly(recorder, tmp_path):
+    result = run(recorder, tmp_path, "schedules", "list", "--token", "été")
+    assert result.exit_code == 2
+    assert "the token must be printable ASCII text" in result.stderr
+    with pytest.raises(ValueError, match="printable ASCII"):
+        Client(recorder, "été")
+    with pytest.raises(ValueError, match="printable ASCII"):
+        AsyncClient(recorder, "tok\nen")
+    assert Recorder.seen == []
+
+
+@pytest.mark.parametrize("answer", [[1, 2], "text", {"items": 5}, {"items": [1]}])
+def test_an_answer_of_the_wrong_shape_is_a_bad_response_error(recorder, tmp_path, answer):
+    Recorder.answer = answer
+    commands = [("schedules", "list"), ("runs", "list", "--all"), ("runs", "list", "-o", "json")]
+    if not isinstance(answer, dict):
+        commands += [("schedules", "read", "x"), ("runs", "show", "r")]
+    for args in commands:
+        result = run(recorder, tmp_path, *args)
+        assert result.exit_code == 1, (args, result.stderr)
+        assert result.stderr.startswith("error BAD_RESPONSE: the answer to GET "), result.stderr
+    with Client(recorder, "t") as client, pytest.raises(AlmanacError) as caught:
+        list(client.list_schedules())
+    assert caught.value.code == "BAD_RESPONSE"
