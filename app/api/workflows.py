@@ -119,7 +119,7 @@ def get_workflow(namespace: Namespace, name: str) -> Any:
     flow = workflows.get_workflow(session, namespace, name)
     raw = request.args.get("version")
     number = inputs.ascii_int(raw) if raw else None
-    if raw and (number is None or number > MAX_VERSION):
+    if raw and (number is None or not 1 <= number <= MAX_VERSION):
         raise ValidationFailed([{"loc": ["query", "version"], "msg": "must be a version number"}])
     version = workflows.get_version(session, flow, number)
     versions = [

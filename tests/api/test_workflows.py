@@ -53,6 +53,10 @@ def test_deploy_creates_immutable_versions(admin_api):
     old = admin_api.get("/workflows/invoice-sync?version=1").get_json()
     assert old["definition"] == DEFINITION
     assert admin_api.get("/workflows/invoice-sync?version=9").status_code == 404
+    # Version numbers start at 1: 0 is a bad query value, not a missing version.
+    zero = admin_api.get("/workflows/invoice-sync?version=0")
+    assert zero.status_code == 422
+    assert zero.get_json()["error"]["details"]["errors"][0]["loc"] == ["query", "version"]
     assert admin_api.get("/workflows/nope").status_code == 404
 
 
