@@ -156,10 +156,18 @@ def history(ns: str, run_id: str) -> Response:
 
 
 def back_to(args: dict[str, Any]) -> str:
-    """Where a refused action returns: the run's page, or the inbox for a task."""
+    """Where a refused action returns: the page that sent it (`back`), else the run's page, or
+    the inbox for a task."""
     if "run_id" in args:
-        return _detail(args["ns"], args["run_id"])
-    return url_for("console_runs.inbox", ns=args["ns"])
+        return _sent_back(_detail(args["ns"], args["run_id"]))
+    return _sent_back(url_for("console_runs.inbox", ns=args["ns"]))
+
+
+def _sent_back(default: str) -> str:
+    """The form's `back` (the incidents page sends it, so the operator stays on the list), only
+    ever a local path; `default` when the form has none."""
+    back = request.form.get("back")
+    return local_target(back) if back else default
 
 
 errors.register(bp, back_to=back_to)
@@ -232,9 +240,7 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
         f"continuations released, {report.get('elapsed_waits', 0)} elapsed waits, "
         f"{report.get('timeouts', 0)} timeouts."
     )
-    # The incidents page sends `back` so the operator stays on the list.
-    back = request.form.get("back")
-    return reply(done, True, local_target(back) if back else _detail(ns, run_id))
+    return reply(done, True, _sent_back(_detail(ns, run_id)))
 
 
 @bp.get("/ns/<ns>/tasks")
