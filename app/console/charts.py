@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from itertools import chain
 
 WIDTH = 960
 HEIGHT = 160
 PAD = 28
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,12 @@ def _hour_ticks(start: datetime, span: timedelta, every_hours: int) -> list[Tick
     return ticks
 
 
+def slot_start(at: datetime, size: timedelta) -> datetime:
+    """The start of `at`'s slot on the UTC clock (14:27 is in 14:25 for 5 minutes), so a slot's
+    count does not change as the minutes pass, only as starts enter and leave the window."""
+    return at - (at - EPOCH) % size
+
+
 def load_chart(
     starts: Iterable[datetime],
     now: datetime,
@@ -62,20 +70,16 @@ def load_chart(
     bucket_minutes: int = 5,
     weighted: Iterable[tuple[datetime, int]] = (),
 ) -> LoadChart:
-    """Bucket `starts` (and `weighted` (start, how many) pairs) into `bucket_minutes` slots
-    over the next `hours` after `now`."""
-    span = timedelta(hours=hours)
+    """Count `starts` (and `weighted` (start, how many) pairs) in the next `hours` after `now`
+    per `bucket_minutes` slot of the clock; the window cuts the first and the last slot."""
     size = timedelta(minutes=bucket_minutes)
-    slots = int(span / size)
+    end = now + timedelta(hours=hours)
+    origin = slot_start(now, size)
+    slots = (end - origin) // size + 1
     counts = [0] * slots
-    for at in starts:
-        index = int((at - now) / size)
-        if 0 <= index < slots:
-            counts[index] += 1
-    for at, many in weighted:
-        index = int((at - now) / size)
-        if 0 <= index < slots:
-            counts[index] += many
+    for at, many in chain(((at, 1) for at in starts), weighted):
+        if now <= at <= end:
+            counts[(at - origin) // size] += many
     peak = max(counts, default=0)
     # The top 5% of non-empty slots (at least the single busiest) are highlighted.
     nonzero = sorted((c for c in counts if c), reverse=True)
@@ -88,15 +92,14 @@ def load_chart(
             HEIGHT - PAD - (plot * c / peak if peak else 0),
             max(slot_width - 0.5, 0.5),
             plot * c / peak if peak else 0,
-            now + i * size,
+            origin + i * size,
             c,
             c >= threshold and c > 0,
         )
         for i, c in enumerate(counts)
     ]
-    return LoadChart(
-        bars, _hour_ticks(now, span, 3), peak, sum(counts), bucket_minutes=bucket_minutes
-    )
+    ticks = _hour_ticks(origin, slots * size, 3)
+    return LoadChart(bars, ticks, peak, sum(counts), bucket_minutes=bucket_minutes)
 
 
 @dataclass(frozen=True)
