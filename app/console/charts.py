@@ -11,6 +11,10 @@ WIDTH = 960
 HEIGHT = 160
 PAD = 28
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The upcoming-fires strip sits in a card about 360 px wide: its units are close to pixels, so
+# its labels read at their own size (a 960-unit strip there drew them 4 px tall).
+TIMELINE_WIDTH = 400
+TIMELINE_TICKS = 7
 
 
 @dataclass(frozen=True)
@@ -43,16 +47,18 @@ class LoadChart:
     bucket_minutes: int = 5
 
 
-def _x(at: datetime, start: datetime, span: timedelta) -> float:
-    return PAD + (WIDTH - 2 * PAD) * ((at - start) / span)
+def _x(at: datetime, start: datetime, span: timedelta, width: int = WIDTH) -> float:
+    return PAD + (width - 2 * PAD) * ((at - start) / span)
 
 
-def _hour_ticks(start: datetime, span: timedelta, every_hours: int) -> list[Tick]:
+def _hour_ticks(
+    start: datetime, span: timedelta, every_hours: int, width: int = WIDTH, label: str = "%H:%M"
+) -> list[Tick]:
     first = start.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     ticks, at = [], first
     while at < start + span:
         if at.hour % every_hours == 0:
-            ticks.append(Tick(_x(at, start, span), at.strftime("%H:%M")))
+            ticks.append(Tick(_x(at, start, span, width), at.strftime(label)))
         at += timedelta(hours=1)
     return ticks
 
@@ -115,15 +121,25 @@ class Timeline:
     ticks: list[Tick]
     start: datetime
     end: datetime
-    width: int = WIDTH
+    width: int = TIMELINE_WIDTH
     height: int = 70
 
 
 def timeline(dues: Iterable[tuple[datetime, str | None]], now: datetime, end: datetime) -> Timeline:
     """Place each upcoming due time (with its DST note) on a line from `now` to `end`."""
     span = max(end - now, timedelta(minutes=1))
-    marks = [Mark(_x(at, now, span), at, note) for at, note in dues if now <= at <= end]
+    marks = [
+        Mark(_x(at, now, span, TIMELINE_WIDTH), at, note) for at, note in dues if now <= at <= end
+    ]
+    return Timeline(marks, _timeline_ticks(now, span), now, end)
+
+
+def _timeline_ticks(now: datetime, span: timedelta) -> list[Tick]:
+    """At most `TIMELINE_TICKS` hour labels (dates once they are a day apart), so they stay
+    apart on the narrow strip."""
     hours = span / timedelta(hours=1)
-    every = 1 if hours <= 12 else 3 if hours <= 48 else 24
-    ticks = _hour_ticks(now, span, every) if hours <= 24 * 14 else []
-    return Timeline(marks, ticks, now, end)
+    for every in (1, 2, 3, 6, 12, 24):
+        if hours / every <= TIMELINE_TICKS:
+            label = "%m-%d" if every == 24 else "%H:%M"
+            return _hour_ticks(now, span, every, TIMELINE_WIDTH, label)
+    return []

@@ -173,3 +173,22 @@ def test_load_chart_axis_is_readable_on_a_phone(live_server, flows, page, artifa
     box = label.bounding_box()
     assert box is not None and box["height"] >= 9, box
     _shots(page, artifacts, "load-chart")
+
+
+def test_upcoming_fires_labels_are_readable_at_desktop_and_phone_widths(
+    live_server, live_api, flows, page, artifacts
+):
+    live_api.post("/schedules", {"schedule_id": "fh-strip", "cron": "0 * * * *", "workflow": flows})
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/fh-strip")
+    card = page.locator("section.card", has=page.get_by_role("heading", name="Upcoming fires"))
+    strip = card.locator("figure.chart")
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+        labels = strip.locator("text.tick")
+        assert labels.count() >= 3
+        boxes = [labels.nth(i).bounding_box() for i in range(labels.count())]
+        assert all(box and 9 <= box["height"] <= 24 for box in boxes), (width, boxes)
+        # Side by side without overlapping.
+        assert all(a["x"] + a["width"] <= b["x"] for a, b in zip(boxes, boxes[1:])), boxes
+        strip.screenshot(path=str(artifacts / f"first-hour-upcoming-strip-{width}.png"))
