@@ -64,6 +64,22 @@ def test_parallel_branches_become_lanes_under_their_parallel_step():
     assert steps.start == T0 and steps.end == T0 + timedelta(seconds=20)
 
 
+def test_lanes_follow_the_order_their_branches_started():
+    events = history(
+        (0, "step_started", "fan-out", None, {"type": "parallel", "branches": ["b1", "b2"]}),
+        (0, "branch_started", "fan-out", ["fan-out/b1"], {"branch": "b1", "position": 0}),
+        (0, "branch_started", "fan-out", ["fan-out/b2"], {"branch": "b2", "position": 1}),
+        (1, "step_started", "b2-load", ["fan-out/b2"], {"type": "action", "attempt": 1}),
+        (2, "step_started", "b1-load", ["fan-out/b1"], {"type": "action", "attempt": 1}),
+    )
+    steps = derive_steps(events, T0 + timedelta(seconds=5))
+    assert [row.node_id for row in steps.rows] == ["fan-out", "b1-load", "b2-load"]
+    assert [bar.row.node_id for bar in gantt(steps, T0 + timedelta(seconds=5)).bars][1:] == [
+        "b1-load",
+        "b2-load",
+    ]
+
+
 def test_an_incident_then_a_cancel_ends_the_open_steps_with_the_run():
     events = history(
         (0, "step_started", "charge", None, {"type": "action", "attempt": 1}),
