@@ -16,7 +16,7 @@ from werkzeug.wrappers import Response
 from app import context, inputs
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
-from app.console.common import actor, next_cursor, page_key
+from app.console.common import actor, chosen, next_cursor, page_key
 from app.console.gantt import gantt
 from app.console.htmx import render, reply
 from app.console.redirects import local_target
@@ -57,22 +57,22 @@ RUN_STATUSES = (
 def index(ns: str) -> Response:
     """List runs, newest first, filtered by status."""
     view = namespace_view(ns, RUN_READ)
-    chosen = [s for s in request.args.getlist("status") if s in RUN_STATUSES]
+    statuses = chosen("status", RUN_STATUSES)
     rows, key = runs_service.list_runs(
         context.session(),
         view.current,
         50,
         page_key(ns, "runs"),
-        runs_service.RunFilter(status=chosen),
+        runs_service.RunFilter(status=statuses),
     )
     cursor = next_cursor(ns, "runs", key)
-    next_url = url_for(".index", ns=ns, status=chosen, cursor=cursor) if cursor else None
+    next_url = url_for(".index", ns=ns, status=statuses, cursor=cursor) if cursor else None
     return render(
         "runs/index.html",
         "runs/_rows.html",
         ns=view,
         runs=rows,
-        chosen=chosen,
+        chosen=statuses,
         statuses=RUN_STATUSES,
         next_url=next_url,
         now=context.now(),
@@ -248,7 +248,7 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
 def inbox(ns: str) -> Response:
     """Open human tasks (or another status) with a completion form each."""
     view = namespace_view(ns, RUN_READ)
-    return _inbox(view, request.args.get("status", "open"))
+    return _inbox(view, chosen("status", tasks.TASK_STATUSES, "open")[0])
 
 
 def _inbox(

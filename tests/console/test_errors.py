@@ -103,3 +103,29 @@ def test_unexpected_errors_are_an_html_page_in_the_console_and_json_in_the_api(
     lost = api.get("/no-such-thing")
     assert lost.status_code == 404 and lost.get_json()["error"]["code"] == "NOT_FOUND"
     assert client.get("/no-such-page").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ns/default/runs?status=bogus",
+        "/ns/default/runs?status=failed&status=bogus",
+        "/ns/default/incidents?status=bogus",
+        "/ns/default/tasks?status=bogus",
+    ],
+)
+def test_a_bad_status_filter_is_named_not_ignored(client, operator, path):
+    page = client.get(path)
+    html = page.get_data(as_text=True)
+    assert page.status_code == 422
+    assert "Error 422" in html and "query.status: must be one of" in html
+
+
+def test_good_status_filters_still_list(client, operator):
+    for path in (
+        "/ns/default/runs?status=failed&status=completed",
+        "/ns/default/incidents?status=resolved",
+        "/ns/default/tasks?status=completed",
+        "/ns/default/tasks",
+    ):
+        assert client.get(path).status_code == 200, path
