@@ -129,3 +129,28 @@ def test_good_status_filters_still_list(client, operator):
         "/ns/default/tasks",
     ):
         assert client.get(path).status_code == 200, path
+
+
+def test_unknown_paths_and_csrf_failures_get_the_console_error_page(client, accounts):
+    account = accounts.create("olga", role="operator")
+    for path in ("/no/such/page", "/ns/default/no-such-page"):
+        missing = client.get(path)
+        assert missing.status_code == 404
+        assert "Error 404" in missing.get_data(as_text=True), path
+        assert "Back to the console" in missing.get_data(as_text=True)
+    no_token = client.post("/login", data={"username": "olga", "password": account.password})
+    assert no_token.status_code == 400
+    html = no_token.get_data(as_text=True)
+    assert "Error 400" in html and "The CSRF token is missing." in html
+    sign_in(client, "olga", account.password)
+    refused = client.post("/ns/default/schedules/new", data={"schedule_id": "x"})
+    assert refused.status_code == 400 and "Error 400" in refused.get_data(as_text=True)
+    assert "Error 404" in client.get("/ns/default/nowhere").get_data(as_text=True)
+
+
+def test_api_paths_keep_json_errors(client):
+    for path in ("/api/v1/no-such-thing", "/api/nothing"):
+        missing = client.get(path)
+        assert missing.status_code == 404 and missing.is_json, path
+    wrong_method = client.delete("/api/v1/health")
+    assert wrong_method.is_json
