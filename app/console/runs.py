@@ -18,10 +18,10 @@ from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
 from app.console.common import actor, chosen, next_cursor, page_key
 from app.console.gantt import gantt
-from app.console.htmx import render, reply
+from app.console.htmx import is_partial, render, reply
 from app.console.redirects import local_target
 from app.console.session import NamespaceView, namespace_view
-from app.db import Deadline, RunHistoryEvent, Workflow, WorkflowVersion
+from app.db import Deadline, Run, RunHistoryEvent, Task, Workflow, WorkflowVersion
 from app.errors import AlmanacError, ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
@@ -300,4 +300,30 @@ def complete_task(ns: str, task_id: str) -> Response:
 
 def _refused_output(view: NamespaceView, task_id: str, raw: str, why: str) -> Response:
     context.session().rollback()
+    if is_partial():
+        return _task_card(view, task_id, (task_id, raw, why))
     return _inbox(view, "open", (task_id, raw, why), 422)
+
+
+def _task_card(view: NamespaceView, task_id: str, task_error: tuple[str, str, str]) -> Response:
+    """The refused task's card alone, swapped in place of it: re-rendering the whole inbox would
+    reset what the operator typed into the other tasks."""
+    task, run_id = (
+        context.session()
+        .execute(
+            select(Task, Run.run_id)
+            .join(Run, Run.id == Task.run_pk)
+            .where(Task.namespace_id == view.current.id, Task.id == task_id)
+        )
+        .one()
+    )
+    return render(
+        "runs/_task.html",
+        "runs/_task.html",
+        422,
+        ns=view,
+        task=task,
+        run_id=run_id,
+        task_error=task_error,
+        now=context.now(),
+    )

@@ -182,6 +182,22 @@ def test_landing_without_default_is_the_first_namespace(client, app, accounts):
     assert client.get("/").headers["Location"].endswith("/ns/alpha/")
 
 
+def test_a_refused_output_over_htmx_is_that_task_card_alone(client, olga, api_for, app):
+    first, second = _open_tasks(app, api_for("apiuser"))
+    token = csrf_from(client.get("/ns/default/tasks"))
+    response = client.post(
+        f"/ns/default/tasks/{first}/complete",
+        data={"csrf_token": token, "output": "{nope"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    assert html.count("<article") == 1 and f'id="task-{first}"' in html
+    assert f'id="task-{second}"' not in html and "<html" not in html
+    assert "{nope</textarea>" in html and "not valid JSON" in html
+    assert all(t["status"] == "open" for t in api_for("reader").get("/tasks").get_json()["items"])
+
+
 def _member(app, username, namespace):
     with database(app).session() as session:
         ns = session.scalar(select(Namespace).where(Namespace.name == namespace))

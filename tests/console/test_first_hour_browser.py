@@ -154,6 +154,7 @@ def test_task_inbox_keeps_what_was_typed(live_server, live_api, flows, page, art
     page.goto(live_server.url + "/ns/default/tasks")
     cards = page.locator("article.task", has_text="Approve the totals")
     first, second = cards.nth(0), cards.nth(1)
+    second.locator("textarea").fill('{"note": "half typed"}')
     first.locator("textarea").fill('{"approved": tru')
     first.get_by_role("button", name="Complete task").click()
     page.locator(".field-error").wait_for()
@@ -161,7 +162,9 @@ def test_task_inbox_keeps_what_was_typed(live_server, live_api, flows, page, art
     assert first.locator("textarea").input_value() == '{"approved": tru'
     assert "not valid JSON" in first.locator(".field-error").inner_text()
     assert page.locator(".flash-error").count() == 0
-    assert second.locator("textarea").input_value() == "{}"
+    # Refused in place: what was typed into the other task is still there.
+    assert second.locator("textarea").input_value() == '{"note": "half typed"}'
+    assert page.evaluate("document.activeElement.tagName") == "TEXTAREA"
     _shots(page, artifacts, "task-inbox")
 
 
