@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from app.console.gantt import ROW, TOP, gantt, short_duration
+from app.console.gantt import ROW, TOP, gantt, short_duration, tick_label
 from app.runs.steps_view import derive_steps
 
 T0 = datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
@@ -134,3 +134,14 @@ def test_short_durations():
     cases |= {90000: "1 d 1 h", 172800: "2 d"}
     for seconds, text in cases.items():
         assert short_duration(timedelta(seconds=seconds)) == text
+
+
+def test_tick_labels_name_the_place_they_are_drawn_at():
+    assert [tick_label(15 * i / 4, 15) for i in range(5)] == [
+        "+0 s",
+        "+4 s",
+        "+8 s",
+        "+11 s",
+        "+15 s",
+    ]
+    assert tick_label(3.75, 7.5) == "+3.8 s"
