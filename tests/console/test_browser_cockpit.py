@@ -305,9 +305,7 @@ def test_the_simulation_panel_follows_its_inputs(live_server, live_api, cockpit,
     assert page.evaluate("window.__csp") == [] and watched["errors"] == []
 
 
-def test_a_bad_run_length_replaces_the_results_with_its_reason(
-    live_server, cockpit, page, watched
-):
+def test_a_bad_run_length_replaces_the_results_with_its_reason(live_server, cockpit, page, watched):
     sign_in(page, live_server)
     page.goto(f"{live_server.url}/ns/default/schedules/{cockpit['schedule']}")
     started = page.locator("#simulation [data-sim='started']")

@@ -154,6 +154,8 @@ def test_task_inbox_keeps_what_was_typed(live_server, live_api, flows, page, art
     page.goto(live_server.url + "/ns/default/tasks")
     cards = page.locator("article.task", has_text="Approve the totals")
     first, second = cards.nth(0), cards.nth(1)
+    top, below = first.bounding_box(), second.bounding_box()
+    assert below["y"] - (top["y"] + top["height"]) >= 8, (top, below)  # the cards do not touch
     second.locator("textarea").fill('{"note": "half typed"}')
     first.locator("textarea").fill('{"approved": tru')
     first.get_by_role("button", name="Complete task").click()
@@ -195,3 +197,23 @@ def test_upcoming_fires_labels_are_readable_at_desktop_and_phone_widths(
         # Side by side without overlapping.
         assert all(a["x"] + a["width"] <= b["x"] for a, b in zip(boxes, boxes[1:])), boxes
         strip.screenshot(path=str(artifacts / f"first-hour-upcoming-strip-{width}.png"))
+
+
+CUT_OFF_OPTIONS = """(id) => {
+  const select = document.getElementById(id);
+  const style = getComputedStyle(select);
+  const pen = document.createElement("canvas").getContext("2d");
+  pen.font = style.font;
+  const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20;
+  return Array.from(select.options).map((o) => o.text).filter((t) => pen.measureText(t).width > room);
+}"""
+
+
+def test_policy_choices_fit_their_selects(live_server, flows, page):
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/new")
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+        for select in ("overlap_policy", "missed_policy"):
+            assert page.evaluate(CUT_OFF_OPTIONS, select) == [], (width, select)
+    assert "older occurrences become one skipped range" in page.locator("#missed-help").inner_text()
