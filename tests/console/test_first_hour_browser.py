@@ -4,6 +4,8 @@ load chart, each photographed at 1280 and 390 px under tests/artifacts/."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from tests.console.conftest import sign_in
@@ -195,7 +197,7 @@ def test_upcoming_fires_labels_are_readable_at_desktop_and_phone_widths(
         boxes = [labels.nth(i).bounding_box() for i in range(labels.count())]
         assert all(box and 9 <= box["height"] <= 24 for box in boxes), (width, boxes)
         # Side by side without overlapping.
-        assert all(a["x"] + a["width"] <= b["x"] for a, b in zip(boxes, boxes[1:])), boxes
+        assert all(a["x"] + a["width"] <= b["x"] for a, b in itertools.pairwise(boxes)), boxes
         strip.screenshot(path=str(artifacts / f"first-hour-upcoming-strip-{width}.png"))
 
 
@@ -204,8 +206,10 @@ CUT_OFF_OPTIONS = """(id) => {
   const style = getComputedStyle(select);
   const pen = document.createElement("canvas").getContext("2d");
   pen.font = style.font;
-  const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20;
-  return Array.from(select.options).map((o) => o.text).filter((t) => pen.measureText(t).width > room);
+  const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+  const room = select.clientWidth - padding - 20;  // the arrow
+  const texts = Array.from(select.options).map((o) => o.text);
+  return texts.filter((text) => pen.measureText(text).width > room);
 }"""
 
 
