@@ -19,6 +19,28 @@
     }
   });
 
+  // A region marked [data-swap-refusals] shows the server's 422 answer (a named bad input) in
+  // place; htmx would otherwise keep the old content, which then reads as the answer. Other
+  // failures replace it with a short notice rather than leave stale results.
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const target = event.detail.target;
+    if (target instanceof Element && target.hasAttribute("data-swap-refusals") &&
+        event.detail.xhr.status === 422) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
+  for (const name of ["htmx:responseError", "htmx:sendError", "htmx:timeout"]) {
+    document.addEventListener(name, (event) => {
+      const target = event.detail.target;
+      if (target instanceof Element && target.hasAttribute("data-swap-refusals")) {
+        target.innerHTML = '<p class="field-error" role="alert">Could not load this; ' +
+          "change an input to try again.</p>";
+      }
+    });
+  }
+
   // Plain (non-htmx) forms that need a confirmation.
   document.addEventListener("submit", (event) => {
     const form = event.target;

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from flask import Blueprint, Flask, Response, jsonify, request
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
@@ -76,11 +76,15 @@ def register(bp: Blueprint) -> None:
 
 
 def init_app(app: Flask) -> None:
-    """JSON for `/api` paths no blueprint matched (404, 405); other paths keep Flask's pages."""
+    """JSON for `/api` paths no blueprint matched (404, 405); other paths get the page the
+    console registered as `almanac.error_page` (its error layout), else Flask's own."""
 
     @app.errorhandler(HTTPException)
     def _routing(exc: HTTPException) -> Response | HTTPException:
-        return _from_http(exc) if request.path.startswith("/api/") else exc
+        if request.path.startswith("/api/"):
+            return _from_http(exc)
+        error_page = current_app.extensions.get("almanac.error_page")
+        return error_page(exc) if error_page else exc  # type: ignore[no-any-return]
 
 
 @contextmanager

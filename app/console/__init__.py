@@ -10,6 +10,7 @@ from werkzeug.wrappers import Response
 from app import context
 from app.console import (
     auth,
+    errors,
     filters,
     incidents,
     load,
@@ -44,6 +45,7 @@ def init_app(app: Flask) -> None:
     """Register console blueprints, sessions and CSRF protection."""
     filters.register(app)
     steps_html.register(app)
+    errors.init_app(app)
     login_manager.init_app(app)
     csrf.init_app(app)
     for module in (

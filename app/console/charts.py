@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from itertools import chain
 
 WIDTH = 960
 HEIGHT = 160
 PAD = 28
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The upcoming-fires strip sits in a card about 360 px wide: its units are close to pixels, so
+# its labels read at their own size (a 960-unit strip there drew them 4 px tall).
+TIMELINE_WIDTH = 400
+TIMELINE_TICKS = 7
 
 
 @dataclass(frozen=True)
@@ -41,18 +47,26 @@ class LoadChart:
     bucket_minutes: int = 5
 
 
-def _x(at: datetime, start: datetime, span: timedelta) -> float:
-    return PAD + (WIDTH - 2 * PAD) * ((at - start) / span)
+def _x(at: datetime, start: datetime, span: timedelta, width: int = WIDTH) -> float:
+    return PAD + (width - 2 * PAD) * ((at - start) / span)
 
 
-def _hour_ticks(start: datetime, span: timedelta, every_hours: int) -> list[Tick]:
+def _hour_ticks(
+    start: datetime, span: timedelta, every_hours: int, width: int = WIDTH, label: str = "%H:%M"
+) -> list[Tick]:
     first = start.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     ticks, at = [], first
     while at < start + span:
         if at.hour % every_hours == 0:
-            ticks.append(Tick(_x(at, start, span), at.strftime("%H:%M")))
+            ticks.append(Tick(_x(at, start, span, width), at.strftime(label)))
         at += timedelta(hours=1)
     return ticks
+
+
+def slot_start(at: datetime, size: timedelta) -> datetime:
+    """The start of `at`'s slot on the UTC clock (14:27 is in 14:25 for 5 minutes), so a slot's
+    count does not change as the minutes pass, only as starts enter and leave the window."""
+    return at - (at - EPOCH) % size
 
 
 def load_chart(
@@ -62,20 +76,16 @@ def load_chart(
     bucket_minutes: int = 5,
     weighted: Iterable[tuple[datetime, int]] = (),
 ) -> LoadChart:
-    """Bucket `starts` (and `weighted` (start, how many) pairs) into `bucket_minutes` slots
-    over the next `hours` after `now`."""
-    span = timedelta(hours=hours)
+    """Count `starts` (and `weighted` (start, how many) pairs) in the next `hours` after `now`
+    per `bucket_minutes` slot of the clock; the window cuts the first and the last slot."""
     size = timedelta(minutes=bucket_minutes)
-    slots = int(span / size)
+    end = now + timedelta(hours=hours)
+    origin = slot_start(now, size)
+    slots = (end - origin) // size + 1
     counts = [0] * slots
-    for at in starts:
-        index = int((at - now) / size)
-        if 0 <= index < slots:
-            counts[index] += 1
-    for at, many in weighted:
-        index = int((at - now) / size)
-        if 0 <= index < slots:
-            counts[index] += many
+    for at, many in chain(((at, 1) for at in starts), weighted):
+        if now <= at <= end:
+            counts[(at - origin) // size] += many
     peak = max(counts, default=0)
     # The top 5% of non-empty slots (at least the single busiest) are highlighted.
     nonzero = sorted((c for c in counts if c), reverse=True)
@@ -88,15 +98,14 @@ def load_chart(
             HEIGHT - PAD - (plot * c / peak if peak else 0),
             max(slot_width - 0.5, 0.5),
             plot * c / peak if peak else 0,
-            now + i * size,
+            origin + i * size,
             c,
             c >= threshold and c > 0,
         )
         for i, c in enumerate(counts)
     ]
-    return LoadChart(
-        bars, _hour_ticks(now, span, 3), peak, sum(counts), bucket_minutes=bucket_minutes
-    )
+    ticks = _hour_ticks(origin, slots * size, 3)
+    return LoadChart(bars, ticks, peak, sum(counts), bucket_minutes=bucket_minutes)
 
 
 @dataclass(frozen=True)
@@ -112,15 +121,25 @@ class Timeline:
     ticks: list[Tick]
     start: datetime
     end: datetime
-    width: int = WIDTH
+    width: int = TIMELINE_WIDTH
     height: int = 70
 
 
 def timeline(dues: Iterable[tuple[datetime, str | None]], now: datetime, end: datetime) -> Timeline:
     """Place each upcoming due time (with its DST note) on a line from `now` to `end`."""
     span = max(end - now, timedelta(minutes=1))
-    marks = [Mark(_x(at, now, span), at, note) for at, note in dues if now <= at <= end]
+    marks = [
+        Mark(_x(at, now, span, TIMELINE_WIDTH), at, note) for at, note in dues if now <= at <= end
+    ]
+    return Timeline(marks, _timeline_ticks(now, span), now, end)
+
+
+def _timeline_ticks(now: datetime, span: timedelta) -> list[Tick]:
+    """At most `TIMELINE_TICKS` hour labels (dates once they are a day apart), so they stay
+    apart on the narrow strip."""
     hours = span / timedelta(hours=1)
-    every = 1 if hours <= 12 else 3 if hours <= 48 else 24
-    ticks = _hour_ticks(now, span, every) if hours <= 24 * 14 else []
-    return Timeline(marks, ticks, now, end)
+    for every in (1, 2, 3, 6, 12, 24):
+        if hours / every <= TIMELINE_TICKS:
+            label = "%m-%d" if every == 24 else "%H:%M"
+            return _hour_ticks(now, span, every, TIMELINE_WIDTH, label)
+    return []

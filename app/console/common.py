@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from flask import request
 from flask_login import current_user
 
 from app.db import User
+from app.errors import ValidationFailed
 from app.paging import decode_cursor, encode_cursor
 from app.schedules.audit import CommandContext
 
@@ -30,3 +32,18 @@ def page_key(namespace: str, collection: str) -> list[Any] | None:
 
 def next_cursor(namespace: str, collection: str, key: list[Any] | None) -> str | None:
     return encode_cursor(namespace, f"console-{collection}", key) if key else None
+
+
+def chosen(name: str, allowed: Sequence[str], default: str | None = None) -> list[str]:
+    """The values of query argument `name` (`default` when absent), each one of `allowed`.
+
+    A value outside them is refused (422 naming `query.<name>`, as the API answers) rather than
+    dropped: a list quietly showing everything reads as "nothing is filtered out"."""
+    values = [value for value in request.args.getlist(name) if value] or (
+        [default] if default else []
+    )
+    for value in values:
+        if value not in allowed:
+            msg = f"must be one of {', '.join(allowed)}"
+            raise ValidationFailed([{"loc": ["query", name], "msg": msg}])
+    return values

@@ -12,7 +12,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, current_app, g, render_template, request
+from flask import Blueprint, Flask, current_app, g, make_response, render_template, request
+from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
@@ -55,9 +56,26 @@ def _flashed(exc: Refusal) -> str:
     return _text(exc)
 
 
-def _flask_page(exc: HTTPException) -> HTTPException:
-    # Flask's own pages for HTTP errors (404, CSRF 400, ...); without this `Exception` takes them.
-    return exc
+def http_page(exc: HTTPException) -> Response:
+    """Framework refusals (an unknown path, a missing or stale CSRF token, a wrong method) on the
+    console's error page, with their status and headers (`Allow` for a 405)."""
+    status = exc.code or 500
+    response = make_response(page(status, _http_text(exc)))
+    for name, value in exc.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
+
+
+def _http_text(exc: HTTPException) -> str:
+    if isinstance(exc, CSRFError):
+        return (
+            f"The form was not accepted: {exc.description} Reload the page (the form may have "
+            "been open too long, or the session ended) and try again."
+        )
+    if exc.code == 404:
+        return "There is no such page here; check the address, or start again from the console."
+    return str(exc.description or exc.name)
 
 
 def register(bp: Blueprint, back_to: BackTo | None = None) -> None:
@@ -82,6 +100,13 @@ def register(bp: Blueprint, back_to: BackTo | None = None) -> None:
 
     for kind in (AlmanacError, CalendarError, SpecRangeError):
         bp.register_error_handler(kind, refused)
-    bp.register_error_handler(HTTPException, _flask_page)
+    # Registered for `HTTPException` too, else the `Exception` handler below would take them.
+    bp.register_error_handler(HTTPException, http_page)
     bp.register_error_handler(OperationalError, unavailable)
     bp.register_error_handler(Exception, unexpected)
+
+
+def init_app(app: Flask) -> None:
+    """Paths no blueprint matched get the console's error page; `/api` keeps its JSON (the API
+    calls this hook for the other paths)."""
+    app.extensions["almanac.error_page"] = http_page

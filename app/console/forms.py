@@ -12,7 +12,7 @@ from werkzeug.datastructures import MultiDict
 from app import inputs
 from app.calendar import CalendarError, Spec, parse_instant, validate_timezone
 from app.errors import BadRequest, ValidationFailed
-from app.schedules.config import label_pair
+from app.schedules.config import SCHEDULE_ID, SCHEDULE_ID_RULE, label_pair
 
 TEXT_FIELDS = (
     "schedule_id",
@@ -189,6 +189,7 @@ def form_errors(form: MultiDict[str, str]) -> dict[str, str]:
     """Every mistake the form's fields hold, checked field by field in one pass (the save then
     checks what needs the database: the workflow, its input schema)."""
     checks: dict[str, Callable[[], object]] = {
+        "schedule_id": lambda: _schedule_id(form),
         "cron_expressions": lambda: [
             Spec.from_dict({"cron_expressions": [line]})
             for line in _lines(form.get("cron_expressions", ""))
@@ -224,6 +225,12 @@ def _whole_form_errors(form: MultiDict[str, str], found: dict[str, str]) -> dict
     elif len(targets) == 2:
         errors["activation_id"] = "give a workflow or a pinned activation id, not both"
     return errors
+
+
+def _schedule_id(form: MultiDict[str, str]) -> None:
+    raw = form.get("schedule_id", "").strip()
+    if raw and not SCHEDULE_ID.fullmatch(raw):
+        raise _fail("schedule_id", SCHEDULE_ID_RULE)
 
 
 def _instant(form: MultiDict[str, str], field: str) -> None:

@@ -65,10 +65,13 @@ def short_duration(delta: timedelta) -> str:
 
 
 def tick_label(seconds: float, span: float) -> str:
-    """An offset from the run's start; tenths of a second when the whole run took seconds."""
+    """An offset from the run's start; tenths of a second when the whole run took seconds.
+
+    Rounded to the whole second, unlike durations: a label names the place it is drawn at
+    (`+4 s` at 3.75 s), where a truncated one sits visibly off its mark."""
     if span <= 10:
         return f"+{seconds:.1f} s"
-    return "+" + short_duration(timedelta(seconds=seconds))
+    return "+" + short_duration(timedelta(seconds=round(seconds)))
 
 
 def status_class(row: StepRow) -> str:

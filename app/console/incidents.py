@@ -6,14 +6,14 @@ back here when the form says so.
 
 from __future__ import annotations
 
-from flask import Blueprint, request, url_for
+from flask import Blueprint, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
 from app import context
 from app.auth.grants import RUN_READ
 from app.console import errors
-from app.console.common import next_cursor, page_key
+from app.console.common import chosen, next_cursor, page_key
 from app.console.htmx import render
 from app.console.session import namespace_view
 from app.runs import incidents
@@ -27,8 +27,7 @@ PAGE_SIZE = 50
 def index(ns: str) -> Response:
     """Open incidents (or resolved ones), one keyset page; controls for run.manage only."""
     view = namespace_view(ns, RUN_READ)
-    status = request.args.get("status", "open")
-    status = status if status in incidents.STATUSES else "open"
+    status = chosen("status", incidents.STATUSES, "open")[0]
     rows, key = incidents.list_incidents(
         context.session(),
         view.current,

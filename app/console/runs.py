@@ -16,12 +16,12 @@ from werkzeug.wrappers import Response
 from app import context, inputs
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
-from app.console.common import actor, next_cursor, page_key
+from app.console.common import actor, chosen, next_cursor, page_key
 from app.console.gantt import gantt
-from app.console.htmx import render, reply
+from app.console.htmx import is_partial, render, reply
 from app.console.redirects import local_target
 from app.console.session import NamespaceView, namespace_view
-from app.db import Deadline, RunHistoryEvent, Workflow, WorkflowVersion
+from app.db import Deadline, Run, RunHistoryEvent, Task, Workflow, WorkflowVersion
 from app.errors import AlmanacError, ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
@@ -57,22 +57,22 @@ RUN_STATUSES = (
 def index(ns: str) -> Response:
     """List runs, newest first, filtered by status."""
     view = namespace_view(ns, RUN_READ)
-    chosen = [s for s in request.args.getlist("status") if s in RUN_STATUSES]
+    statuses = chosen("status", RUN_STATUSES)
     rows, key = runs_service.list_runs(
         context.session(),
         view.current,
         50,
         page_key(ns, "runs"),
-        runs_service.RunFilter(status=chosen),
+        runs_service.RunFilter(status=statuses),
     )
     cursor = next_cursor(ns, "runs", key)
-    next_url = url_for(".index", ns=ns, status=chosen, cursor=cursor) if cursor else None
+    next_url = url_for(".index", ns=ns, status=statuses, cursor=cursor) if cursor else None
     return render(
         "runs/index.html",
         "runs/_rows.html",
         ns=view,
         runs=rows,
-        chosen=chosen,
+        chosen=statuses,
         statuses=RUN_STATUSES,
         next_url=next_url,
         now=context.now(),
@@ -156,10 +156,18 @@ def history(ns: str, run_id: str) -> Response:
 
 
 def back_to(args: dict[str, Any]) -> str:
-    """Where a refused action returns: the run's page, or the inbox for a task."""
+    """Where a refused action returns: the page that sent it (`back`), else the run's page, or
+    the inbox for a task."""
     if "run_id" in args:
-        return _detail(args["ns"], args["run_id"])
-    return url_for("console_runs.inbox", ns=args["ns"])
+        return _sent_back(_detail(args["ns"], args["run_id"]))
+    return _sent_back(url_for("console_runs.inbox", ns=args["ns"]))
+
+
+def _sent_back(default: str) -> str:
+    """The form's `back` (the incidents page sends it, so the operator stays on the list), only
+    ever a local path; `default` when the form has none."""
+    back = request.form.get("back")
+    return local_target(back) if back else default
 
 
 errors.register(bp, back_to=back_to)
@@ -232,9 +240,7 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
         f"continuations released, {report.get('elapsed_waits', 0)} elapsed waits, "
         f"{report.get('timeouts', 0)} timeouts."
     )
-    # The incidents page sends `back` so the operator stays on the list.
-    back = request.form.get("back")
-    return reply(done, True, local_target(back) if back else _detail(ns, run_id))
+    return reply(done, True, _sent_back(_detail(ns, run_id)))
 
 
 @bp.get("/ns/<ns>/tasks")
@@ -242,7 +248,7 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
 def inbox(ns: str) -> Response:
     """Open human tasks (or another status) with a completion form each."""
     view = namespace_view(ns, RUN_READ)
-    return _inbox(view, request.args.get("status", "open"))
+    return _inbox(view, chosen("status", tasks.TASK_STATUSES, "open")[0])
 
 
 def _inbox(
@@ -294,4 +300,30 @@ def complete_task(ns: str, task_id: str) -> Response:
 
 def _refused_output(view: NamespaceView, task_id: str, raw: str, why: str) -> Response:
     context.session().rollback()
+    if is_partial():
+        return _task_card(view, task_id, (task_id, raw, why))
     return _inbox(view, "open", (task_id, raw, why), 422)
+
+
+def _task_card(view: NamespaceView, task_id: str, task_error: tuple[str, str, str]) -> Response:
+    """The refused task's card alone, swapped in place of it: re-rendering the whole inbox would
+    reset what the operator typed into the other tasks."""
+    task, run_id = (
+        context.session()
+        .execute(
+            select(Task, Run.run_id)
+            .join(Run, Run.id == Task.run_pk)
+            .where(Task.namespace_id == view.current.id, Task.id == task_id)
+        )
+        .one()
+    )
+    return render(
+        "runs/_task.html",
+        "runs/_task.html",
+        422,
+        ns=view,
+        task=task,
+        run_id=run_id,
+        task_error=task_error,
+        now=context.now(),
+    )

@@ -49,8 +49,7 @@ def stored(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session, now = context.session(), context.now()
     schedule = store.get(session, view.current, schedule_id)
-    horizon = request.args.get("horizon", "24h")
-    horizon = horizon if horizon in HORIZONS else "24h"
+    horizon = request.args.get("horizon") or "24h"
     raw = request.args.get("minutes", "0")
     minutes = _minutes(raw)
     ctx: dict[str, Any] = {
@@ -61,10 +60,13 @@ def stored(ns: str, schedule_id: str) -> Response:
         "sim_url": url_for(".stored", ns=ns, schedule_id=schedule_id),
         "now": now,
     }
-    if minutes is None:
-        error = f"Enter a whole number of minutes from 0 to {MAX_MINUTES}."
+    if horizon not in HORIZONS or minutes is None:
         return render(
-            "schedules/simulation.html", "schedules/_simulation.html", 422, error=error, **ctx
+            "schedules/simulation.html",
+            "schedules/_simulation.html",
+            422,
+            error=_refusal(horizon),
+            **ctx,
         )
     begin, end = now, now + HORIZONS[horizon]
     result = _simulate(schedule, begin, end, minutes) if schedule.status != "deleted" else None
@@ -125,6 +127,13 @@ def from_form(ns: str) -> Response:
         end=end,
         **ctx,
     )
+
+
+def _refusal(horizon: str) -> str:
+    """Why the panel cannot simulate its inputs, named in place: the horizon, else the minutes."""
+    if horizon not in HORIZONS:
+        return f"horizon: choose {' or '.join(HORIZONS)}."
+    return f"Enter a whole number of minutes from 0 to {MAX_MINUTES}."
 
 
 def _simulate(schedule: Schedule, begin: datetime, end: datetime, minutes: int) -> Result:

@@ -4,7 +4,7 @@ A pure function of the history events (no database), so the run page, its Gantt 
 tests all see the same derivation. Step ids are unique across a definition, so a step's node id
 names its row; a step inside parallel branches lives in the lane of its `branch_path`. Rows come
 in tree order: a lane's steps as they started, each parallel step followed by its branches' lanes
-in the order they started.
+in the order the branches started.
 """
 
 from __future__ import annotations
@@ -143,6 +143,10 @@ def derive_steps(events: Iterable[Event], now: datetime) -> RunSteps:
         start = start or e.recorded_at
         if e.event_type == "step_started":
             _started(rows, order, e)
+        elif e.event_type == "branch_started":
+            # Lanes follow their branches' starts, not their first steps' (a branch may start
+            # with a step that is only entered later, or a worker may reach a later branch first).
+            order.setdefault(_lane(e), [])
         elif e.event_type in RUN_ENDINGS:
             _end_open(rows.values(), RUN_ENDINGS[e.event_type], e.recorded_at)
             end = e.recorded_at

@@ -27,6 +27,7 @@ OVERLAP_POLICIES = (
 )
 MISSED_POLICIES = ("skip", "fire_once")
 SCHEDULE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+SCHEDULE_ID_RULE = "must be 1-128 characters of letters, digits, '.', '_', ':' or '-'"
 # The names `POST /runs` accepts, so a schedule never starts a run no worker can name.
 QUEUE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,62}")
@@ -222,7 +223,7 @@ def _schedule_id(data: Mapping[str, Any]) -> str | None:
         return None
     key, value = next(iter(ids.items()))
     if not isinstance(value, str) or not SCHEDULE_ID.fullmatch(value):
-        raise invalid([key], "must be 1-128 characters of letters, digits, '.', '_', ':' or '-'")
+        raise invalid([key], SCHEDULE_ID_RULE)
     return value
 
 

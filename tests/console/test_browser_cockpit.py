@@ -305,6 +305,25 @@ def test_the_simulation_panel_follows_its_inputs(live_server, live_api, cockpit,
     assert page.evaluate("window.__csp") == [] and watched["errors"] == []
 
 
+def test_a_bad_run_length_replaces_the_results_with_its_reason(live_server, cockpit, page, watched):
+    sign_in(page, live_server)
+    page.goto(f"{live_server.url}/ns/default/schedules/{cockpit['schedule']}")
+    started = page.locator("#simulation [data-sim='started']")
+    reason = page.locator("#simulation .field-error")
+    started.wait_for()
+    minutes = page.get_by_label("if every run took")
+    # 1e3 reaches the server; the others the number input's own limits used to stop.
+    for bad in ("1e3", "-1", "10081", "1.5"):
+        minutes.fill(bad)
+        expect(reason).to_contain_text("whole number of minutes from 0 to 10080")
+        expect(started).to_have_count(0)
+        minutes.fill("5")
+        started.wait_for()
+        expect(reason).to_have_count(0)
+    assert page.evaluate("window.__csp") == []
+    assert [e for e in watched["errors"] if "422" not in e] == []
+
+
 def test_the_form_simulates_as_it_changes(live_server, cockpit, page, watched):
     sign_in(page, live_server)
     page.goto(f"{live_server.url}/ns/default/schedules/new")

@@ -103,3 +103,54 @@ def test_unexpected_errors_are_an_html_page_in_the_console_and_json_in_the_api(
     lost = api.get("/no-such-thing")
     assert lost.status_code == 404 and lost.get_json()["error"]["code"] == "NOT_FOUND"
     assert client.get("/no-such-page").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ns/default/runs?status=bogus",
+        "/ns/default/runs?status=failed&status=bogus",
+        "/ns/default/incidents?status=bogus",
+        "/ns/default/tasks?status=bogus",
+    ],
+)
+def test_a_bad_status_filter_is_named_not_ignored(client, operator, path):
+    page = client.get(path)
+    html = page.get_data(as_text=True)
+    assert page.status_code == 422
+    assert "Error 422" in html and "query.status: must be one of" in html
+
+
+def test_good_status_filters_still_list(client, operator):
+    for path in (
+        "/ns/default/runs?status=failed&status=completed",
+        "/ns/default/incidents?status=resolved",
+        "/ns/default/tasks?status=completed",
+        "/ns/default/tasks",
+    ):
+        assert client.get(path).status_code == 200, path
+
+
+def test_unknown_paths_and_csrf_failures_get_the_console_error_page(client, accounts):
+    account = accounts.create("olga", role="operator")
+    for path in ("/no/such/page", "/ns/default/no-such-page"):
+        missing = client.get(path)
+        assert missing.status_code == 404
+        assert "Error 404" in missing.get_data(as_text=True), path
+        assert "Back to the console" in missing.get_data(as_text=True)
+    no_token = client.post("/login", data={"username": "olga", "password": account.password})
+    assert no_token.status_code == 400
+    html = no_token.get_data(as_text=True)
+    assert "Error 400" in html and "The CSRF token is missing." in html
+    sign_in(client, "olga", account.password)
+    refused = client.post("/ns/default/schedules/new", data={"schedule_id": "x"})
+    assert refused.status_code == 400 and "Error 400" in refused.get_data(as_text=True)
+    assert "Error 404" in client.get("/ns/default/nowhere").get_data(as_text=True)
+
+
+def test_api_paths_keep_json_errors(client):
+    for path in ("/api/v1/no-such-thing", "/api/nothing"):
+        missing = client.get(path)
+        assert missing.status_code == 404 and missing.is_json, path
+    wrong_method = client.delete("/api/v1/health")
+    assert wrong_method.is_json

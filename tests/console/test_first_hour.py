@@ -7,12 +7,12 @@ import re
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 
 from app.console import session as console_session
 from app.console.filters import relative
 from app.context import database
-from app.db import Membership, Namespace, User
+from app.db import Membership, Namespace, Schedule, User
 from app.ticker.tick import run_tick
 from tests.conftest import FIXED_NOW
 from tests.console.conftest import seed_workflow
@@ -182,6 +182,22 @@ def test_landing_without_default_is_the_first_namespace(client, app, accounts):
     assert client.get("/").headers["Location"].endswith("/ns/alpha/")
 
 
+def test_a_refused_output_over_htmx_is_that_task_card_alone(client, olga, api_for, app):
+    first, second = _open_tasks(app, api_for("apiuser"))
+    token = csrf_from(client.get("/ns/default/tasks"))
+    response = client.post(
+        f"/ns/default/tasks/{first}/complete",
+        data={"csrf_token": token, "output": "{nope"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    assert html.count("<article") == 1 and f'id="task-{first}"' in html
+    assert f'id="task-{second}"' not in html and "<html" not in html
+    assert "{nope</textarea>" in html and "not valid JSON" in html
+    assert all(t["status"] == "open" for t in api_for("reader").get("/tasks").get_json()["items"])
+
+
 def _member(app, username, namespace):
     with database(app).session() as session:
         ns = session.scalar(select(Namespace).where(Namespace.name == namespace))
@@ -251,6 +267,20 @@ def test_the_form_reports_every_mistake_in_one_submit_with_a_linked_summary(clie
     assert 'value="0"' in html  # max_runs as typed
     with database(app).session() as session:
         assert session.scalar(select(User).where(User.username == "olga")) is not None
+
+
+def test_a_bad_schedule_id_is_one_of_the_mistakes_of_the_first_submit(client, olga, app):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    typed = FIVE_MISTAKES | {"schedule_id": "night ly/2"}
+    response = client.post("/ns/default/schedules/new", data={"csrf_token": token} | typed)
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    summary = html[html.index('id="error-summary"') :]
+    assert "6 problems" in summary and '<a href="#schedule_id">' in summary
+    assert re.search(r'id="err-schedule_id"[^>]*>[^<]*1-128 characters', html)
+    assert 'value="night ly/2"' in html
+    with database(app).session() as session:
+        assert session.scalar(select(func.count()).select_from(Schedule)) == 0
 
 
 def test_the_empty_form_shows_a_neutral_preview(client, olga):

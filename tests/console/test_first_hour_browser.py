@@ -4,6 +4,8 @@ load chart, each photographed at 1280 and 390 px under tests/artifacts/."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from tests.console.conftest import sign_in
@@ -154,6 +156,9 @@ def test_task_inbox_keeps_what_was_typed(live_server, live_api, flows, page, art
     page.goto(live_server.url + "/ns/default/tasks")
     cards = page.locator("article.task", has_text="Approve the totals")
     first, second = cards.nth(0), cards.nth(1)
+    top, below = first.bounding_box(), second.bounding_box()
+    assert below["y"] - (top["y"] + top["height"]) >= 8, (top, below)  # the cards do not touch
+    second.locator("textarea").fill('{"note": "half typed"}')
     first.locator("textarea").fill('{"approved": tru')
     first.get_by_role("button", name="Complete task").click()
     page.locator(".field-error").wait_for()
@@ -161,7 +166,9 @@ def test_task_inbox_keeps_what_was_typed(live_server, live_api, flows, page, art
     assert first.locator("textarea").input_value() == '{"approved": tru'
     assert "not valid JSON" in first.locator(".field-error").inner_text()
     assert page.locator(".flash-error").count() == 0
-    assert second.locator("textarea").input_value() == "{}"
+    # Refused in place: what was typed into the other task is still there.
+    assert second.locator("textarea").input_value() == '{"note": "half typed"}'
+    assert page.evaluate("document.activeElement.tagName") == "TEXTAREA"
     _shots(page, artifacts, "task-inbox")
 
 
@@ -173,3 +180,44 @@ def test_load_chart_axis_is_readable_on_a_phone(live_server, flows, page, artifa
     box = label.bounding_box()
     assert box is not None and box["height"] >= 9, box
     _shots(page, artifacts, "load-chart")
+
+
+def test_upcoming_fires_labels_are_readable_at_desktop_and_phone_widths(
+    live_server, live_api, flows, page, artifacts
+):
+    live_api.post("/schedules", {"schedule_id": "fh-strip", "cron": "0 * * * *", "workflow": flows})
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/fh-strip")
+    card = page.locator("section.card", has=page.get_by_role("heading", name="Upcoming fires"))
+    strip = card.locator("figure.chart")
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+        labels = strip.locator("text.tick")
+        assert labels.count() >= 3
+        boxes = [labels.nth(i).bounding_box() for i in range(labels.count())]
+        assert all(box and 9 <= box["height"] <= 24 for box in boxes), (width, boxes)
+        # Side by side without overlapping.
+        assert all(a["x"] + a["width"] <= b["x"] for a, b in itertools.pairwise(boxes)), boxes
+        strip.screenshot(path=str(artifacts / f"first-hour-upcoming-strip-{width}.png"))
+
+
+CUT_OFF_OPTIONS = """(id) => {
+  const select = document.getElementById(id);
+  const style = getComputedStyle(select);
+  const pen = document.createElement("canvas").getContext("2d");
+  pen.font = style.font;
+  const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+  const room = select.clientWidth - padding - 20;  // the arrow
+  const texts = Array.from(select.options).map((o) => o.text);
+  return texts.filter((text) => pen.measureText(text).width > room);
+}"""
+
+
+def test_policy_choices_fit_their_selects(live_server, flows, page):
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/new")
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+        for select in ("overlap_policy", "missed_policy"):
+            assert page.evaluate(CUT_OFF_OPTIONS, select) == [], (width, select)
+    assert "older occurrences become one skipped range" in page.locator("#missed-help").inner_text()

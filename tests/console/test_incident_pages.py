@@ -126,3 +126,32 @@ def test_the_run_page_shows_the_recovery_report_after_resolving(app, client, acc
     html = client.get("/ns/default/runs/stuck-1").get_data(as_text=True)
     assert "Open incidents" not in html and "Resolved incidents" in html
     assert re.search(r'class="recovery-report">0 held continuations released', html)
+
+
+def test_a_refused_resolve_goes_back_to_the_incidents_page(app, client, accounts, api_for):
+    api = suspend(api_for, app, "stuck-1")
+    account = accounts.create("olga", role="operator")
+    sign_in(client, "olga", account.password)
+    page = client.get("/ns/default/incidents")
+    incident = api.get("/runs/stuck-1/incidents").get_json()["items"][0]
+    url = f"/ns/default/runs/stuck-1/incidents/{incident['id']}/resolve"
+    token = csrf_from(page)
+    refused = client.post(
+        url,
+        data={
+            "csrf_token": token,
+            "action": "skip",
+            "output": "{nope",
+            "back": "/ns/default/incidents",
+        },
+    )
+    assert refused.status_code == 302
+    assert refused.headers["Location"] == "/ns/default/incidents"
+    back = client.get("/ns/default/incidents").get_data(as_text=True)
+    assert "not valid JSON" in back and listed_runs(back) == ["stuck-1"]
+    assert api.get("/runs/stuck-1/incidents").get_json()["items"][0]["resolved_at"] is None
+    outside = client.post(
+        url,
+        data={"csrf_token": token, "action": "skip", "output": "{nope", "back": "//evil.example/"},
+    )
+    assert outside.headers["Location"] == "/"

@@ -217,3 +217,35 @@ def test_script_in_notes_labels_and_payloads_is_inert(client, operator, api_for,
     assert evil not in history.get_data(as_text=True)
     with database(app).session() as session:
         assert session.scalar(select(func.count()).select_from(ScheduleHistoryEvent)) >= 1
+
+
+def filter_form_fields(html: str) -> dict[str, str]:
+    """The fields the schedules list's Filter button submits, as a browser would send them."""
+    form = re.search(r'<form id="schedule-filters".*?</form>', html, re.S)
+    assert form, html[:2000]
+    fields = {}
+    for tag in re.findall(r"<(?:input|select)\b[^>]*>", form.group(0)):
+        name = re.search(r'name="([^"]+)"', tag)
+        value = re.search(r'value="([^"]*)"', tag)
+        if name and "<select" not in tag:
+            fields[name.group(1)] = value.group(1) if value else ""
+        elif name:
+            fields[name.group(1)] = ""
+    return fields
+
+
+def test_filtering_from_the_second_page_starts_from_the_first(client, operator, api_for):
+    api = api_for("apiuser")
+    for index in range(55):
+        make_schedule(api, f"bulk-{index:02d}")
+    first = client.get("/ns/default/schedules").get_data(as_text=True)
+    next_link = re.search(r'href="(/ns/default/schedules\?[^"]*cursor=[^"]+)"', first)
+    assert next_link, "a next-page link"
+    second = client.get(next_link.group(1).replace("&amp;", "&")).get_data(as_text=True)
+    assert "bulk-00" in second and "bulk-50" not in second  # newest first
+    fields = filter_form_fields(second) | {"q": "bulk-50"}
+    found = client.get("/ns/default/schedules", query_string=fields).get_data(as_text=True)
+    assert 'data-schedule="bulk-50"' in found and "No schedules match" not in found
+    # The live refresh still reads the page the reader is on.
+    assert 'hx-include="#schedule-filters, #schedule-page"' in second
+    assert re.search(r'id="schedule-page" name="cursor" value="[^"]+"', second)

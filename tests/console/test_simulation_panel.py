@@ -152,3 +152,17 @@ def test_the_form_simulates_what_it_would_save(h, client, accounts, admin_api):
     assert h.counts() == before
     no_token = client.post("/ns/default/schedules/simulate-form", data=form_fields())
     assert no_token.status_code == 400
+
+
+def test_an_unknown_horizon_is_named_not_replaced(h, client, accounts):
+    flow = h.workflow("report")
+    h.create("hourly", "0 * * * *", activation_id=flow)
+    account = accounts.create("vic", role="viewer")
+    sign_in(client, "vic", account.password)
+    refused = client.get(
+        "/ns/default/schedules/hourly/simulate?horizon=30d&minutes=5",
+        headers={"HX-Request": "true"},
+    )
+    html = refused.get_data(as_text=True)
+    assert refused.status_code == 422
+    assert "horizon: choose 24h or 7d" in html and "data-sim=" not in html

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -82,3 +83,32 @@ def test_zone_toggle_sticks_and_changes_absolute_times(h, client):
     )
     assert back.headers["Location"] == "/"  # only local paths
     assert "2026-01-06 06:30:00 UTC" in client.get("/ns/default/schedules").get_data(as_text=True)
+
+
+def switch_times(client, show: str) -> None:
+    token = csrf_from(client.get("/ns/default/schedules"))
+    client.post("/preferences/times", data={"show": show, "next": "/", "csrf_token": token})
+
+
+def test_the_schedule_page_and_its_history_follow_the_switch(h, client):
+    activation = h.workflow()
+    h.create("paris", "30 7 * * *", activation_id=activation, timezone="Europe/Paris")
+    h.tick("2026-01-06T06:30:00Z")  # one fire: a row in the ledger
+    h.set_clock("2026-01-06T07:00:00Z")
+    sign_in(client, "olga", "pw-olga-secret")
+    detail = client.get("/ns/default/schedules/paris").get_data(as_text=True)
+    ledger = detail.split('aria-label="Occurrence ledger"', 1)[1]
+    assert ">2026-01-06T06:30:00" not in ledger  # no raw ISO text
+    assert ">2026-01-06 06:30:00 UTC<" in ledger
+    history = client.get("/ns/default/schedules/paris/history").get_data(as_text=True)
+    assert re.search(r'title="2026-01-0[56] \d\d:\d\d:\d\d UTC · [^"]+\(Europe/Paris\)"', history)
+
+    switch_times(client, "zone")
+    detail = client.get("/ns/default/schedules/paris").get_data(as_text=True)
+    next_due = detail.split("<dt>Next due</dt>", 1)[1].split("</dd>", 1)[0]
+    assert ">2026-01-07 07:30:00 +0100 (Europe/Paris)</time>" in next_due
+    assert 'title="2026-01-07 06:30:00 UTC"' in next_due
+    ledger = detail.split('aria-label="Occurrence ledger"', 1)[1]
+    assert ">2026-01-06 07:30:00 +0100 (Europe/Paris)<" in ledger
+    history = client.get("/ns/default/schedules/paris/history").get_data(as_text=True)
+    assert re.search(r'title="2026-01-0[56] [^"]+\(Europe/Paris\) · [^"]+ UTC"', history)

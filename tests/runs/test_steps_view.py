@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from app.console.gantt import ROW, TOP, gantt, short_duration
+from app.console.gantt import ROW, TOP, gantt, short_duration, tick_label
 from app.runs.steps_view import derive_steps
 
 T0 = datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
@@ -64,6 +64,22 @@ def test_parallel_branches_become_lanes_under_their_parallel_step():
     assert steps.start == T0 and steps.end == T0 + timedelta(seconds=20)
 
 
+def test_lanes_follow_the_order_their_branches_started():
+    events = history(
+        (0, "step_started", "fan-out", None, {"type": "parallel", "branches": ["b1", "b2"]}),
+        (0, "branch_started", "fan-out", ["fan-out/b1"], {"branch": "b1", "position": 0}),
+        (0, "branch_started", "fan-out", ["fan-out/b2"], {"branch": "b2", "position": 1}),
+        (1, "step_started", "b2-load", ["fan-out/b2"], {"type": "action", "attempt": 1}),
+        (2, "step_started", "b1-load", ["fan-out/b1"], {"type": "action", "attempt": 1}),
+    )
+    steps = derive_steps(events, T0 + timedelta(seconds=5))
+    assert [row.node_id for row in steps.rows] == ["fan-out", "b1-load", "b2-load"]
+    assert [bar.row.node_id for bar in gantt(steps, T0 + timedelta(seconds=5)).bars][1:] == [
+        "b1-load",
+        "b2-load",
+    ]
+
+
 def test_an_incident_then_a_cancel_ends_the_open_steps_with_the_run():
     events = history(
         (0, "step_started", "charge", None, {"type": "action", "attempt": 1}),
@@ -118,3 +134,14 @@ def test_short_durations():
     cases |= {90000: "1 d 1 h", 172800: "2 d"}
     for seconds, text in cases.items():
         assert short_duration(timedelta(seconds=seconds)) == text
+
+
+def test_tick_labels_name_the_place_they_are_drawn_at():
+    assert [tick_label(15 * i / 4, 15) for i in range(5)] == [
+        "+0 s",
+        "+4 s",
+        "+8 s",
+        "+11 s",
+        "+15 s",
+    ]
+    assert tick_label(3.75, 7.5) == "+3.8 s"
