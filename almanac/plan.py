@@ -1,7 +1,7 @@
 """Schedules as code: compare save bodies with the server and plan create/update/unchanged/delete.
 
 A body and a stored schedule are compared after both are brought to one normal form: the
-shorthands (`cron`, `timezone`, `activation_id`, `input`, `id`) expanded, defaults filled in,
+shorthands (`cron`, `timezone`, `workflow`, `activation_id`, `input`, `id`) expanded, defaults filled in,
 durations compared by length and instants by the moment they name. Equal configurations are left
 alone, so applying the same files twice writes no revision.
 """
@@ -99,7 +99,7 @@ def _spec(spec: Mapping[str, Any], cron: Any = None, timezone: Any = None) -> di
 def normalize(body: Mapping[str, Any]) -> dict[str, Any]:
     """The comparable configuration of a save body or a stored schedule."""
     action = dict(body.get("action") or {})
-    for short in ("activation_id", "input"):
+    for short in ("workflow", "activation_id", "input"):
         if short in body and short not in action:
             action[short] = body[short]
     action = {key: action.get(key, default) for key, default in ACTION_DEFAULTS.items()}

@@ -165,3 +165,15 @@ def test_a_deleted_id_is_a_conflict_in_the_plan_and_nothing_is_applied(almanac, 
     (folder / "gone.json").unlink()
     pruned, actions = plan_of(almanac("schedules", "apply", str(folder), "--prune", "-o", "json"))
     assert actions == {"alive": "create"}
+
+
+def test_the_workflow_shorthand_applies_once_then_is_unchanged(almanac, sdk, tmp_path):
+    file = tmp_path / "jw.json"
+    body = {"schedule_id": "jw", "cron": "0 5 * * *", "workflow": "noop-flow"}
+    file.write_text(json.dumps(body | {"input": {"mode": "nightly"}}))
+    _, actions = plan_of(almanac("schedules", "apply", str(file), "-o", "json"))
+    assert actions == {"jw": "create"}
+    for _ in range(2):
+        _, actions = plan_of(almanac("schedules", "apply", str(file), "-o", "json"))
+        assert actions == {"jw": "unchanged"}
+    assert revisions(sdk) == {"jw": 1}
