@@ -100,9 +100,24 @@ def read(cli: Cli, schedule_id: str) -> None:
     emit(cli.output, cli.client.get_schedule(schedule_id).raw, show_schedule)
 
 
+def label_pair(raw: str) -> tuple[str, str]:
+    """A `--label` filter, read as the server reads it: the first ':' or '=' separates the key
+    from the value; without either it is a usage error (it would silently match nothing)."""
+    cut = min((i for i in (raw.find(":"), raw.find("=")) if i >= 0), default=-1)
+    if cut <= 0:
+        raise click.BadParameter(f"{raw!r} is not key:value (or key=value)", param_hint="--label")
+    return raw[:cut].strip(), raw[cut + 1 :].strip()
+
+
 @schedules.command("list")
 @click.option("--status", type=click.Choice(["active", "paused", "blocked", "deleted"]))
-@click.option("--label", "labels", multiple=True, help="key:value (repeatable; all must match).")
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    callback=lambda _ctx, _param, values: [label_pair(v) for v in values],
+    help="key:value or key=value (repeatable; all must match).",
+)
 @click.option("--q", help="Text in the id, notes or workflow.")
 @click.option("--include-deleted", is_flag=True)
 @click.option("--limit", type=click.IntRange(1, 100))
@@ -112,7 +127,7 @@ def read(cli: Cli, schedule_id: str) -> None:
 def list_(
     cli: Cli,
     status: str | None,
-    labels: tuple[str, ...],
+    labels: list[tuple[str, str]],
     q: str | None,
     include_deleted: bool,
     limit: int | None,
@@ -122,7 +137,7 @@ def list_(
     """List schedules, newest first."""
     pager = cli.client.list_schedules(
         status=status,
-        labels=[(key, value) for key, _, value in (label.partition(":") for label in labels)],
+        labels=labels,
         q=q,
         include_deleted=include_deleted,
         limit=limit,

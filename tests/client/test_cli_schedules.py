@@ -318,6 +318,10 @@ def test_repeated_labels_with_one_key_must_all_match(almanac, sdk):
     assert ids("team:a") == ["even", "odd"]
     assert ids("grp:even", "grp:odd") == []
     assert ids("team:a", "grp:even") == ["even"]
+    # Read as the server reads a label: `key=value` too; one without a separator is refused.
+    assert ids("grp=odd") == ["odd"]
+    refused = almanac("schedules", "list", "--label", "bad")
+    assert refused.exit_code == 2 and "'bad' is not key:value" in refused.stderr
     assert [
         s.schedule_id for s in sdk.list_schedules(labels=[("grp", "even"), ("grp", "odd")])
     ] == []
