@@ -1,9 +1,9 @@
 """Schedules as code: compare save bodies with the server and plan create/update/unchanged/delete.
 
 A body and a stored schedule are compared after both are brought to one normal form: the
-shorthands (`cron`, `timezone`, `workflow`, `activation_id`, `input`, `id`) expanded, defaults filled in,
-durations compared by length and instants by the moment they name. Equal configurations are left
-alone, so applying the same files twice writes no revision.
+shorthands (`cron`, `timezone`, `workflow`, `activation_id`, `input`, `id`) expanded, defaults
+filled in, durations compared by length and instants by the moment they name. Equal
+configurations are left alone, so applying the same files twice writes no revision.
 """
 
 from __future__ import annotations

@@ -21,6 +21,14 @@ def auth() -> None:
 @click.option("--profile", default=DEFAULT_PROFILE, show_default=True)
 def setup(url: str, token: str, namespace: str, profile: str) -> None:
     """Write a profile to profiles.toml (mode 0600); other commands read it."""
+    # Checked as every command will check them, so no profile is saved that none could use.
+    from almanac.errors import ConnectionFailed
+    from almanac.transport import http_options
+
+    try:
+        http_options(url, token, 30.0, "cli")
+    except (ValueError, ConnectionFailed) as exc:
+        raise click.UsageError(getattr(exc, "message", str(exc))) from exc
     path = profiles_path()
     write_profile(path, profile, {"url": url, "token": token, "namespace": namespace})
     click.echo(f"profile {profile!r} written to {path}")

@@ -92,6 +92,13 @@ class Root(click.Group):
         except AlmanacError as exc:
             click.echo(describe(exc), err=True)
             ctx.exit(API_ERROR)
+        except UnicodeEncodeError as exc:
+            # An argument the terminal could not decode, or a lone surrogate from a JSON escape:
+            # no request can carry it.
+            raise click.UsageError(
+                f"an argument holds text that is not valid Unicode ({exc.reason}); "
+                "it cannot be sent"
+            ) from exc
 
 
 def describe(exc: AlmanacError) -> str:
@@ -158,13 +165,27 @@ def json_value(value: Any) -> Any:
         raise ValueError(f"{value} is not a JSON number (NaN and Infinity are not allowed)")
     if isinstance(value, date):
         return _iso(value)
-    if value is None or isinstance(value, str | int | float):
+    if isinstance(value, str):
+        _check_unicode(value)
+        return value
+    if value is None or isinstance(value, int | float):
         return value
     raise ValueError(f"a {type(value).__name__} value cannot be sent as JSON")
 
 
 def _key(key: Any) -> Any:
+    if isinstance(key, str):
+        _check_unicode(key)
     return _iso(key) if isinstance(key, date) else key
+
+
+def _check_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "a string holds a lone surrogate (like the escape \\ud800), not valid Unicode text"
+        ) from None
 
 
 def _iso(value: date) -> str:

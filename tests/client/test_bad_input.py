@@ -139,3 +139,22 @@ def test_an_answer_of_the_wrong_shape_is_a_bad_response_error(recorder, tmp_path
     with Client(recorder, "t") as client, pytest.raises(AlmanacError) as caught:
         list(client.list_schedules())
     assert caught.value.code == "BAD_RESPONSE"
+
+
+def test_text_that_is_not_valid_unicode_is_a_usage_error_before_any_request(recorder, tmp_path):
+    # A lone surrogate: from a JSON escape, or from argument bytes the terminal could not decode.
+    surrogate = tmp_path / "sur.json"
+    surrogate.write_text('{"schedule_id": "s", "cron": "0 3 * * *", "notes": "\\ud800"}')
+    for args in (
+        ("runs", "start", "w", "--input", '{"a": "\\ud800"}'),
+        ("schedules", "save", "--request", str(surrogate)),
+        ("schedules", "apply", str(surrogate)),
+    ):
+        result = run(recorder, tmp_path, *args)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert "lone surrogate" in result.stderr and "Traceback" not in result.stderr
+    for args in (("schedules", "read", "s\udce9"), ("schedules", "list", "--q", "\udce9")):
+        result = run(recorder, tmp_path, *args)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert "not valid Unicode" in result.stderr
+    assert Recorder.seen == []

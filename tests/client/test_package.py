@@ -235,3 +235,14 @@ def test_auth_setup_writes_any_unicode_as_valid_toml_and_refuses_what_toml_canno
     refused = CliRunner().invoke(cli, [*args, "--namespace", "ns\udcff", "--profile", "ü"], env=env)
     assert refused.exit_code == 2 and "cannot store namespace" in refused.stderr
     assert tomllib.loads(path.read_text(encoding="utf-8"))["ü"]["namespace"] == namespace
+
+
+def test_auth_setup_refuses_a_token_or_url_no_command_could_use(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    for url, token, said in (
+        ("http://127.0.0.1:9", "été", "the token must be printable ASCII text"),
+        ("http://[::1", "tok", "not a valid URL"),
+    ):
+        result = CliRunner().invoke(cli, ["auth", "setup", "--url", url, "--token", token], env=env)
+        assert result.exit_code == 2 and said in result.stderr, result.output
+    assert not (tmp_path / "almanac" / "profiles.toml").exists()
