@@ -60,13 +60,7 @@ def validate_definition(definition: Any) -> dict[str, Any]:
         raise DefinitionInvalid(
             ["name"], "must be 1-128 letters, digits, '.', '_' or '-', starting alphanumeric"
         )
-    description = definition.get("description")
-    if description is not None and (
-        not isinstance(description, str) or len(description) > MAX_DESCRIPTION
-    ):
-        raise DefinitionInvalid(
-            ["description"], f"must be text of at most {MAX_DESCRIPTION} characters"
-        )
+    _check_description(definition, [])
     _check_schema(definition.get("input_schema", {}))
     if "timeout_seconds" in definition:
         _check_seconds(definition["timeout_seconds"], ["timeout_seconds"], None)
@@ -74,6 +68,16 @@ def validate_definition(definition: Any) -> dict[str, Any]:
         raise DefinitionInvalid(["on_step_failure"], "must be 'fail' or 'incident'")
     _check_steps(definition.get("steps"), ["steps"], set(), 0)
     return definition
+
+
+def _check_description(item: dict[str, Any], loc: list[str | int]) -> None:
+    """A definition's or a step's `description`: absent, null, or text of bounded length."""
+    description = item.get("description")
+    if description is not None and (
+        not isinstance(description, str) or len(description) > MAX_DESCRIPTION
+    ):
+        msg = f"must be text of at most {MAX_DESCRIPTION} characters"
+        raise DefinitionInvalid([*loc, "description"], msg)
 
 
 def _check_steps(steps: Any, loc: list[str | int], seen: set[str], depth: int) -> None:
@@ -137,6 +141,7 @@ def _check_step(step: Any, loc: list[str | int], seen: set[str], depth: int) -> 
             raise DefinitionInvalid(
                 [*loc, key], f"unknown field for {article} {kind} step", step_id
             )
+    _check_description(step, loc)
     if kind == "parallel":
         _check_parallel(step, loc, step_id, seen, depth + 1)
     else:

@@ -132,6 +132,11 @@ def test_fields_take_only_their_declared_json_types(admin_api):
             ["description"],
         ),
         ("/workflows", {"name": "d", "description": "x" * 4097, "steps": NOOP}, ["description"]),
+        (
+            "/workflows",
+            {"name": "d", "steps": [{**NOOP[0], "description": 5}]},
+            ["steps", 0, "description"],
+        ),
     ]
     for path, body, loc in cases:
         response = admin_api.post(path, json=body)
