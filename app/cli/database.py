@@ -97,7 +97,13 @@ def upgrade(revision: str) -> None:
 @click.argument("revision")
 def downgrade(revision: str) -> None:
     """Downgrade the database to REVISION (`base` removes every table)."""
-    command.downgrade(alembic_config(migration_url()), revision)
+    try:
+        command.downgrade(alembic_config(migration_url()), revision)
+    except ProgrammingError as exc:
+        # PostgreSQL runs the revisions in one transaction: a refusal changes nothing.
+        click.echo(f"downgrade refused: {str(exc.orig).splitlines()[0]}", err=True)
+        click.echo("  run it as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL)", err=True)
+        sys.exit(1)
     click.echo(f"database downgraded to {revision}")
 
 

@@ -105,3 +105,11 @@ def test_create_roles_by_a_login_that_may_not_alter_them_changes_nothing_and_say
     assert "create-roles refused, nothing was changed" in result.output
     assert "must be superuser" in result.output
     assert "run it as a superuser" in result.output
+
+
+def test_a_downgrade_by_the_app_login_is_refused_without_a_traceback(at_0003):
+    before = _state(at_0003)
+    result = _cli(login_url(at_0003, "almanac_app"), "db", "downgrade", "0002")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "downgrade refused: permission denied" in result.output
+    assert _state(at_0003) == before
