@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +98,33 @@ def almanac(live: Live, namespace: str, tmp_path: Path) -> Almanac:
 
 def schedule_body(schedule_id: str, cron: str = "0 * * * *", **extra: Any) -> dict[str, Any]:
     return {"schedule_id": schedule_id, "cron": cron, "action": {"workflow": "noop-flow"}} | extra
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A stand-in server's handler: `send_json` answers, and nothing is logged."""
+
+    def send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A local server answering with `handler`, in a thread; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +12,10 @@ from click.testing import CliRunner, Result
 
 from almanac import AlmanacError, AsyncClient, Client, ConnectionFailed
 from almanac.cli import cli
-from tests.client.conftest import schedule_body
+from tests.client.conftest import JsonHandler, schedule_body, serving
 
 
-class Recorder(BaseHTTPRequestHandler):
+class Recorder(JsonHandler):
     """Answers every request with `Recorder.answer` (status 200) and records its path."""
 
     answer: Any = {}
@@ -31,26 +29,14 @@ class Recorder(BaseHTTPRequestHandler):
 
     def reply(self) -> None:
         Recorder.seen.append(self.path)
-        data = json.dumps(Recorder.answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json(200, Recorder.answer)
 
 
 @pytest.fixture
 def recorder() -> Iterator[str]:
     Recorder.answer, Recorder.seen = {}, []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Recorder) as url:
+        yield url
 
 
 def run(url: str, tmp_path: Path, *args: str, input: str | bytes | None = None) -> Result:

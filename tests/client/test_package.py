@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import json
 import stat
 import subprocess
 import sys
-import threading
 import tomllib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from click.testing import CliRunner
 
 from almanac import AsyncClient, CapacityExceeded, Client
 from almanac.cli import cli
+from tests.client.conftest import JsonHandler, serving
 from tests.live import ROOT, free_port
 
 BIN = Path(sys.executable).parent
@@ -98,7 +96,7 @@ def test_auth_setup_writes_a_0600_profile_that_commands_use(tmp_path):
     assert missing.exit_code == 2 and "no profile 'nope'" in missing.stderr
 
 
-class Stub(BaseHTTPRequestHandler):
+class Stub(JsonHandler):
     """Answers 429 with Retry-After: 1 to the first request, then 200; records what it saw."""
 
     seen: list[dict[str, str]] = []
@@ -106,31 +104,17 @@ class Stub(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - the http.server naming
         Stub.seen.append(dict(self.headers))
         if len(Stub.seen) == 1:
-            body, status, extra = {"error": {"code": "CAPACITY", "message": "full"}}, 429, 1
+            full = {"error": {"code": "CAPACITY", "message": "full"}}
+            self.send_json(429, full, {"Retry-After": "1"})
         else:
-            body, status, extra = {"username": "stub", "superuser": False, "namespaces": []}, 200, 0
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        if extra:
-            self.send_header("Retry-After", "1")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+            self.send_json(200, {"username": "stub", "superuser": False, "namespaces": []})
 
 
 @pytest.fixture
 def stub() -> Iterator[str]:
     Stub.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Stub) as url:
+        yield url
 
 
 def test_a_429_with_retry_after_is_retried_once_then_succeeds(stub, monkeypatch):
