@@ -49,6 +49,12 @@ def _json(form: MultiDict[str, str], field: str) -> Any:
         raise _fail(field, exc.details["reason"]) from None
 
 
+def _json_object(form: MultiDict[str, str], field: str) -> None:
+    """Memo and search attributes are objects: said in the first pass, not at the save."""
+    if not isinstance(_json(form, field), dict):
+        raise _fail(field, "must be an object")
+
+
 def _int(form: MultiDict[str, str], field: str) -> int | None:
     raw = form.get(field, "").strip()
     if not raw:
@@ -200,6 +206,7 @@ def form_errors(form: MultiDict[str, str]) -> dict[str, str]:
         "end_at": lambda: _instant(form, "end_at"),
         "labels": lambda: _labels(form.get("labels", "")),
         **{name: partial(_json, form, name) for name in JSON_FIELDS},
+        **{name: partial(_json_object, form, name) for name in ("memo", "search_attributes")},
         **{name: partial(_bounded, form, name) for name in INT_FIELDS},
     }
     found: dict[str, str] = {}

@@ -283,6 +283,23 @@ def test_a_bad_schedule_id_is_one_of_the_mistakes_of_the_first_submit(client, ol
         assert session.scalar(select(func.count()).select_from(Schedule)) == 0
 
 
+def test_memo_and_search_attributes_that_are_not_objects_are_named_in_the_first_submit(
+    client, olga, app
+):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    typed = FIVE_MISTAKES | {"memo": "[1]", "search_attributes": '"x"'}
+    response = client.post("/ns/default/schedules/new", data={"csrf_token": token} | typed)
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    summary = html[html.index('id="error-summary"') :]
+    assert "7 problems" in summary
+    for field in ("memo", "search_attributes"):
+        assert f'<a href="#{field}">' in summary
+        assert re.search(rf'id="err-{field}"[^>]*>[^<]*must be an object', html)
+    with database(app).session() as session:
+        assert session.scalar(select(func.count()).select_from(Schedule)) == 0
+
+
 def test_the_empty_form_shows_a_neutral_preview(client, olga):
     token = csrf_from(client.get("/ns/default/schedules/new"))
     response = client.post(
