@@ -221,3 +221,33 @@ def test_policy_choices_fit_their_selects(live_server, flows, page):
         for select in ("overlap_policy", "missed_policy"):
             assert page.evaluate(CUT_OFF_OPTIONS, select) == [], (width, select)
     assert "older occurrences become one skipped range" in page.locator("#missed-help").inner_text()
+
+
+# What overflows its box (not SVG text): named in a failure, so the fix knows where to look.
+OVERFLOWING = """() => [...document.querySelectorAll("body *")]
+  .filter((e) => !(e instanceof SVGElement) && e.clientWidth > 0)
+  .filter((e) => e.scrollWidth > e.clientWidth + 1)
+  .slice(0, 4).map((e) => `${e.tagName}#${e.id} ${e.scrollWidth}/${e.clientWidth}`)"""
+
+
+def test_long_ids_and_unbroken_text_stay_inside_the_window(
+    live_server, live_api, flows, page, artifacts
+):
+    long_id = "L" * 120 + "-long-id"
+    body = {"schedule_id": long_id, "cron": "0 * * * *", "workflow": flows, "notes": "x" * 500}
+    live_api.post("/schedules", body | {"labels": {"k" * 60: "v" * 60}})
+    live_api.post(f"/schedules/{long_id}/trigger", {})
+    sign_in(page, live_server)
+    pages = {
+        "schedule": f"/ns/default/schedules/{long_id}",
+        "list": "/ns/default/schedules?q=long-id",
+        "edit": f"/ns/default/schedules/{long_id}/edit",
+    }
+    for name, path in pages.items():
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.goto(live_server.url + path)
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= width, (name, width, wide, page.evaluate(OVERFLOWING))
+            page.screenshot(path=str(artifacts / f"long-id-{name}-{width}.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
