@@ -403,8 +403,19 @@ def active_runs_of_schedule(session: Session, schedule_uid: str) -> list[Run]:
     )
 
 
+# The first key of the advisory lock that orders starts in one namespace (the second is its id).
+CAPACITY_LOCK = 7310014
+
+
 def count_active_runs(session: Session, namespace_id: int) -> int:
-    """How many runs of the namespace are active, for `max_active_runs`."""
+    """How many runs of the namespace are active, for `max_active_runs`.
+
+    On PostgreSQL the count first takes the namespace's capacity lock until the transaction
+    ends, so two starters cannot both count the same free place: the second counts after the
+    first committed its run (SQLite serializes writers anyway).
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(CAPACITY_LOCK, namespace_id)))
     return (
         session.scalar(
             select(func.count())

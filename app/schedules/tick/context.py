@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from app.auth.grants import ROLE_GRANTS, RUN_START
 from app.db import ACTIVE_RUN_STATUSES, Membership, Namespace, Run, Schedule, User
 from app.runs import lifecycle
-from app.runs import service as runs_service
 from app.runs.errors import ActivationNotFound, ActivationNotReady
+from app.runs.locking import for_update
 from app.schedules.audit import CommandContext
 
 
@@ -117,8 +117,11 @@ class FiringContext:
         return self.targets[key]
 
     def run(self, entry: ActiveRun) -> Run | None:
-        """The run row of one of the schedule's active runs (None if it went away)."""
-        return runs_service.find_run(self.session, self.namespace, entry.run_id)
+        """The run row of one of the schedule's active runs (None if it went away), locked and
+        read afresh: ending it appends to its history, which a worker may be appending to."""
+        query = select(Run).where(Run.namespace_id == self.namespace.id, Run.run_id == entry.run_id)
+        locked = for_update(self.session, query).execution_options(populate_existing=True)
+        return self.session.scalar(locked)
 
     def namespace_active(self) -> int:
         if self._namespace_active is None:
