@@ -35,6 +35,9 @@ def preview(namespace: Namespace) -> Any:
         spec = calendar.Spec.from_dict(spec_request(calendar_fields))
     except calendar.CalendarError as exc:
         raise spec_error(calendar_fields, exc) from None
-    after = calendar.parse_instant(body.after, ("after",)) if body.after else context.now()
+    # An empty `after` is a bad instant, not "now" (leave the field out for now).
+    after = (
+        calendar.parse_instant(body.after, ("after",)) if body.after is not None else context.now()
+    )
     items = calendar.preview(spec, after, body.count, jitter_seconds=body.jitter_seconds)
     return jsonify({"occurrences": [item.to_dict() for item in items]})

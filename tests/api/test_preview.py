@@ -75,6 +75,12 @@ def test_preview_count_bounds(admin_api):
     assert response.get_json()["error"]["details"]["errors"][0]["loc"] == ["count"]
 
 
+def test_an_empty_after_is_a_bad_instant_not_now(admin_api):
+    response = admin_api.post("/calendar/preview", json={"cron": "0 2 * * *", "after": ""})
+    assert response.status_code == 422
+    assert response.get_json()["error"]["details"]["errors"][0]["loc"] == ["after"]
+
+
 def test_preview_past_end_at_lists_nothing(admin_api):
     # Preview answers an empty list for an exhausted spec; saving one is 422 SCHEDULE_RANGE
     # (tests/api/test_schedules_errors.py).

@@ -136,6 +136,10 @@ def test_list_filters_and_pages(h):
     assert [i["schedule_id"] for i in rest.get_json()["items"]] == ["b", "a"]
     assert rest.get_json()["next_cursor"] is None
     assert h.api.get("/schedules?status=sleeping").status_code == 422
+    assert ids("?include_deleted=") == ["b", "a"] and ids("?include_deleted=no") == ["b", "a"]
+    maybe = h.api.get("/schedules?include_deleted=maybe")
+    assert maybe.status_code == 422
+    assert maybe.get_json()["error"]["details"]["errors"][0]["loc"] == ["query", "include_deleted"]
     assert h.api.get("/schedules?label=nocolon").status_code == 422
     assert h.api.get("/schedules?cursor=forged").get_json()["error"]["code"] == "INVALID_CURSOR"
 
