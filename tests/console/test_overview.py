@@ -37,7 +37,7 @@ def counts_on(html: str) -> dict[str, str]:
 
 def chart_on(html: str) -> dict[tuple[str, str], int]:
     """(hour, outcome) -> runs, read from the bars' hover titles."""
-    found = re.findall(r"<title>(\d\d:\d\d)–\d+:00 UTC: (\d+) ([a-z ]+)</title>", html)
+    found = re.findall(r"<title>(\d\d:\d\d)–\d\d:00 UTC: (\d+) ([a-z ]+)</title>", html)
     return {(hour, outcome): int(n) for hour, n, outcome in found}
 
 
