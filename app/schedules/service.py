@@ -100,9 +100,20 @@ def patch(
         if exc.loc[:1] != ("spec",):
             raise
         raise spec_error(data, CalendarError(exc.msg, exc.loc[1:], exc.code)) from None
-    check_range(config.spec, now)
+    if not _stays_finished(schedule, config):
+        check_range(config.spec, now)
     _replace(session, now, namespace, actor, context, schedule, config, data)
     return schedule
+
+
+def _stays_finished(schedule: Schedule, config: ScheduleConfig) -> bool:
+    """A schedule whose calendar ran out keeps its calendar: a change of its notes, labels or
+    policies is taken, and it stays blocked (`calendar_exhausted`) until its spec changes."""
+    return (
+        schedule.status == "blocked"
+        and schedule.blocked_reason == "calendar_exhausted"
+        and "spec" not in config.changed_fields(store.config_of(schedule))
+    )
 
 
 def _create(
@@ -192,13 +203,12 @@ def _replace(
             f"must be more than the {schedule.fires_count} runs this schedule already started",
         )
     w = Writes()
-    fresh_cursor = schedule.status == "blocked" or (
-        schedule.status == "active" and "spec" in changed
-    )
+    unblock = schedule.status == "blocked" and not _stays_finished(schedule, config)
+    fresh_cursor = unblock or (schedule.status == "active" and "spec" in changed)
     if schedule.status == "active" and "spec" in changed:
         # The old calendar's period ends now; the new one starts from a fresh future cursor.
         account_until(w, schedule, now, "updated", context)
-    if schedule.status == "blocked":
+    if unblock:
         resolve_pending(w, schedule, now, context)
         schedule.status, schedule.blocked_reason = "active", None
     if fresh_cursor:

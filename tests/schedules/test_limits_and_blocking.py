@@ -217,6 +217,17 @@ def test_a_calendar_that_runs_out_blocks_the_schedule(h):
     data = h.read()
     assert data["status"] == "blocked" and data["blocked_reason"] == "calendar_exhausted"
     assert h.tick("12:15") == []
+    # Its notes and labels may still change; it stays blocked until its calendar does.
+    patch = {"notes": "ran its course", "labels": {"done": "yes"}}
+    noted = h.api.request("PATCH", "/schedules/s", json=patch, headers={"If-Match": "1"})
+    assert noted.status_code == 200, noted.get_json()
+    data = noted.get_json()
+    assert data["notes"] == "ran its course" and data["revision"] == 2
+    assert data["status"] == "blocked" and data["blocked_reason"] == "calendar_exhausted"
+    assert h.tick("12:20") == []
+    extended = {"spec": {"end_at": "2026-01-05T13:00:00Z"}}
+    later = h.api.request("PATCH", "/schedules/s", json=extended, headers={"If-Match": "2"})
+    assert later.status_code == 200 and later.get_json()["status"] == "active"
 
 
 def test_max_runs_counts_manual_triggers_too(h):
