@@ -70,16 +70,15 @@ def worker_pool(app: Flask, *, queue: str | None = None, size: int | None = None
     )
 
 
-def warn_if_discovery_refused(app: Flask) -> str | None:
-    """Log (and return) why this ticker's login cannot find due work, if it cannot."""
+def warn_if_discovery_refused(app: Flask) -> None:
+    """Log why this ticker's login cannot find due work, if it cannot."""
     try:
         problem = rotation.discovery_refused(ticker_database(app))
     except Exception as exc:  # noqa: BLE001 - the database may be away at start; ticks retry
         log.warning("could not check the ticker's login at start: %s", type(exc).__name__)
-        return None
+        return
     if problem:
         log.error("%s", problem)
-    return problem
 
 
 def start(app: Flask, *, workers: bool = True) -> BackgroundScheduler:

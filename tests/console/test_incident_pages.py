@@ -19,6 +19,14 @@ DEFINITION = {
 }
 
 
+def operator_at(client, accounts, api, path: str):
+    """An operator signed in on `path`, and the open incident of the suspended `stuck-1`."""
+    account = accounts.create("olga", role="operator")
+    sign_in(client, "olga", account.password)
+    incident = api.get("/runs/stuck-1/incidents").get_json()["items"][0]
+    return client.get(path), incident
+
+
 def suspend(api_for, app, *run_ids: str):
     api = api_for("dora", "admin")
     assert api.post("/workflows", json=DEFINITION).status_code == 201
@@ -65,10 +73,7 @@ def test_open_incidents_are_listed_and_resolved_from_the_page(app, client, accou
 
 def test_an_outside_back_target_goes_home(app, client, accounts, api_for):
     api = suspend(api_for, app, "stuck-1")
-    account = accounts.create("olga", role="operator")
-    sign_in(client, "olga", account.password)
-    page = client.get("/ns/default/incidents")
-    incident = api.get("/runs/stuck-1/incidents").get_json()["items"][0]
+    page, incident = operator_at(client, accounts, api, "/ns/default/incidents")
     done = client.post(
         f"/ns/default/runs/stuck-1/incidents/{incident['id']}/resolve",
         data={"csrf_token": csrf_from(page), "action": "fail", "back": "//evil.example/"},
@@ -115,10 +120,7 @@ def test_the_list_is_a_partial_for_htmx_and_a_page_without(app, client, accounts
 
 def test_the_run_page_shows_the_recovery_report_after_resolving(app, client, accounts, api_for):
     api = suspend(api_for, app, "stuck-1")
-    account = accounts.create("olga", role="operator")
-    sign_in(client, "olga", account.password)
-    page = client.get("/ns/default/runs/stuck-1")
-    incident = api.get("/runs/stuck-1/incidents").get_json()["items"][0]
+    page, incident = operator_at(client, accounts, api, "/ns/default/runs/stuck-1")
     client.post(
         f"/ns/default/runs/stuck-1/incidents/{incident['id']}/resolve",
         data={"csrf_token": csrf_from(page), "action": "retry"},
@@ -130,10 +132,7 @@ def test_the_run_page_shows_the_recovery_report_after_resolving(app, client, acc
 
 def test_a_refused_resolve_goes_back_to_the_incidents_page(app, client, accounts, api_for):
     api = suspend(api_for, app, "stuck-1")
-    account = accounts.create("olga", role="operator")
-    sign_in(client, "olga", account.password)
-    page = client.get("/ns/default/incidents")
-    incident = api.get("/runs/stuck-1/incidents").get_json()["items"][0]
+    page, incident = operator_at(client, accounts, api, "/ns/default/incidents")
     url = f"/ns/default/runs/stuck-1/incidents/{incident['id']}/resolve"
     token = csrf_from(page)
     refused = client.post(

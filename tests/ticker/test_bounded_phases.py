@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, text
 from app.context import ticker_database
 from app.db import normalize_url
 from app.ticker import rotation
+from app.ticker.host import warn_if_discovery_refused
 from app.ticker.tick import TICKER_ID
 from tests.conftest import make_test_app
 from tests.support.schedules_harness import Harness
@@ -117,11 +118,17 @@ def _beat(owner) -> object:
         )
 
 
-def test_a_ticker_that_may_not_discover_records_no_beat_and_its_cli_tick_fails(h, db_url, owner):
+def test_a_ticker_that_may_not_discover_records_no_beat_and_its_cli_tick_fails(
+    h, db_url, owner, caplog
+):
     app = make_test_app(db_url, SCHEDULER_DATABASE_URL=None)
     problem = rotation.discovery_refused(ticker_database(app))
     assert problem is not None and "almanac_app may not call almanac_due_namespaces" in problem
     assert rotation.discovery_refused(ticker_database(h.app)) is None
+    # What the ticker's host (web process or `scheduler run`) logs as it starts.
+    with caplog.at_level(logging.ERROR, logger="app.ticker.host"):
+        warn_if_discovery_refused(app)
+    assert [r.getMessage() for r in caplog.records if r.name == "app.ticker.host"] == [problem]
 
     before = _beat(owner)
     result = app.test_cli_runner().invoke(args=["scheduler", "tick", "--json"])
