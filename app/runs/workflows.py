@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -113,11 +113,28 @@ def activate(
         workflow_id=flow.id,
         workflow_version_id=found.id,
         status="ready",
-        created_at=now,
+        created_at=_after_newest(session, flow, now),
     )
     session.add(activation)
     session.flush()
     return activation, flow, found
+
+
+def _after_newest(session: Session, flow: Workflow, now: datetime) -> datetime:
+    """`now`, or a microsecond after the workflow's newest activation when that is not older.
+
+    "The newest ready activation" is the one made last. Two made within one tick of a frozen
+    (manual) clock, or of a clock set back, would otherwise tie on `created_at` and be told
+    apart by their random ids. The workflow's row is locked first (PostgreSQL; SQLite holds
+    the write lock), so two activations made at once queue instead of reading one newest time.
+    """
+    session.execute(for_update(session, select(Workflow.id).where(Workflow.id == flow.id)))
+    newest = session.scalar(
+        select(func.max(Activation.created_at)).where(Activation.workflow_id == flow.id)
+    )
+    if newest is None or newest < now:
+        return now
+    return newest + timedelta(microseconds=1)
 
 
 def get_activation(session: Session, namespace: Namespace, activation_id: str) -> Activation:

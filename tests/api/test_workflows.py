@@ -217,3 +217,21 @@ def test_namespaces_keep_workflows_apart(admin_api):
     response = admin_api.post("/workflows", json=DEFINITION, headers={"X-Namespace": "other"})
     assert response.status_code == 201 and response.get_json()["version"] == 1
     assert admin_api.get("/namespaces/other/workflows").get_json()["items"][0]["version"] == 1
+
+
+def test_the_activation_made_last_is_the_newest_even_on_a_frozen_clock(admin_api):
+    # The manual clock does not move between these calls: every activation is made at one
+    # instant, and the one made last must still be the one runs and schedules follow.
+    admin_api.post("/workflows", json=DEFINITION)
+    admin_api.post("/workflows", json={**DEFINITION, "timeout_seconds": 60})
+    made = []
+    for version in (2, 1, 2, 1, 1, 2, 1, 2):
+        response = admin_api.post(
+            "/activations", json={"workflow": "invoice-sync", "version": version}
+        )
+        assert response.status_code == 201
+        made.append(response.get_json()["id"])
+        run = admin_api.post("/runs", json={"workflow": "invoice-sync"}).get_json()
+        assert (run["activation_id"], run["version"]) == (made[-1], version)
+    listed = admin_api.get("/activations?workflow=invoice-sync").get_json()["items"]
+    assert [a["id"] for a in listed] == made[::-1]
