@@ -43,7 +43,8 @@ errors.register(bp)
 ONE = "/schedules/<schedule_id>"
 CHANGE = (TRIGGER_MANAGE,)
 START = (TRIGGER_MANAGE, RUN_START)
-IF_MATCH = re.compile(r'\s*(?:W/)?"?(\d{1,9})"?\s*')
+# 3, "3" or W/"3": a weak tag is always quoted, and quotes come in pairs.
+IF_MATCH = re.compile(r'\s*(?:(\d{1,9})|(?:W/)?"(\d{1,9})")\s*')
 # Clients may declare themselves (informational); anything else is recorded as plain `api`.
 DECLARED_SOURCES = frozenset({"cli", "sdk"})
 
@@ -56,7 +57,7 @@ def _if_match() -> int | None:
     match = IF_MATCH.fullmatch(raw)
     if match is None:
         raise BadRequest('If-Match must be a schedule revision, like "3"')
-    return int(match.group(1))
+    return int(match.group(1) or match.group(2))
 
 
 def _command(reason: str | None = None) -> CommandContext:

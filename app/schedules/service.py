@@ -34,7 +34,6 @@ from app.schedules.config import ScheduleConfig, merge_patch, parse_request, spe
 from app.schedules.errors import (
     RevisionConflict,
     ScheduleDeleted,
-    ScheduleNotFound,
     invalid,
 )
 from app.schedules.ledger import Writes
@@ -324,7 +323,7 @@ def delete(
     """Soft-delete; a second delete is a no-op whatever its If-Match."""
     schedule = store.lock(session, namespace, schedule_id)
     if schedule is None:
-        raise ScheduleNotFound(schedule_id)
+        raise store.missing(schedule_id, expected_revision)
     if schedule.status == "deleted":
         return schedule
     store.check_revision(schedule, expected_revision)

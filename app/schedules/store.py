@@ -27,6 +27,7 @@ from app.db import (
 from app.db.bulk import insert_each
 from app.db.bulk import insert_new as insert_new_row
 from app.db.session import begin_write
+from app.errors import AlmanacError
 from app.schedules.config import ScheduleConfig
 from app.schedules.errors import RevisionConflict, ScheduleDeleted, ScheduleNotFound
 
@@ -68,11 +69,22 @@ def lock_for_change(
     """Lock an existing, not deleted schedule whose revision is `expected_revision`."""
     schedule = lock(session, namespace, schedule_id)
     if schedule is None:
-        raise ScheduleNotFound(schedule_id)
+        raise missing(schedule_id, expected_revision)
     if schedule.status == "deleted":
         raise ScheduleDeleted(schedule_id)
     check_revision(schedule, expected_revision)
     return schedule
+
+
+def missing(schedule_id: str, expected_revision: int | None) -> AlmanacError:
+    """What a change to a schedule that does not exist answers: 404, or 409 with no current
+    revision when it named one in If-Match (the revision it expected is not there either)."""
+    if expected_revision is None:
+        return ScheduleNotFound(schedule_id)
+    return RevisionConflict(
+        f"schedule {schedule_id!r} does not exist, so it has no revision {expected_revision}",
+        None,
+    )
 
 
 def check_revision(schedule: Schedule, expected_revision: int | None) -> None:

@@ -137,8 +137,9 @@ def test_non_json_bodies_and_bad_headers_are_bad_requests(ready):
     assert response.status_code == 400 and response.get_json()["error"]["code"] == "BAD_REQUEST"
     response = hs.api.post("/schedules", json=[1, 2])
     assert response.status_code == 422
-    response = hs.api.post("/schedules/s/pause", json={}, headers={"If-Match": "v1"})
-    assert response.status_code == 400
+    for tag in ("v1", "W/1", '"1', '1"', 'W/"1', "1, 2", '"-1"'):
+        response = hs.api.post("/schedules/s/pause", json={}, headers={"If-Match": tag})
+        assert response.status_code == 400, tag
     response = hs.api.post(
         "/schedules", data="x" * (1024 * 1024 + 1), headers={"Content-Type": "application/json"}
     )
@@ -163,9 +164,23 @@ def test_unauthenticated_and_unknown_things(ready, client):
         ("GET", "/schedules/nope/occurrences"),
         ("GET", "/namespaces/ghost/schedules"),
     ):
-        response = hs.api.request(method, path, json={}, headers={"If-Match": "1"})
+        response = hs.api.request(method, path, json={})
         assert response.status_code == 404, (method, path)
         assert response.get_json()["error"]["code"] == "NOT_FOUND"
+    # A change that names a revision of a schedule that does not exist is a revision conflict.
+    for method, path in (
+        ("PATCH", "/schedules/nope"),
+        ("POST", "/schedules/nope/pause"),
+        ("POST", "/schedules/nope/resume"),
+        ("DELETE", "/schedules/nope"),
+        ("POST", "/schedules"),
+    ):
+        body = {"id": "nope", "cron": "* * * * *", "workflow": "w"} if path == "/schedules" else {}
+        response = hs.api.request(method, path, json=body, headers={"If-Match": "1"})
+        assert response.status_code == 409, (method, path)
+        error = response.get_json()["error"]
+        assert error["code"] == "SCHEDULE_REVISION", (method, path)
+        assert error["details"]["current_revision"] is None
     assert hs.counts() == before
 
 

@@ -176,6 +176,8 @@ def test_malformed_if_match_is_a_bad_request(h):
     response = h.api.post("/schedules/s/pause", json={}, headers={"If-Match": "abc"})
     assert response.status_code == 400
     assert response.get_json()["error"]["code"] == "BAD_REQUEST"
+    weak = h.api.post("/schedules/s/pause", json={}, headers={"If-Match": 'W/"1"'})
+    assert weak.status_code == 200 and weak.get_json()["revision"] == 2
 
 
 def test_patch_merges_into_the_current_configuration(h):
