@@ -171,7 +171,7 @@ def _check_parallel(
         if not isinstance(branch, dict) or set(branch) - {"id", "steps"}:
             raise DefinitionInvalid(where, "a branch is an object with 'id' and 'steps'", step_id)
         branch_id = branch.get("id")
-        if not isinstance(branch_id, str) or not STEP_ID_RE.match(branch_id):
+        if not isinstance(branch_id, str) or not STEP_ID_RE.fullmatch(branch_id):
             raise DefinitionInvalid(
                 [*where, "id"],
                 "must be 1-128 letters, digits, '.', '_', ':' or '-', starting alphanumeric",

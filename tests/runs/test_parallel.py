@@ -174,6 +174,16 @@ def test_duplicate_ids_anywhere_and_a_fifth_level_are_refused_at_deploy(scenario
     assert (
         twice.status_code == 422 and "duplicate branch id" in twice.get_json()["error"]["message"]
     )
+    # A branch id is matched whole, as a step id is: '/' would split its path, and a trailing
+    # newline would be stored as part of the id.
+    for bad in ("a/b", "c\n", "x/fan/q", "ok id"):
+        branch = {"id": bad, "steps": [{"id": "s1", "type": "action", "action": "noop"}]}
+        fan = {"id": "fan", "type": "parallel", "branches": [branch]}
+        refused = scenario.api.post("/workflows", json={"name": "slash", "steps": [fan]})
+        assert refused.status_code == 422, bad
+        error = refused.get_json()["error"]
+        assert error["details"]["errors"][0]["loc"] == ["steps", 0, "branches", 0, "id"]
+    assert scenario.api.get("/workflows/slash").status_code == 404
     assert scenario.api.get("/workflows/dup").status_code == 404
 
 
