@@ -8,6 +8,7 @@ out applies nothing else: `finish_run` consumes its other deadlines, which are t
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.calendar import format_utc_or_none
 from app.db import Database
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
+from app.runs.errors import RunTimedOut
 from app.runs.frames import Frame, frame_of_node, is_waiting_at, settle
 from app.runs.lifecycle import finish_run
 from app.runs.locking import begin_write
@@ -67,6 +69,35 @@ def scan(db: Database, now: datetime, *, budget_left: Any = None) -> ScanResult:
         if len(page) < PAGE_SIZE:
             break
     return result
+
+
+def overdue_run_timeouts(
+    session: Session, run_pks: Iterable[int], now: datetime
+) -> dict[int, Deadline]:
+    """The run timeouts due at `now` that no scan has applied yet, by run.
+
+    A run's timeout beats whatever else reaches the run after it (a signal, a task's completion,
+    an action's result), whether or not the scanner has observed it yet: the outcome must not
+    depend on how late the ticker runs.
+    """
+    pks = list(run_pks)
+    if not pks:
+        return {}
+    query = select(Deadline).where(
+        Deadline.run_pk.in_(pks),
+        Deadline.kind == "run_timeout",
+        Deadline.consumed_at.is_(None),
+        Deadline.due_at <= now,
+    )
+    return {deadline.run_pk: deadline for deadline in session.scalars(query)}
+
+
+def refuse_after_run_timeout(session: Session, run: Run, now: datetime) -> None:
+    """409 (the run is finished: timed out) when the run's timeout is due at `now`; nothing is
+    written, and the scanner applies the timeout with its own observation time."""
+    overdue = overdue_run_timeouts(session, [run.id], now).get(run.id)
+    if overdue is not None:
+        raise RunTimedOut(run.run_id, overdue.due_at)
 
 
 def apply(session: Session, deadline: Deadline, run: Run, now: datetime) -> bool:

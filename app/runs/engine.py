@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from app.calendar import format_utc_or_none
 from app.db import Database, Namespace
 from app.db.runs import Run, RunBranch
-from app.runs import secrets
+from app.runs import deadlines, secrets
 from app.runs.actions import ActionContext, ActionError, get_action
 from app.runs.claimable import (
     CLAIMABLE_STATUSES,
@@ -289,6 +289,9 @@ def commit_outcomes(
             return run, frame
 
         with events_together(session), finishing_together(session):
+            # A run whose timeout is due takes no result: the timeout is applied instead.
+            for run_pk, deadline in deadlines.overdue_run_timeouts(session, runs, now).items():
+                deadlines.apply(session, deadline, runs[run_pk], now)
             for claim, outcome in results:
                 held = holding(claim)
                 if held is None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from app.calendar import format_utc
 from app.errors import AlmanacError, Conflict, NotFound, ValidationFailed
 
 
@@ -39,6 +41,18 @@ class RunAlreadyExists(Conflict):
 class RunFinished(Conflict):
     def __init__(self, run_id: str, status: str) -> None:
         super().__init__(f"run {run_id!r} is already {status}", run_id=run_id, status=status)
+
+
+class RunTimedOut(RunFinished):
+    """The run's timeout is due: it is finished, even before the scanner has recorded it."""
+
+    def __init__(self, run_id: str, due_at: datetime) -> None:
+        Conflict.__init__(
+            self,
+            f"run {run_id!r} timed out at {format_utc(due_at)}",
+            run_id=run_id,
+            status="timed_out",
+        )
 
 
 class InputSchemaError(AlmanacError):

@@ -18,6 +18,7 @@ from app.calendar import format_utc_or_none
 from app.db import Namespace, new_uid
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, RunHistoryEvent, Signal
 from app.errors import ValidationFailed
+from app.runs.deadlines import refuse_after_run_timeout
 from app.runs.definitions import STEP_ID_RE
 from app.runs.errors import RunFinished
 from app.runs.frames import Frame, branch_path_of, frame_of_node, is_waiting_at, settle
@@ -55,6 +56,7 @@ def send(
     run = get_run(session, namespace, run_id, lock=True)
     if run.status not in ACTIVE_RUN_STATUSES:
         raise RunFinished(run.run_id, run.status)
+    refuse_after_run_timeout(session, run, now)
     position = (
         session.scalar(select(func.max(Signal.position)).where(Signal.run_pk == run.id)) or 0
     ) + 1

@@ -14,6 +14,7 @@ from app.db import Namespace, User
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
 from app.errors import Forbidden
 from app.paging import created_key, newest_first, split_page
+from app.runs.deadlines import refuse_after_run_timeout
 from app.runs.errors import RunFinished, TaskClosed, TaskNotFound
 from app.runs.frames import branch_path_of, frame_of_node, settle
 from app.runs.lifecycle import append_event
@@ -72,6 +73,7 @@ def complete(
         raise TaskClosed(task.id, task.status)
     if run.status not in ACTIVE_RUN_STATUSES:
         raise RunFinished(run.run_id, run.status)
+    refuse_after_run_timeout(session, run, now)
     if task.due_at is not None and now >= task.due_at:
         raise TaskClosed(
             task.id,

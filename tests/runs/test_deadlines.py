@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from app.context import clock, database
+from app.runs import engine
 from tests.conftest import FIXED_NOW
 
 MS = timedelta(milliseconds=1)
@@ -200,6 +202,61 @@ def test_the_earliest_of_the_definition_and_run_timeouts_wins(scenario):
     scenario.set_clock(FIXED_NOW + timedelta(seconds=90))
     scenario.tick()
     assert scenario.run(run_id)["status"] == "timed_out"
+
+
+def test_nothing_reaches_a_run_after_its_timeout_even_before_the_scanner_runs(app, scenario):
+    scenario.deploy(
+        "boxed",
+        [
+            {"id": "go", "type": "signal", "signal": "go"},
+            {"id": "review", "type": "task", "title": "Check"},
+        ],
+        timeout_seconds=60,
+    )
+    signalled, reviewed = (scenario.start("boxed")["run_id"] for _ in range(2))
+    scenario.tick()
+    assert scenario.signal(reviewed, "go").get_json()["status"] == "delivered"
+    scenario.tick()
+    task = scenario.api.get(f"/tasks?run_id={reviewed}").get_json()["items"][0]
+    # No tick after the deadline: the runs still read as waiting, but they are over.
+    scenario.set_clock(FIXED_NOW + timedelta(minutes=5))
+    before = {run_id: len(scenario.events(run_id)) for run_id in (signalled, reviewed)}
+    late = scenario.signal(signalled, "go")
+    assert late.status_code == 409, late.get_json()
+    error = late.get_json()["error"]
+    assert error["details"]["status"] == "timed_out" and "12:01:00Z" in error["message"]
+    refused = scenario.api.post(f"/tasks/{task['id']}/complete", json={"output": 1})
+    assert refused.status_code == 409
+    assert refused.get_json()["error"]["details"]["status"] == "timed_out"
+    assert {run_id: len(scenario.events(run_id)) for run_id in before} == before
+    scenario.tick()
+    for run_id in (signalled, reviewed):
+        run = scenario.run(run_id)
+        assert run["status"] == "timed_out", run
+        assert scenario.types(run_id)[-1] == "run_timed_out"
+    closed = scenario.api.get(f"/tasks?run_id={reviewed}").get_json()["items"]
+    assert [t["status"] for t in closed] == ["cancelled"]
+
+
+def test_an_action_finishing_after_the_run_timeout_loses_to_it(app, scenario):
+    scenario.deploy(
+        "short", [{"id": "work", "type": "action", "action": "echo", "args": 1}], timeout_seconds=30
+    )
+    run_id = scenario.start("short")["run_id"]
+    settings = engine.WorkerSettings(name="w", queue=engine.ANY_QUEUE)
+    claim = engine.claim_next(database(app), clock(app), settings)
+    assert isinstance(claim, engine.Claim) and claim.context.step_id == "work"
+    # The action takes 45 s: its lease (60 s) still holds, the run's 30 s do not.
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=45))
+    outcome = engine.execute(claim)
+    assert engine.commit_outcome(database(app), clock(app), claim, outcome) is False
+    run = scenario.run(run_id)
+    assert run["status"] == "timed_out" and run["output"] is None, run
+    types = scenario.types(run_id)
+    assert types[-1] == "run_timed_out" and "step_completed" not in types
+    timed_out = scenario.events(run_id)[-1]["payload"]
+    assert timed_out == {"deadline": "2026-01-05T12:00:30Z", "observed_at": "2026-01-05T12:00:45Z"}
+    assert scenario.tick().deadlines == 0
 
 
 def test_cancel_during_a_wait_stops_the_run_and_its_timer(scenario):
