@@ -70,7 +70,7 @@ def trigger(
     if earlier is not None:
         return Act(KIND_OUTCOMES[earlier.kind], earlier.run_id, earlier.reason)
     w = Writes()
-    firing = Firing(instant, instant, "manual", policy or schedule.overlap_policy, "triggered")
+    firing = Firing(instant, instant, "manual", trigger_policy(schedule, policy), "triggered")
     starter = orm_starter(session, now, namespace)
     result = act(ctx, w, starter, schedule, now, target, firing, context)
     if result.outcome == "refused":
@@ -82,6 +82,16 @@ def trigger(
         )
     w.flush(session)
     return result
+
+
+def trigger_policy(schedule: Schedule, override: str | None) -> str:
+    """The overlap policy a trigger applies: the override or the schedule's, except that a
+    paused or blocked schedule keeps no buffer (it drains only while active, and resuming
+    never catches up), so buffer policies act as `skip` there."""
+    policy = override or schedule.overlap_policy
+    if schedule.status != "active" and policy in BUFFER_LIMITS:
+        return "skip"
+    return policy
 
 
 def backfill(

@@ -50,6 +50,31 @@ def test_trigger_applies_the_overlap_policy_or_its_override(h):
     assert h.read()["buffered_count"] == 1
 
 
+def test_a_trigger_on_a_paused_schedule_never_buffers_for_after_resume(h):
+    h.create("s", cron="0 0 1 1 *", overlap_policy="buffer_one")
+    h.set_clock("12:01")
+    first = h.post("s", "trigger").get_json()
+    assert first["outcome"] == "triggered"
+    assert h.post("s", "pause").status_code == 200
+    h.set_clock("12:02")
+    for override in (None, "buffer_all"):
+        body = {"overlap_policy": override} if override else {}
+        skipped = h.post("s", "trigger", body).get_json()
+        assert skipped == {"outcome": "skipped", "run_id": None, "reason": "overlap_policy_skip"}
+        h.set_clock("12:03")
+    assert h.read()["buffered_count"] == 0
+    h.finish(first["run_id"])
+    assert h.post("s", "resume").status_code == 200
+    h.tick("12:04")
+    h.tick("12:05")
+    assert [run.run_id for run in h.runs()] == [first["run_id"]]
+    # Active again: the schedule's buffer policy applies to triggers as before.
+    h.set_clock("12:06")
+    assert h.post("s", "trigger").get_json()["outcome"] == "triggered"
+    h.set_clock("12:07")
+    assert h.post("s", "trigger").get_json()["outcome"] == "buffered"
+
+
 def test_trigger_at_capacity_answers_429_and_writes_nothing(h):
     h.create("s")
     h.set_limit(0 + 1)
