@@ -99,7 +99,7 @@ def patch(
         if exc.loc[:1] != ("spec",):
             raise
         raise spec_error(data, CalendarError(exc.msg, exc.loc[1:], exc.code)) from None
-    if not _stays_finished(schedule, config):
+    if not _keeps_calendar(schedule, config):
         check_range(config.spec, now)
     _replace(session, now, namespace, actor, context, schedule, config, data)
     return schedule
@@ -113,6 +113,15 @@ def _stays_finished(schedule: Schedule, config: ScheduleConfig) -> bool:
         and schedule.blocked_reason == "calendar_exhausted"
         and "spec" not in config.changed_fields(store.config_of(schedule))
     )
+
+
+def _keeps_calendar(schedule: Schedule, config: ScheduleConfig) -> bool:
+    """A patch that leaves the calendar alone needs no future occurrence when the schedule does
+    not fire from it now: a finished one stays blocked, and a paused one is checked when it is
+    resumed (a paused schedule whose `end_at` passed still takes a change of its notes)."""
+    if schedule.status == "paused":
+        return "spec" not in config.changed_fields(store.config_of(schedule))
+    return _stays_finished(schedule, config)
 
 
 def _create(

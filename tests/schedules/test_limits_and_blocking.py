@@ -230,6 +230,37 @@ def test_a_calendar_that_runs_out_blocks_the_schedule(h):
     assert later.status_code == 200 and later.get_json()["status"] == "active"
 
 
+def test_a_paused_schedule_past_its_end_takes_a_notes_patch_and_refuses_to_resume(h):
+    activation = h.workflow()
+    h.save(
+        {
+            "id": "s",
+            "spec": {"cron_expressions": ["*/5 * * * *"], "end_at": "2026-01-05T12:10:00Z"},
+            "activation_id": activation,
+        },
+        expect=201,
+    )
+    assert h.post("s", "pause").status_code == 200
+    h.set_clock("13:00")
+    noted = h.api.request(
+        "PATCH", "/schedules/s", json={"notes": "done"}, headers={"If-Match": "2"}
+    )
+    assert noted.status_code == 200, noted.get_json()
+    assert noted.get_json()["status"] == "paused" and noted.get_json()["notes"] == "done"
+    # The calendar is what is checked once the schedule would fire again.
+    respelled = h.api.request(
+        "PATCH",
+        "/schedules/s",
+        json={"spec": {"cron_expressions": ["*/10 * * * *"]}},
+        headers={"If-Match": "3"},
+    )
+    assert respelled.status_code == 422
+    assert respelled.get_json()["error"]["details"]["errors"][0]["loc"] == ["spec", "end_at"]
+    resumed = h.post("s", "resume")
+    assert resumed.status_code == 422 and resumed.get_json()["error"]["code"] == "SCHEDULE_RANGE"
+    assert h.read()["status"] == "paused"
+
+
 def test_max_runs_counts_manual_triggers_too(h):
     h.create("s", max_runs=2, overlap_policy="allow_all")
     h.set_clock("12:01")
