@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from flask import Flask, current_app, send_from_directory
-from flask_login import LoginManager
+from flask import Flask, current_app, flash, redirect, request, send_from_directory
+from flask_login import LoginManager, login_url
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
 
@@ -12,6 +12,7 @@ from app.console import (
     auth,
     errors,
     filters,
+    htmx,
     incidents,
     load,
     overview,
@@ -31,6 +32,21 @@ login_manager.login_view = "console_auth.login"
 login_manager.login_message = "Please sign in."
 login_manager.session_protection = "strong"
 csrf = CSRFProtect()
+
+
+@login_manager.unauthorized_handler
+def _sign_in_first() -> Response:
+    """Send the browser to sign in, back to the page it was on afterwards.
+
+    An htmx swap (a live refresh once the session ended, by sign-out elsewhere, revocation or
+    timeout) is told to navigate: a redirect would be followed and the login page swapped into
+    the table or card being refreshed.
+    """
+    flash(login_manager.login_message, login_manager.login_message_category)
+    if htmx.is_partial():
+        page = request.headers.get("HX-Current-URL") or request.url
+        return htmx.navigate(login_url(login_manager.login_view, page))
+    return redirect(login_url(login_manager.login_view, request.url))
 
 
 @login_manager.user_loader

@@ -104,3 +104,22 @@ def test_backfill_counts_then_starts(seeded, client, app):
         "schedule:nightly:backfill:20260102T020000Z",
         "schedule:nightly:backfill:20260103T020000Z",
     ]
+
+
+def test_a_live_refresh_after_the_session_ended_navigates_to_sign_in(seeded, client):
+    page = "http://localhost/ns/default/schedules?status=active"
+    assert client.get("/ns/default/schedules", headers={"HX-Request": "true"}).status_code == 200
+    signed_in = client.get("/ns/default/schedules")
+    assert client.post("/logout", data={"csrf_token": csrf_from(signed_in)}).status_code == 302
+    # The polling table asks again: htmx must navigate, never swap the login page into it.
+    refresh = client.get(
+        "/ns/default/schedules", headers={"HX-Request": "true", "HX-Current-URL": page}
+    )
+    assert refresh.status_code == 204 and refresh.data == b""
+    target = "/login?next=%2Fns%2Fdefault%2Fschedules%3Fstatus%3Dactive"
+    assert refresh.headers["HX-Redirect"] == target
+    plain = client.get("/ns/default/runs?status=failed")
+    assert plain.status_code == 302
+    assert plain.headers["Location"] == "/login?next=%2Fns%2Fdefault%2Fruns%3Fstatus%3Dfailed"
+    landing = client.get("/login?next=%2Fns%2Fdefault%2Fschedules").get_data(as_text=True)
+    assert "Please sign in." in landing
