@@ -66,6 +66,10 @@ def index(ns: str) -> Response:
     session = context.session()
     rows: list[Schedule] = []
     next_url, filter_error = None, None
+    # The live refresh asks for what this page shows: the submitted filters and its page, never
+    # what is being typed into the filter form (a cursor belongs to the filter it was made with).
+    shown = {k: v for k, v in request.args.items() if k in FILTER_ARGS or k == "cursor"}
+    refresh_url = url_for(".index", ns=ns, **shown)
     try:
         filters = _filters()
     except ValidationFailed as exc:
@@ -88,6 +92,7 @@ def index(ns: str) -> Response:
         last_runs=runs_overview.latest_runs(session, [row.uid for row in rows]),
         now=context.now(),
         next_url=next_url,
+        refresh_url=refresh_url,
         calendar_text=calendar_text,
         args=request.args,
     )

@@ -246,6 +246,14 @@ def test_filtering_from_the_second_page_starts_from_the_first(client, operator, 
     fields = filter_form_fields(second) | {"q": "bulk-50"}
     found = client.get("/ns/default/schedules", query_string=fields).get_data(as_text=True)
     assert 'data-schedule="bulk-50"' in found and "No schedules match" not in found
-    # The live refresh still reads the page the reader is on.
-    assert 'hx-include="#schedule-filters, #schedule-page"' in second
-    assert re.search(r'id="schedule-page" name="cursor" value="[^"]+"', second)
+    # The live refresh reads the page the reader is on, with the filter it was made with, and
+    # includes nothing of the filter form (what is typed there applies on Filter only).
+    refresh = re.search(r'<tbody id="schedule-rows" hx-get="([^"]+)"([^>]*)>', second)
+    assert refresh and "hx-include" not in refresh.group(2)
+    cursor = re.search(r"cursor=([^&]+)", next_link.group(1).replace("&amp;", "&")).group(1)
+    assert refresh.group(1).replace("&amp;", "&") == f"/ns/default/schedules?cursor={cursor}"
+    rows = client.get(refresh.group(1).replace("&amp;", "&"), headers={"HX-Request": "true"})
+    assert 'data-schedule="bulk-00"' in rows.get_data(as_text=True)
+    assert 'data-schedule="bulk-50"' not in rows.get_data(as_text=True)
+    filtered = client.get("/ns/default/schedules?q=bulk-1&status=active").get_data(as_text=True)
+    assert 'hx-get="/ns/default/schedules?q=bulk-1&amp;status=active"' in filtered
