@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from zoneinfo import available_timezones
 
@@ -165,7 +166,7 @@ def _conflict(view: NamespaceView, schedule_id: str, exc: RevisionConflict) -> d
     differing = [
         name
         for name, value in current.items()
-        if name != "schedule_id" and (request.form.get(name) or "").strip() != value.strip()
+        if name != "schedule_id" and _differs(request.form.get(name) or "", value)
     ]
     return {
         "current_revision": exc.details.get("current_revision"),
@@ -173,6 +174,21 @@ def _conflict(view: NamespaceView, schedule_id: str, exc: RevisionConflict) -> d
         "labels": [LABELS.get(name, name.replace("_", " ")) for name in differing],
         "status": schedule.status,
     }
+
+
+def _differs(submitted: str, current: str) -> bool:
+    """Whether a submitted field says something else than the current value: a browser sends a
+    textarea with CRLF line endings, and JSON may be spaced otherwise."""
+    if _lines(submitted) == _lines(current):
+        return False
+    try:
+        return bool(json.loads(submitted) != json.loads(current))
+    except (ValueError, RecursionError):
+        return True
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.strip().splitlines()]
 
 
 @bp.post("/ns/<ns>/calendar/preview")

@@ -384,6 +384,42 @@ def test_conflict_banner_names_fields_as_the_form_labels_them(client, olga, api_
     assert "Overlap policy" in banner and "overlap_policy" not in banner
 
 
+def test_conflict_banner_ignores_the_line_endings_a_browser_sends(client, olga, api_for):
+    api = api_for("apiuser")
+    body = {
+        "schedule_id": "s",
+        "workflow": "invoice-sync",
+        "labels": {"team": "billing", "tier": "1"},
+    }
+    body["spec"] = {"cron_expressions": ["0 * * * *", "30 6 * * 1"]}
+    assert api.post("/schedules", json=body).status_code == 201
+    form = client.get("/ns/default/schedules/s/edit")
+    patched = api.request("PATCH", "/schedules/s", json={"notes": "n"}, headers={"If-Match": "1"})
+    assert patched.status_code == 200
+    # A textarea comes back with CRLF line endings, whatever it was sent with.
+    response = client.post(
+        "/ns/default/schedules/s/edit",
+        data={
+            "csrf_token": csrf_from(form),
+            "revision": "1",
+            "cron_expressions": "0 * * * *\r\n30 6 * * 1\r\n",
+            "labels": "team:billing\r\ntier:1",
+            "input": "{ }",
+            "memo": "{}",
+            "search_attributes": "{}\r\n",
+            "jitter_seconds": "0",
+            "timezone": "UTC",
+            "workflow": "invoice-sync",
+            "overlap_policy": "skip",
+            "missed_policy": "skip",
+        },
+    )
+    assert response.status_code == 409
+    html = response.get_data(as_text=True)
+    banner = html[html.index('class="conflict"') :][:1500]
+    assert "<strong>Notes</strong>" in banner, banner
+
+
 def test_relative_times_say_just_now_rather_than_in_zero_seconds():
     assert relative(FIXED_NOW, FIXED_NOW) == "just now"
     assert relative(FIXED_NOW + timedelta(seconds=90), FIXED_NOW) == "in 1 min"
