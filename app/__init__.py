@@ -51,6 +51,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     api.init_app(app)
     # No text column of PostgreSQL can hold NUL: refuse it on every face, both databases.
     app.before_request(inputs.refuse_nul_in_request)
+    inputs.bound_streamed_bodies(app)
     cli.init_app(app)
     start_if_enabled(app)
     return app

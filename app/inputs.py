@@ -6,11 +6,12 @@ both turned odd input into 500s; these functions turn it into validation errors 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from typing import Any
 
-from flask import request
+from flask import Flask, request
 
 from app.errors import BadRequest, ValidationFailed
 
@@ -117,3 +118,27 @@ _FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-da
 
 def _where(loc: list[str | int]) -> str:
     return ".".join(map(str, loc)) or "the body"
+
+
+def bound_streamed_bodies(app: Flask) -> None:
+    """Hold a body sent without Content-Length (chunked) to the same limit as one with it.
+
+    Werkzeug stops reading such a stream at `MAX_CONTENT_LENGTH` without noticing that more
+    follows, so a request past the limit was cut there and parsed. The body is read here (at
+    most one byte past the limit) and handed on with its length, so the usual check answers 413
+    for a longer one, on every face, and nothing is written.
+    """
+    inner = app.wsgi_app
+    limit = int(app.config["MAX_CONTENT_LENGTH"])
+
+    def wsgi_app(environ: dict[str, Any], start_response: Any) -> Any:
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not environ.get("CONTENT_LENGTH"):
+            body = environ["wsgi.input"].read(limit + 1)
+            environ["wsgi.input"] = io.BytesIO(body if len(body) <= limit else b"")
+            # Werkzeug ignores the length of a request that says it is chunked.
+            del environ["HTTP_TRANSFER_ENCODING"]
+            environ["CONTENT_LENGTH"] = str(len(body))
+        return inner(environ, start_response)
+
+    app.wsgi_app = wsgi_app  # type: ignore[method-assign]
