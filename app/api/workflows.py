@@ -26,10 +26,6 @@ def _load_actions(state: Any) -> None:
     actions.load_modules(state.app.config.get("ACTION_MODULES"))
 
 
-# Versions are 32-bit integers in the database; a larger number can name none of them.
-MAX_VERSION = 2**31 - 1
-
-
 def json_object() -> dict[str, Any]:
     """The request body as a JSON object, unparsed (for bodies a service validates itself)."""
     data = inputs.loads(request.get_data(cache=True) or b"{}", ["body"])
@@ -119,7 +115,7 @@ def get_workflow(namespace: Namespace, name: str) -> Any:
     flow = workflows.get_workflow(session, namespace, name)
     raw = request.args.get("version")
     number = inputs.ascii_int(raw) if raw else None
-    if raw and (number is None or not 1 <= number <= MAX_VERSION):
+    if raw and (number is None or not 1 <= number <= workflows.MAX_VERSION):
         raise ValidationFailed([{"loc": ["query", "version"], "msg": "must be a version number"}])
     version = workflows.get_version(session, flow, number)
     versions = [

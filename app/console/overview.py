@@ -12,7 +12,7 @@ from flask import Blueprint, current_app, request
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ
 from app.console import errors
 from app.console.charts import load_chart
@@ -35,10 +35,14 @@ DAY = timedelta(hours=24)
 
 def _poll_expired(now: datetime) -> bool:
     """Whether the page this refresh belongs to was loaded more than `POLL_FOR` ago."""
-    raw = request.args.get("since", "")
-    if not raw.isdigit():
+    since = inputs.ascii_int(request.args.get("since", ""))
+    if since is None:
         return False
-    return now - datetime.fromtimestamp(int(raw), UTC) > POLL_FOR
+    try:
+        loaded = datetime.fromtimestamp(since, UTC)
+    except (OverflowError, ValueError, OSError):
+        return False  # not a time this page could have been loaded at: keep refreshing
+    return now - loaded > POLL_FOR
 
 
 @bp.get("/ns/<ns>/")

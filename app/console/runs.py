@@ -137,11 +137,11 @@ def history(ns: str, run_id: str) -> Response:
     session = context.session()
     run = runs_service.get_run(session, view.current, run_id)
     raw = request.args.get("after_sequence", "0")
-    if not raw.isdigit() or len(raw) > 9:
+    after = inputs.ascii_int(raw) if len(raw) <= 9 else None
+    if after is None:
         raise ValidationFailed(
             [{"loc": ["query", "after_sequence"], "msg": "must be a whole number"}]
         )
-    after = int(raw)
     events, more = runs_service.history(session, run, HISTORY_PAGE, [after] if after else None)
     return render(
         "runs/history.html",

@@ -68,7 +68,9 @@ def index(ns: str) -> Response:
     next_url, filter_error = None, None
     # The live refresh asks for what this page shows: the submitted filters and its page, never
     # what is being typed into the filter form (a cursor belongs to the filter it was made with).
-    shown = {k: v for k, v in request.args.items() if k in FILTER_ARGS or k == "cursor"}
+    shown: dict[str, Any] = {
+        k: v for k, v in request.args.items() if k in FILTER_ARGS or k == "cursor"
+    }
     refresh_url = url_for(".index", ns=ns, **shown)
     try:
         filters = _filters()

@@ -14,7 +14,7 @@ from flask import Blueprint, current_app, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ
 from app.calendar import CalendarError, SpecRangeError
 from app.console import errors
@@ -35,11 +35,8 @@ MAX_MINUTES = 7 * 24 * 60
 
 def _minutes(raw: str) -> int | None:
     """The assumed run length in whole minutes, or None when it is not one we take."""
-    try:
-        minutes = int(raw.strip() or "0")
-    except ValueError:
-        return None
-    return minutes if 0 <= minutes <= MAX_MINUTES else None
+    minutes = inputs.ascii_int(raw.strip() or "0")
+    return minutes if minutes is not None and minutes <= MAX_MINUTES else None
 
 
 @bp.get("/ns/<ns>/schedules/<schedule_id>/simulate")

@@ -101,6 +101,10 @@ def list_workflows(
     return split_page(rows, limit, lambda row: [row[0].name])
 
 
+# Versions are 32-bit integers in the database; a larger number can name none of them.
+MAX_VERSION = 2**31 - 1
+
+
 def activate(
     session: Session, now: datetime, namespace: Namespace, workflow: str, version: int | None = None
 ) -> tuple[Activation, Workflow, WorkflowVersion]:

@@ -294,6 +294,9 @@ def history(
     }
 
 
+MAX_SEQUENCE = 2**31 - 1
+
+
 def parse_after_sequence(raw: str | None) -> int:
     """`after_sequence`: a non-negative integer, else 400 INVALID_CURSOR."""
     if raw is None or raw == "":
@@ -303,4 +306,5 @@ def parse_after_sequence(raw: str | None) -> int:
         msg = "must be a non-negative integer"
         errors = [{"loc": ["query", "after_sequence"], "msg": msg}]
         raise InvalidCursor(f"after_sequence {msg}", errors=errors)
-    return value
+    # A sequence is a 32-bit column on PostgreSQL: past the largest one, every page is empty.
+    return min(value, MAX_SEQUENCE)

@@ -157,3 +157,44 @@ def test_query_integers_are_ascii_digits_only(admin_api):
             error_of(response)
     history = admin_api.get("/schedules/s/history?after_sequence=²")
     assert history.status_code == 400
+
+
+def test_console_numbers_are_ascii_digits_only_and_never_500(app, client, accounts, admin_api):
+    deploy(admin_api)
+    admin_api.post(
+        "/workflows",
+        json={"name": "wf", "steps": [{"id": "b", "type": "action", "action": "noop"}]},
+    )
+    saved = admin_api.post("/schedules", json={"id": "s", "cron": "* * * * *", "workflow": "wf"})
+    assert saved.status_code == 201
+    run = admin_api.post("/runs", json={"workflow": "wf", "run_id": "r"})
+    assert run.status_code == 201
+    account = accounts.create("dora", role="deployer")
+    sign_in(client, "dora", account.password)
+    odd = ("²", "1²", "١", "1_0", "99999999999999999999", "4294967297")
+    for value in odd:
+        history = client.get(f"/ns/default/runs/r/history?after_sequence={value}")
+        assert history.status_code == 422, (value, history.status_code)
+        simulated = client.get(f"/ns/default/schedules/s/simulate?minutes={value}")
+        assert simulated.status_code == 422, (value, simulated.status_code)
+        # An odd `since` is not a page to stop refreshing: the overview answers as usual.
+        polled = client.get(f"/ns/default/?since={value}", headers={"HX-Request": "true"})
+        assert polled.status_code == 200, (value, polled.status_code)
+    token = csrf_from(client.get("/ns/default/workflows"))
+    before = admin_api.get("/activations?workflow=wf").get_json()["items"]
+    for value in (*odd, "0", "abc"):
+        activated = client.post(
+            "/ns/default/workflows/wf/activate", data={"csrf_token": token, "version": value}
+        )
+        assert activated.status_code == 302, (value, activated.status_code)
+        assert "must be a version number" in client.get("/ns/default/workflows").get_data(
+            as_text=True
+        ), value
+    assert admin_api.get("/activations?workflow=wf").get_json()["items"] == before
+    # The largest sequence a database holds, and past it: an empty page, on both databases.
+    for value in ("2147483647", "2147483648", "999999999999999999"):
+        page = admin_api.get(f"/schedules/s/history?after_sequence={value}")
+        assert page.status_code == 200, (value, page.get_json())
+        assert page.get_json()["events"] == [] and page.get_json()["has_more"] is False
+        console = client.get(f"/ns/default/schedules/s/history?after_sequence={value}")
+        assert console.status_code == 200, value
