@@ -5,6 +5,7 @@ load chart, each photographed at 1280 and 390 px under tests/artifacts/."""
 from __future__ import annotations
 
 import itertools
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -251,3 +252,41 @@ def test_long_ids_and_unbroken_text_stay_inside_the_window(
             assert wide <= width, (name, width, wide, page.evaluate(OVERFLOWING))
             page.screenshot(path=str(artifacts / f"long-id-{name}-{width}.png"), full_page=True)
     page.set_viewport_size({"width": 1280, "height": 900})
+
+
+# Each cell of the schedules list whose words break inside (its text is taller than one line
+# although no word in it is longer than the cell is wide).
+BROKEN_WORDS = """(id) => {
+  const row = document.querySelector(`tr[data-schedule='${id}']`);
+  const out = [];
+  for (const el of row.querySelectorAll("td > a, td > button, td .squares")) {
+    const box = el.getBoundingClientRect();
+    const line = parseFloat(getComputedStyle(el).lineHeight) || 20;
+    if (box.height > line * 1.6 + 8) out.push(`${el.className} ${box.width}x${box.height}`);
+  }
+  return out;
+}"""
+
+
+LABELS = {"team": "ledger", "a-rather-long-label-key": "and-a-rather-long-label-value-too"}
+
+
+def test_the_schedules_list_keeps_words_and_buttons_whole(
+    live_server, live_api, flows, page, artifacts
+):
+    body = {"schedule_id": "wrap-061", "cron": "0 * * * *", "workflow": flows}
+    saved = live_api.post("/schedules", body | {"overlap_policy": "allow_all", "labels": LABELS})
+    # A neighbour with a long id widens its column: the others must not pay with broken words.
+    live_api.post("/schedules", body | {"schedule_id": "wrap-0" + "x" * 100})
+    # Ten runs, without moving the shared clock: a backfill of the ten hours before it.
+    now = datetime.fromisoformat(saved["created_at"].replace("Z", "+00:00"))
+    start = (now - timedelta(hours=10)).replace(minute=0, second=0, microsecond=0)
+    window = {"from": start.isoformat(), "to": (start + timedelta(hours=10)).isoformat()}
+    backfilled = live_api.post("/schedules/wrap-061/backfill", window)
+    assert backfilled["started"] == 10, backfilled
+    sign_in(page, live_server)
+    for width in (1280, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live_server.url + "/ns/default/schedules?q=wrap-0")
+        assert page.evaluate(BROKEN_WORDS, "wrap-061") == [], width
+        page.screenshot(path=str(artifacts / f"schedules-words-{width}.png"))
