@@ -79,6 +79,15 @@ def _intervals(text: str) -> list[dict[str, str]]:
     return intervals
 
 
+def _check_intervals(text: str) -> None:
+    """Each interval line written right and meaning an interval, the line named when not."""
+    for line, interval in zip(_lines(text), _intervals(text), strict=True):
+        try:
+            Spec.from_dict({"intervals": [interval]})
+        except CalendarError as exc:
+            raise _fail("intervals", f"{line!r}: {exc.msg}") from None
+
+
 def _labels(text: str) -> dict[str, str]:
     """One `key:value` (or `key=value`) per line, read as the list filter reads them."""
     return dict(label_pair(line, ("labels",)) for line in _lines(text))
@@ -200,7 +209,7 @@ def form_errors(form: MultiDict[str, str]) -> dict[str, str]:
             Spec.from_dict({"cron_expressions": [line]})
             for line in _lines(form.get("cron_expressions", ""))
         ],
-        "intervals": lambda: _intervals(form.get("intervals", "")),
+        "intervals": lambda: _check_intervals(form.get("intervals", "")),
         "timezone": lambda: validate_timezone(form.get("timezone", "").strip() or "UTC"),
         "start_at": lambda: _instant(form, "start_at"),
         "end_at": lambda: _instant(form, "end_at"),

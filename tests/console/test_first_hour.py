@@ -283,6 +283,21 @@ def test_a_bad_schedule_id_is_one_of_the_mistakes_of_the_first_submit(client, ol
         assert session.scalar(select(func.count()).select_from(Schedule)) == 0
 
 
+def test_a_bad_interval_is_named_in_the_same_submit_as_a_bad_cron(client, olga, app):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    typed = FIVE_MISTAKES | {"intervals": "PT1H\nPT1M30S offset PT5M\nP1M"}
+    response = client.post("/ns/default/schedules/new", data={"csrf_token": token} | typed)
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    summary = html[html.index('id="error-summary"') :]
+    assert "6 problems" in summary and '<a href="#intervals">' in summary
+    error = re.search(r'id="err-intervals"[^>]*>([^<]*)<', html)
+    assert error and "PT1M30S offset PT5M" in error.group(1), error
+    assert "less than every" in error.group(1)
+    with database(app).session() as session:
+        assert session.scalar(select(func.count()).select_from(Schedule)) == 0
+
+
 def test_memo_and_search_attributes_that_are_not_objects_are_named_in_the_first_submit(
     client, olga, app
 ):
