@@ -290,3 +290,18 @@ def test_the_schedules_list_keeps_words_and_buttons_whole(
         page.goto(live_server.url + "/ns/default/schedules?q=wrap-0")
         assert page.evaluate(BROKEN_WORDS, "wrap-061") == [], width
         page.screenshot(path=str(artifacts / f"schedules-words-{width}.png"))
+
+
+def test_a_long_namespace_name_never_widens_a_phone_page(live_server, live_api, page, artifacts):
+    long_name = "platform-operations-and-infrastructure-team-eu-west"
+    live_api.post("/namespaces", {"name": long_name})
+    sign_in(page, live_server)
+    for width in (375, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(live_server.url + "/ns/default/schedules")
+        assert page.locator("#ns-switch option").count() >= 2
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width, (width, wide, page.evaluate(OVERFLOWING))
+        label = page.locator("label[for='ns-switch']").bounding_box()
+        assert label and label["height"] < 30, label  # one line, not a letter per line
+        page.screenshot(path=str(artifacts / f"long-namespace-{width}.png"))
