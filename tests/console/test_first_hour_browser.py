@@ -305,3 +305,14 @@ def test_a_long_namespace_name_never_widens_a_phone_page(live_server, live_api, 
         label = page.locator("label[for='ns-switch']").bounding_box()
         assert label and label["height"] < 30, label  # one line, not a letter per line
         page.screenshot(path=str(artifacts / f"long-namespace-{width}.png"))
+
+
+def test_the_days_chart_keeps_its_proportions_on_a_phone(live_server, live_api, flows, page):
+    live_api.post("/runs", {"workflow": flows})
+    sign_in(page, live_server)
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(live_server.url + "/ns/default/")
+    chart = page.locator("figure.chart.outcomes svg").bounding_box()
+    assert chart and chart["width"] >= 600, chart
+    assert abs(chart["width"] / chart["height"] - 960 / 180) < 0.5, chart
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
