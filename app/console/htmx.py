@@ -44,12 +44,13 @@ def in_place(partial: str) -> Callable[[V], V]:
     return mark
 
 
-def reply(message: str, ok: bool, target: str) -> AnyResponse:
-    """Tell how an action went: in place for an htmx swap of an `in_place` view, else flash the
-    message and navigate to `target`."""
+def reply(message: str, ok: bool, target: str, link: tuple[str, str] | None = None) -> AnyResponse:
+    """Tell how an action went: in place for an htmx swap of an `in_place` view (with `link`, a
+    (text, url) to what it made, such as the run it started), else flash the message and
+    navigate to `target`."""
     view = current_app.view_functions.get(request.endpoint or "")
     partial = getattr(view, "in_place", None)
     if partial and is_partial():
-        return render(partial, partial, message=message, ok=ok)
+        return render(partial, partial, message=message, ok=ok, link=link)
     flash(message, "ok" if ok else "error")
     return navigate(target)

@@ -103,7 +103,10 @@ def trigger(ns: str, schedule_id: str) -> Response:
     session.commit()
     back = _detail(ns, schedule_id)
     if result.run_id:
-        return reply(f"{result.outcome}: run {result.run_id}", True, back)
+        run_url = url_for("console_runs.detail", ns=ns, run_id=result.run_id)
+        return reply(
+            f"{result.outcome}: run {result.run_id}", True, back, ("Open the run", run_url)
+        )
     return reply(f"{result.outcome}: {result.reason}", False, back)
 
 

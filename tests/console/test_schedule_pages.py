@@ -150,6 +150,11 @@ def test_pause_resume_trigger_delete(client, operator, api_for, app):
         headers={"HX-Request": "true"},
     )
     assert "schedule:nightly:manual:" in result.get_data(as_text=True)
+    # The result links to the run it started, and the link opens it.
+    link = re.search(r'<a href="([^"]+)">Open the run</a>', result.get_data(as_text=True))
+    assert link and link.group(1).startswith("/ns/default/runs/schedule:nightly:manual:"), link
+    opened = client.get(link.group(1))
+    assert opened.status_code == 200 and "schedule:nightly:manual:" in opened.get_data(as_text=True)
     stale = client.post(
         "/ns/default/schedules/nightly/delete",
         data={"csrf_token": token, "revision": "1"},
