@@ -144,10 +144,11 @@ class RunOperations(Operations):
 
     def resolve_incident(
         self, run_id: str, incident_id: str | int, action: str, output: Any = None
-    ) -> dict[str, Any]:
-        """Resolve with retry, skip (completing the step with `output`) or fail; the report."""
+    ) -> m.Incident:
+        """Resolve with retry, skip (completing the step with `output`) or fail: the resolved
+        incident, its `report` saying what the resolution released."""
         path = self._ns("runs", run_id, "incidents", str(incident_id), "resolve")
         body: dict[str, Any] = {"action": action}
         if output is not None:
             body["output"] = output
-        return self._call(Call("POST", path, json=body), dict)
+        return self._call(Call("POST", path, json=body), m.Incident.from_json)

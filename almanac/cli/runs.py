@@ -177,10 +177,10 @@ def list_incidents(
 def resolve(cli: Cli, incident_id: str, action: str, value: str | None, run_id: str | None) -> None:
     """Resolve an incident: retry the step, skip it (with an output), or fail the run."""
     run_id = run_id or cli.client.find_incident(incident_id).run_id
-    report = cli.client.resolve_incident(
+    resolved = cli.client.resolve_incident(
         run_id, incident_id, action, json_option(value, "--output-json")
     )
-    emit(cli.output, report, fields)
+    emit(cli.output, resolved.raw, fields)
 
 
 @click.group("tasks")

@@ -282,3 +282,34 @@ def test_tables_with_wide_characters_fit_80_columns_and_stay_aligned(almanac, sd
     words = ["Status", "open", "open"]
     status_at = {columns(row[: row.index(w)]) for row, w in zip(rows, words, strict=True)}
     assert len(status_at) == 1, rows
+
+
+FLAKY = {
+    "name": "flaky",
+    "on_step_failure": "incident",
+    "steps": [
+        {"id": "charge", "type": "action", "action": "fail", "retry": {"max_attempts": 1}},
+        {"id": "after", "type": "action", "action": "echo", "args": "done"},
+    ],
+}
+
+
+def test_incidents_resolve_from_the_sdk_and_the_terminal(almanac, sdk):
+    sdk.deploy_workflow(FLAKY)
+    sdk.create_activation("flaky")
+    for run_id in ("i-1", "i-2"):
+        sdk.start_run("flaky", run_id=run_id)
+    sdk.tick(work=True)
+    opened = {incident.run_id: incident for incident in sdk.list_incidents(status="open")}
+    assert set(opened) == {"i-1", "i-2"}
+    # The SDK answers the resolved incident, typed, with its report.
+    resolved = sdk.resolve_incident("i-1", opened["i-1"].id, "skip", output={"charged": False})
+    assert type(resolved).__name__ == "Incident" and resolved.resolution == "skip"
+    assert resolved.resolved_at is not None and resolved.report is not None
+    # The terminal prints the API's body.
+    printed = as_json(
+        almanac("incidents", "resolve", str(opened["i-2"].id), "--action", "fail", "-o", "json")
+    )
+    assert (printed["run_id"], printed["resolution"]) == ("i-2", "fail")
+    sdk.tick(work=True)
+    assert (sdk.get_run("i-1").status, sdk.get_run("i-2").status) == ("completed", "failed")
