@@ -22,6 +22,7 @@ from almanac.transport import (
     http_options,
     page_body,
     parsed,
+    resend,
     retry_delay,
 )
 
@@ -35,13 +36,16 @@ class AsyncTransport:
         self.http = httpx.AsyncClient(**http_options(url, token, timeout, source))
 
     async def send(self, call: Call) -> Any:
-        attempt = 0
+        attempt, resent = 0, False
         while True:
             try:
                 response = await self.http.request(
                     call.method, call.path, params=call.params, json=call.json, headers=call.headers
                 )
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                if resend(call, exc, resent):
+                    resent = True
+                    continue
                 raise connection_error(exc, self.url) from exc
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
                 await asyncio.sleep(retry_delay(response, attempt))

@@ -20,6 +20,8 @@ from almanac.version import VERSION
 
 T = TypeVar("T")
 RETRY_STATUSES = frozenset({429, 503})
+# Below the 2 s after which gunicorn closes an idle kept-alive connection.
+KEEPALIVE_SECONDS = 1.0
 MAX_RETRY_AFTER = 60.0
 BASE_BACKOFF = 0.5
 
@@ -65,7 +67,22 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
     except httpx.InvalidURL as exc:
         message = f"cannot reach {url}: not a valid URL ({exc})"
         raise ConnectionFailed("CONNECTION", message) from exc
-    return {"base_url": base, "headers": default_headers(token, source), "timeout": timeout}
+    return {
+        "base_url": base,
+        "headers": default_headers(token, source),
+        "timeout": timeout,
+        # Servers close idle connections (gunicorn after 2 s): drop ours before they do.
+        "limits": httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
+    }
+
+
+def resend(call: Call, exc: Exception, resent: bool) -> bool:
+    """Whether to send `call` again after `exc`: once, for a read (GET or HEAD) whose kept-alive
+    connection the server closed as it was reused ("disconnected without a response"). A
+    change is never sent twice: the server may have made it."""
+    return (
+        not resent and call.method in ("GET", "HEAD") and isinstance(exc, httpx.RemoteProtocolError)
+    )
 
 
 def retry_delay(response: httpx.Response, attempt: int) -> float:
@@ -132,13 +149,16 @@ class SyncTransport:
         self.http = httpx.Client(**http_options(url, token, timeout, source))
 
     def send(self, call: Call) -> Any:
-        attempt = 0
+        attempt, resent = 0, False
         while True:
             try:
                 response = self.http.request(
                     call.method, call.path, params=call.params, json=call.json, headers=call.headers
                 )
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                if resend(call, exc, resent):
+                    resent = True
+                    continue
                 raise connection_error(exc, self.url) from exc
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
                 time.sleep(retry_delay(response, attempt))

@@ -10,6 +10,8 @@ import pytest
 from almanac import (
     AsyncClient,
     CalendarInvalid,
+    Client,
+    ConnectionFailed,
     NotFound,
     RevisionConflict,
     Schedule,
@@ -17,7 +19,7 @@ from almanac import (
     Unauthenticated,
     ValidationError,
 )
-from tests.client.conftest import schedule_body
+from tests.client.conftest import JsonHandler, schedule_body, serving
 
 TRIGGERS = ("2026-10-01T00:00:00Z", "2026-10-01T02:30:00Z")  # 150 minutely occurrences
 
@@ -159,3 +161,47 @@ def test_the_async_client_has_raw_lists_and_close_as_documented(live, namespace,
     items = asyncio.run(scenario())
     assert sorted(item["schedule_id"] for item in items) == ["raw-0", "raw-1", "raw-2"]
     assert all(isinstance(item, dict) and "revision" in item for item in items)
+
+
+class ClosesFirstConnection(JsonHandler):
+    """Reads each request, but closes the first connection without answering (as a server does
+    with a kept-alive connection it closed while the client reused it)."""
+
+    protocol_version = "HTTP/1.1"
+    seen: list[str] = []
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        type(self).seen.append(self.command)
+        if len(type(self).seen) == 1:
+            self.close_connection = True
+            return
+        self.send_json(200, {"username": "u", "namespaces": [], "superuser": False})
+
+    do_GET = do_POST = _answer
+
+
+def test_a_read_is_sent_again_once_when_the_server_dropped_the_connection():
+    ClosesFirstConnection.seen = []
+    with serving(ClosesFirstConnection) as url, Client(url, "t", "default", retries=0) as client:
+        assert client.me().username == "u"
+        assert ClosesFirstConnection.seen == ["GET", "GET"]
+    # A change is never sent twice: the server may have made it.
+    ClosesFirstConnection.seen = []
+    with serving(ClosesFirstConnection) as url, Client(url, "t", "default", retries=0) as client:
+        with pytest.raises(ConnectionFailed):
+            client.create_namespace("x")
+        assert ClosesFirstConnection.seen == ["POST"]
+
+
+def test_the_async_client_sends_a_read_again_once_too():
+    ClosesFirstConnection.seen = []
+
+    async def read(url: str) -> str:
+        async with AsyncClient(url, "t", "default", retries=0) as client:
+            return (await client.me()).username
+
+    with serving(ClosesFirstConnection) as url:
+        assert asyncio.run(read(url)) == "u"
+    assert ClosesFirstConnection.seen == ["GET", "GET"]
