@@ -338,6 +338,5 @@ def delete(
     store.check_revision(schedule, expected_revision)
     w = Writes()
     mark_deleted(session, w, schedule, now, "requested", context)
-    store.next_revision(session, schedule, now, w.revisions)
     w.flush(session)
     return schedule

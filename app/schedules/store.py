@@ -175,12 +175,19 @@ def next_revision(
 ) -> None:
     """A change is done: bump the revision and record it (in `rows`, when given, for a bulk
     insert with the change's other rows)."""
-    schedule.revision += 1
-    schedule.updated_at = now
     if rows is None:
+        schedule.revision += 1
+        schedule.updated_at = now
         add_revision(session, schedule, now)
     else:
-        rows.append(revision_row(schedule, now))
+        revise(schedule, now, rows)
+
+
+def revise(schedule: Schedule, now: datetime, rows: list[dict[str, Any]]) -> None:
+    """Bump the revision and queue its row in `rows` (the tick's blocks and deletes too)."""
+    schedule.revision += 1
+    schedule.updated_at = now
+    rows.append(revision_row(schedule, now))
 
 
 def buffered(

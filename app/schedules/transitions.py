@@ -83,9 +83,11 @@ def reschedule(schedule: Schedule, spec: Spec, upcoming: Occurrence | None | boo
 def block(
     w: Writes, schedule: Schedule, now: datetime, reason: str, context: CommandContext
 ) -> None:
-    """Stop firing until an authorized save or resume; consumes no occurrence."""
+    """Stop firing until an authorized save or resume; consumes no occurrence. A new revision:
+    the schedule's status changed, so a change sent with the revision read before is stale."""
     schedule.status, schedule.blocked_reason = "blocked", reason
     schedule.next_fire_at = None
+    store.revise(schedule, now, w.revisions)
     w.event(
         schedule,
         now,
@@ -107,6 +109,7 @@ def mark_deleted(
     discard_buffer(session, w, schedule, now, "deleted", context)
     schedule.status, schedule.deleted_at = "deleted", now
     schedule.next_fire_at = schedule.next_occurrence = None
+    store.revise(schedule, now, w.revisions)
     w.event(
         schedule,
         now,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from sqlalchemy import select
+
+from app.db import ScheduleRevision
 from app.runs import lifecycle
 from app.schedules.audit import EVENT_KEYS
 from app.schedules.tick import due
@@ -216,17 +219,27 @@ def test_a_calendar_that_runs_out_blocks_the_schedule(h):
     assert [r["outcome"] for r in rows] == ["triggered", "blocked"]
     data = h.read()
     assert data["status"] == "blocked" and data["blocked_reason"] == "calendar_exhausted"
+    # Blocking is a change of the schedule: a new revision, recorded like any other.
+    assert data["revision"] == 2
+    with h.db.session() as session:
+        latest = session.scalars(
+            select(ScheduleRevision).order_by(ScheduleRevision.revision.desc())
+        ).first()
+        assert (latest.revision, latest.config["status"]) == (2, "blocked")
+        assert latest.config["blocked_reason"] == "calendar_exhausted"
+    stale = h.api.request("PATCH", "/schedules/s", json={"notes": "x"}, headers={"If-Match": "1"})
+    assert stale.status_code == 409
     assert h.tick("12:15") == []
     # Its notes and labels may still change; it stays blocked until its calendar does.
     patch = {"notes": "ran its course", "labels": {"done": "yes"}}
-    noted = h.api.request("PATCH", "/schedules/s", json=patch, headers={"If-Match": "1"})
+    noted = h.api.request("PATCH", "/schedules/s", json=patch, headers={"If-Match": "2"})
     assert noted.status_code == 200, noted.get_json()
     data = noted.get_json()
-    assert data["notes"] == "ran its course" and data["revision"] == 2
+    assert data["notes"] == "ran its course" and data["revision"] == 3
     assert data["status"] == "blocked" and data["blocked_reason"] == "calendar_exhausted"
     assert h.tick("12:20") == []
     extended = {"spec": {"end_at": "2026-01-05T13:00:00Z"}}
-    later = h.api.request("PATCH", "/schedules/s", json=extended, headers={"If-Match": "2"})
+    later = h.api.request("PATCH", "/schedules/s", json=extended, headers={"If-Match": "3"})
     assert later.status_code == 200 and later.get_json()["status"] == "active"
 
 
@@ -267,5 +280,13 @@ def test_max_runs_counts_manual_triggers_too(h):
     assert h.post("s", "trigger").get_json()["outcome"] == "triggered"
     assert h.read()["remaining_runs"] == 1
     h.tick("12:05")
-    assert h.read()["status"] == "deleted"
+    data = h.read()
+    assert data["status"] == "deleted"
     assert len(h.runs()) == 2
+    # Deleting itself is a revision too, its row saying so.
+    assert data["revision"] == 2
+    with h.db.session() as session:
+        configs = session.scalars(
+            select(ScheduleRevision.config).order_by(ScheduleRevision.revision)
+        ).all()
+        assert [config["status"] for config in configs] == ["active", "deleted"]

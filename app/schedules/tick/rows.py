@@ -41,13 +41,13 @@ MUTABLE = (
     "latest_run_id",
     "history_sequence",
     "deleted_at",
+    # A block or a delete is a new revision (its row is written with the page's other rows).
+    "revision",
+    "updated_at",
 )
-# What a firing reads: everything but the text and bookkeeping it never looks at.
-COLUMNS = [
-    column
-    for column in TABLE.columns
-    if column.name not in ("notes", "workflow_name", "created_at", "updated_at")
-]
+# What a firing reads: everything but bookkeeping it never looks at (the notes are in the
+# revision row a block or a delete writes).
+COLUMNS = [column for column in TABLE.columns if column.name not in ("workflow_name", "created_at")]
 _INSTANTS = frozenset(c.name for c in COLUMNS if isinstance(c.type, UTCDateTime))
 _DOCUMENTS = frozenset(c.name for c in COLUMNS if isinstance(c.type, JSON))
 
