@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from app.settings import DEFAULTS, ROOT, encryption_keys, instance_secret
+from app.settings import DEFAULTS, ROOT, check_settings, encryption_keys, instance_secret
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
@@ -29,11 +29,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = instance_secret(app)
     app.config["TESTING"] = str(app.config["TESTING"]).lower() in {"1", "true", "yes", "on"}
-    writers = str(app.config["TICK_WRITERS"]).strip()
-    if not writers.isdigit() or int(writers) < 1:
-        # A tick that cannot read it would fire nothing: refuse to start instead.
-        raise RuntimeError(f"ALMANAC_TICK_WRITERS must be a whole number, 1 or more: {writers!r}")
-    app.config["TICK_WRITERS"] = int(writers)
+    # A setting that cannot be used stops the process here, named, rather than misbehaving.
+    check_settings(app.config)
     sys.setswitchinterval(float(app.config["GIL_SWITCH_INTERVAL"]))
 
     # Every layer loads here, not when the package is imported: `import app.calendar` (pure

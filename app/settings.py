@@ -89,3 +89,92 @@ def encryption_keys(app: Flask) -> list[str]:
     # A Fernet key is 32 random bytes, URL-safe base64: no need to load cryptography here.
     fresh = base64.urlsafe_b64encode(os.urandom(32)).decode()
     return [read_or_create_secret(Path(app.instance_path) / "encryption_key", fresh)]
+
+
+class SettingError(RuntimeError):
+    """A setting that cannot be used: the process refuses to start, naming it."""
+
+
+# Each numeric setting: (whole number?, lowest, highest). Out of range, a setting would not
+# fail loudly but misbehave: a budget or grace of 0 fires nothing, a lease of 0 runs a step
+# twice at once, a tick period of 0 divides by zero (docs/operations.md).
+NUMBERS: dict[str, tuple[bool, float, float]] = {
+    "TICK_SECONDS": (False, 0.05, 3600),
+    "TICK_BUDGET_SECONDS": (False, 0.1, 3600),
+    "TICK_WRITERS": (True, 1, 16),
+    "TICK_MAX_NAMESPACE_PAGES": (True, 0, 1_000_000),
+    "MISFIRE_GRACE_SECONDS": (False, 1, 366 * 86400),
+    "WORKERS": (True, 0, 256),
+    "LEASE_SECONDS": (False, 1, 86400),
+    "WORKER_POLL_SECONDS": (False, 0.01, 3600),
+    "WORKER_BATCH": (True, 1, 1000),
+    "WORKER_BATCH_SECONDS": (False, 0.01, 3600),
+    "GIL_SWITCH_INTERVAL": (False, 0.0001, 1),
+}
+SWITCH = {"on": True, "1": True, "true": True, "yes": True}
+SWITCH |= {"off": False, "0": False, "false": False, "no": False}
+
+
+def check_settings(config: dict[str, Any]) -> None:
+    """Read every numeric setting and the scheduler switch as the values they must be, in
+    place, or raise `SettingError` naming the `ALMANAC_` variable and what it takes."""
+    for name, (whole, low, high) in NUMBERS.items():
+        raw = config.get(name)
+        if raw is None or (name == "TICK_MAX_NAMESPACE_PAGES" and raw == ""):
+            continue
+        config[name] = _number(name, raw, whole, low, high)
+    for name in ("DATABASE_URL", "MIGRATION_DATABASE_URL", "SCHEDULER_DATABASE_URL"):
+        if config.get(name):
+            _database_url(name, str(config[name]))
+    if config.get("ENCRYPTION_KEYS"):
+        _encryption_keys(str(config["ENCRYPTION_KEYS"]))
+    scheduler = str(config.get("SCHEDULER", "on")).strip().lower()
+    if scheduler not in SWITCH:
+        raise SettingError(f"ALMANAC_SCHEDULER must be on or off, not {config['SCHEDULER']!r}")
+    config["SCHEDULER"] = "on" if SWITCH[scheduler] else "off"
+
+
+def _number(name: str, raw: Any, whole: bool, low: float, high: float) -> int | float:
+    kind = "a whole number" if whole else "a number"
+    rule = f"ALMANAC_{name} must be {kind} from {_shown(low)} to {_shown(high)}, not {raw!r}"
+    if isinstance(raw, bool):
+        raise SettingError(rule)
+    try:
+        value = float(str(raw).strip()) if isinstance(raw, str) else float(raw)
+    except ValueError:
+        raise SettingError(rule) from None
+    if value != value or not low <= value <= high or (whole and value != int(value)):
+        raise SettingError(rule)
+    return int(value) if whole else value
+
+
+def _shown(value: float) -> str:
+    return f"{int(value):,}" if value == int(value) else f"{value:g}"
+
+
+def _database_url(name: str, url: str) -> None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(url)
+    except ArgumentError:
+        # The URL may hold a password: name the setting, not its value.
+        raise SettingError(
+            f"ALMANAC_{name} is not a database URL (like sqlite:///path/almanac.db or "
+            "postgresql://user@host/db)"
+        ) from None
+
+
+def _encryption_keys(keys: str) -> None:
+    for index, key in enumerate(keys.split(","), start=1):
+        try:
+            valid = len(base64.urlsafe_b64decode(key.strip().encode())) == 32
+        except ValueError:
+            valid = False
+        if not valid:
+            # A key is a secret: say which one, never what it holds.
+            raise SettingError(
+                f"ALMANAC_ENCRYPTION_KEYS: key {index} is not a Fernet key (32 url-safe "
+                "base64-encoded bytes, as Fernet.generate_key() makes; docs/security.md)"
+            )

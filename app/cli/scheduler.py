@@ -44,7 +44,7 @@ def tick(as_json: bool, work: bool) -> None:
 @scheduler.command("run")
 @click.option(
     "--workers",
-    type=int,
+    type=click.IntRange(0, 256),
     default=None,
     help="Worker threads beside the ticker (default: ALMANAC_WORKERS, 2; 0 for none).",
 )

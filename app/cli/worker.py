@@ -16,11 +16,16 @@ from app.ticker.host import worker_pool
     "--queue", default=None, help="Only run steps of this queue (default: the default queue)."
 )
 @click.option(
-    "--threads", type=int, default=None, help="Worker threads (default: ALMANAC_WORKERS, 2)."
+    "--threads",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Worker threads (default: ALMANAC_WORKERS, 2).",
 )
 def worker(queue: str | None, threads: int | None) -> None:
     """Claim and run workflow steps until interrupted (SIGINT/SIGTERM finish the current step)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
+    if threads is None and int(app.config["WORKERS"]) < 1:
+        raise click.UsageError("ALMANAC_WORKERS is 0: give this worker --threads (1 or more)")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

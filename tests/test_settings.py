@@ -1,0 +1,79 @@
+"""Settings that cannot be used stop the process at start, naming the `ALMANAC_` variable
+(docs/operations.md): a tick budget or grace of 0 fired nothing, a lease of 0 ran steps twice,
+a typo in ALMANAC_SCHEDULER turned the ticker off, and `abc` ended in a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from app import create_app
+from app.settings import SettingError
+from tests.live import ROOT
+
+REFUSED = [
+    ("TICK_SECONDS", "abc"),
+    ("TICK_SECONDS", "0"),
+    ("TICK_SECONDS", ""),
+    ("TICK_BUDGET_SECONDS", "0"),
+    ("TICK_BUDGET_SECONDS", "-1"),
+    ("TICK_WRITERS", "two"),
+    ("TICK_WRITERS", "1.5"),
+    ("TICK_MAX_NAMESPACE_PAGES", "-1"),
+    ("TICK_MAX_NAMESPACE_PAGES", "abc"),
+    ("MISFIRE_GRACE_SECONDS", "0"),
+    ("MISFIRE_GRACE_SECONDS", "nan"),
+    ("WORKERS", "-1"),
+    ("LEASE_SECONDS", "0"),
+    ("WORKER_POLL_SECONDS", "0"),
+    ("WORKER_BATCH", "0"),
+    ("WORKER_BATCH_SECONDS", "abc"),
+    ("GIL_SWITCH_INTERVAL", "0"),
+    ("SCHEDULER", "enabled"),
+    ("DATABASE_URL", "garbage"),
+    ("ENCRYPTION_KEYS", "notakey"),
+]
+
+
+def _config(tmp_path, **settings):
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    return {"DATABASE_URL": url, "SCHEDULER": "off", "SECRET_KEY": "x"} | settings
+
+
+@pytest.mark.parametrize(("name", "value"), REFUSED)
+def test_a_setting_that_cannot_be_used_is_refused_naming_it(tmp_path, name, value):
+    with pytest.raises(SettingError, match=f"ALMANAC_{name}"):
+        create_app(_config(tmp_path, **{name: value}))
+
+
+def test_usable_settings_from_the_environment_become_numbers(tmp_path, monkeypatch):
+    for name, value in (("TICK_SECONDS", "0.5"), ("LEASE_SECONDS", "3"), ("WORKERS", "0")):
+        monkeypatch.setenv(f"ALMANAC_{name}", value)
+    monkeypatch.setenv("ALMANAC_SCHEDULER", "OFF")
+    app = create_app(_config(tmp_path))
+    assert (app.config["TICK_SECONDS"], app.config["LEASE_SECONDS"]) == (0.5, 3.0)
+    assert (app.config["WORKERS"], app.config["SCHEDULER"]) == (0, "off")
+
+
+def test_the_command_line_says_it_in_one_line_and_exits_2(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    env |= {
+        "ALMANAC_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}",
+        "ALMANAC_SECRET_KEY": "x",
+        "ALMANAC_MISFIRE_GRACE_SECONDS": "0",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "wsgi", "routes"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "almanac: ALMANAC_MISFIRE_GRACE_SECONDS must be a number from 1 to 31,622,400, not 0"
+    ]
