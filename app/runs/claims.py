@@ -54,6 +54,9 @@ class Claim:
     max_attempts: int
     backoff_seconds: float
     branch_pk: int | None = None  # None: a step of the run's root sequence
+    # Why the action cannot run at all (its input's secret cannot be decrypted): the attempt
+    # fails with this error instead of calling the action.
+    refused: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -198,13 +198,20 @@ def _lease(
     payload = {"type": "action", "action": step["action"], "attempt": frame.attempt}
     record(session, run, frame, now, "step_started", payload, step["id"])
     retry = step.get("retry") or {}
+    # A secret no configured key decrypts fails this run's attempt, not the worker's batch
+    # (which it would roll back, again and again, holding every other run up).
+    refused = None
+    try:
+        plain_input = secrets.unseal(run.input)
+    except secrets.SecretUnavailable as exc:
+        plain_input, refused = None, {"type": "secret_unavailable", "message": str(exc)}
     context = ActionContext(
         run_id=run.run_id,
         namespace=_namespace_name(session, run.namespace_id),
         step_id=step["id"],
         attempt=frame.attempt,
         args=step.get("args"),
-        input=secrets.unseal(run.input),
+        input=plain_input,
         step_outputs=dict(run.step_outputs),
     )
     return Claim(
@@ -215,11 +222,14 @@ def _lease(
         max_attempts=int(retry.get("max_attempts", 1)),
         backoff_seconds=float(retry.get("backoff_seconds", 0)),
         branch_pk=frame.id if isinstance(frame, RunBranch) else None,
+        refused=refused,
     )
 
 
 def execute(claim: Claim) -> Outcome:
     """Run the claimed action; any exception is the step's failure, never the worker's."""
+    if claim.refused is not None:
+        return Outcome(False, error=claim.refused)
     fn = get_action(claim.action)
     if fn is None:
         return Outcome(

@@ -191,3 +191,33 @@ def test_text_that_looks_sealed_is_refused_in_input(admin_api):
     body = {"workflow": "pay", "input": {"region": "enc:v1:gAAAAAB"}}
     response = admin_api.post("/runs", json=body)
     assert response.status_code == 422
+
+
+def test_a_secret_no_key_decrypts_fails_its_run_and_holds_no_other_up(app, admin_api):
+    from cryptography.fernet import Fernet
+
+    from app.runs import secrets
+    from app.ticker.tick import run_tick
+
+    deploy(admin_api, "pay", SCHEMA, STEPS)
+    deploy(admin_api, "plain", None, [{"id": "a", "type": "action", "action": "noop"}])
+    saved = dict(secrets._keyring)
+    secrets.configure([Fernet.generate_key().decode()])
+    try:
+        body = {"workflow": "pay", "run_id": "locked", "input": {"token": API_SECRET}}
+        assert admin_api.post("/runs", json=body).status_code == 201
+        assert admin_api.post("/runs", json={"workflow": "plain", "run_id": "free"}).status_code
+        # The key the secret was sealed with is lost: another one is configured.
+        secrets.configure([Fernet.generate_key().decode()])
+        SEEN.clear()
+        run_tick(app, work=True)
+        free = admin_api.get("/runs/free").get_json()
+        locked = admin_api.get("/runs/locked").get_json()
+        assert free["status"] == "completed", free
+        assert locked["status"] == "failed", locked
+        assert locked["error"]["type"] == "secret_unavailable"
+        assert SEEN == []  # the action never ran without its input
+        assert API_SECRET not in json.dumps(locked)
+    finally:
+        secrets._keyring.clear()
+        secrets._keyring.update(saved)
