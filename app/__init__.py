@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.config["TESTING"] = str(app.config["TESTING"]).lower() in {"1", "true", "yes", "on"}
     # A setting that cannot be used stops the process here, named, rather than misbehaving.
     check_settings(app.config)
+    _log_lines()
     sys.setswitchinterval(float(app.config["GIL_SWITCH_INTERVAL"]))
 
     # Every layer loads here, not when the package is imported: `import app.calendar` (pure
@@ -52,3 +54,18 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     cli.init_app(app)
     start_if_enabled(app)
     return app
+
+
+def _log_lines() -> None:
+    """Timestamped lines with their level on stderr for the app's own loggers (the ticker, the
+    workers, phase failures), unless the host process configured logging itself (gunicorn's
+    --log-config, a test runner). APScheduler's line per executed tick and
+    alembic's plugin list are left out."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
+    )
+    for noisy in ("apscheduler", "alembic.runtime.plugins"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

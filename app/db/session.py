@@ -9,6 +9,7 @@ The busy timeout still covers writers in other processes.
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import sqlite3
 import threading
@@ -19,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import rls
@@ -233,3 +234,14 @@ def begin_write(session: Session, *, keep_reads: bool = False) -> None:
         session.commit()
     session.connection(execution_options={"sqlite_immediate": True})
     session.info[_WRITE_KEY] = session.get_transaction()
+
+
+def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
+    """Log a failed background turn (a tick, a worker's step): one line with the cause when the
+    database is unreachable or refused (it repeats every turn of an outage: a traceback each
+    time would bury everything else), the traceback for anything else (a bug)."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        log.warning("%s: database unavailable: %s", what, cause[0] if cause else type(exc).__name__)
+    else:
+        log.error(what, exc_info=exc)

@@ -6,6 +6,7 @@ import logging
 import threading
 
 from app.db import Database
+from app.db.session import log_failure
 from app.runs.claims import DEFAULT_BATCH, DEFAULT_BATCH_SECONDS, ClaimSize
 from app.runs.engine import Clock, WorkerSettings, work_once, worker_name
 from app.runs.leases import Heartbeat
@@ -84,8 +85,8 @@ class WorkerPool:
                     stopping=self.stopping.is_set,
                 )
                 busy = advanced > 0
-            except Exception:  # a database hiccup must not kill the thread; try again shortly
-                log.exception("worker step failed")
+            except Exception as exc:  # a database hiccup must not kill the thread; try again
+                log_failure(log, "worker step failed", exc)
                 busy = False
             if not busy:
                 self.wakeup.wait(seen, self.poll_seconds)

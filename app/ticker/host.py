@@ -15,6 +15,7 @@ from flask import Flask
 
 from app.context import clock, database, ticker_database
 from app.db.rls import Scope
+from app.db.session import log_failure
 from app.runs.actions import load_modules
 from app.runs.claims import DEFAULT_BATCH, DEFAULT_BATCH_SECONDS
 from app.runs.engine import DEFAULT_LEASE_SECONDS
@@ -40,8 +41,10 @@ _lock = threading.Lock()
 def _tick_job(app: Flask) -> None:
     try:
         run_tick(app, work=False)
-    except Exception:  # a failed tick must not kill the scheduler thread; the next one retries
-        log.exception("tick failed")
+    except (
+        Exception
+    ) as exc:  # a failed tick must not kill the scheduler thread; the next one retries
+        log_failure(log, "tick failed", exc)
 
 
 def aligned_start(now: datetime, period: float) -> datetime:

@@ -115,7 +115,7 @@ def run_guarded(ctx: TickContext, phase: Phase, where: str) -> bool:
         phase(ctx)
     except Exception as exc:  # noqa: BLE001 - one failed phase must not stop the others
         cause = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        log.error("tick phase %s failed %s: %s", phase.__name__, where, cause)
+        log.error("tick phase %s failed%s: %s", phase.__name__, f" {where}" if where else "", cause)
         ctx.result.failures.append({"phase": phase.__name__, "where": where, "cause": cause})
         return False
     return True

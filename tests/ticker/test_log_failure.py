@@ -1,0 +1,28 @@
+"""A failed background turn (a tick, a worker's step) is one line when the database is
+unavailable, which repeats every turn of an outage, and a traceback for anything else."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.exc import OperationalError
+
+from app.db.session import log_failure
+
+log = logging.getLogger("tests.log_failure")
+
+
+def test_an_unavailable_database_is_one_line_and_a_bug_keeps_its_traceback(caplog):
+    caplog.set_level(logging.INFO, logger="tests.log_failure")
+    refused = OperationalError(
+        "SELECT 1", {}, Exception("the database is not accepting connections\nDETAIL: x")
+    )
+    log_failure(log, "worker step failed", refused)
+    log_failure(log, "tick failed", ValueError("a bug"))
+    outage, bug = caplog.records
+    assert outage.levelno == logging.WARNING and outage.exc_info is None
+    assert outage.getMessage() == (
+        "worker step failed: database unavailable: the database is not accepting connections"
+    )
+    assert bug.levelno == logging.ERROR and bug.exc_info[1].args == ("a bug",)
+    assert bug.getMessage() == "tick failed"
