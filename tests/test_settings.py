@@ -35,6 +35,7 @@ REFUSED = [
     ("SCHEDULER", "enabled"),
     ("DATABASE_URL", "garbage"),
     ("ENCRYPTION_KEYS", "notakey"),
+    ("ACTION_MODULES", "no.such.module"),
 ]
 
 

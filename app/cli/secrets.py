@@ -7,6 +7,7 @@ from flask.cli import AppGroup
 
 from app import context
 from app.runs.secret_store import rotate_all
+from app.runs.secrets import SecretUnavailable
 
 secrets_group = AppGroup("secrets", help="Encrypted secret inputs.")
 
@@ -18,5 +19,8 @@ def rotate() -> None:
     Put the new key first and keep the old ones after it until this has run.
     """
     with context.database().session() as session:
-        count = rotate_all(session)
+        try:
+            count = rotate_all(session)
+        except SecretUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
     click.echo(f"re-encrypted secrets in {count} row(s) with the first key")

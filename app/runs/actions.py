@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.settings import SettingError
+
 # `sleep` is for demos and tests: never hold a worker thread longer than this.
 SLEEP_CAP_SECONDS = 30.0
 
@@ -75,7 +77,14 @@ def load_modules(names: str | list[str] | tuple[str, ...] | None) -> None:
     with _LOCK:
         for module in (m.strip() for m in modules):
             if module and module not in _LOADED:
-                importlib.import_module(module)
+                try:
+                    importlib.import_module(module)
+                except ImportError as exc:
+                    # Named, at start: flask would otherwise answer "No such command" to every
+                    # command of a process that cannot load its actions.
+                    raise SettingError(
+                        f"ALMANAC_ACTION_MODULES: cannot import {module!r} ({exc})"
+                    ) from None
                 _LOADED.add(module)
 
 

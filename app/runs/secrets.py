@@ -165,9 +165,17 @@ def unseal(value: Any) -> Any:
 
 def rotate(value: Any) -> Any:
     """`value` with every sealed string re-encrypted with the first key."""
-    return _walk(
-        value, lambda text: PREFIX + _fernet().rotate(text[len(PREFIX) :].encode()).decode()
-    )
+
+    def again(text: str) -> str:
+        try:
+            return PREFIX + _fernet().rotate(text[len(PREFIX) :].encode()).decode()
+        except InvalidToken:
+            raise SecretUnavailable(
+                "a stored secret cannot be decrypted with the configured keys: keep the key it "
+                "was sealed with after the new one in ALMANAC_ENCRYPTION_KEYS until rotate has run"
+            ) from None
+
+    return _walk(value, again)
 
 
 def mask(value: Any) -> Any:

@@ -186,6 +186,27 @@ def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner):
             secrets.configure(old_key.split(","))
 
 
+def test_rotate_without_the_old_key_says_so_in_one_line(app, admin_api, runner):
+    from cryptography.fernet import Fernet
+
+    from app.runs import secrets
+
+    deploy(admin_api, "pay", SCHEMA, STEPS)
+    saved = dict(secrets._keyring)
+    secrets.configure([Fernet.generate_key().decode()])
+    try:
+        body = {"workflow": "pay", "run_id": "r1", "input": {"token": API_SECRET}}
+        assert admin_api.post("/runs", json=body).status_code == 201
+        secrets.configure([Fernet.generate_key().decode()])  # the old key was dropped too soon
+        result = runner.invoke(args=["secrets", "rotate"])
+        assert result.exit_code == 1
+        assert "keep the key it was sealed with" in result.output
+        assert "Traceback" not in result.output and API_SECRET not in result.output
+    finally:
+        secrets._keyring.clear()
+        secrets._keyring.update(saved)
+
+
 def test_text_that_looks_sealed_is_refused_in_input(admin_api):
     deploy(admin_api, "pay", SCHEMA, STEPS)
     body = {"workflow": "pay", "input": {"region": "enc:v1:gAAAAAB"}}
