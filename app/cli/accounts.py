@@ -11,6 +11,7 @@ from typing import Any
 import click
 from flask import current_app
 from flask.cli import AppGroup
+from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from app import context
@@ -27,12 +28,24 @@ def _transaction() -> Iterator[tuple[Session, Any]]:
     read that later upgrades to a write fails at once if the ticker committed in between.
     """
     with context.database().session() as session:
-        begin_write(session)
         try:
+            begin_write(session)
             yield session, context.clock().now(session)
             session.commit()
         except AlmanacError as exc:
             raise click.ClickException(exc.message) from exc
+        except (OperationalError, ProgrammingError) as exc:
+            if not _unmigrated(exc):
+                raise
+            raise click.ClickException(
+                "the database has no Almanac tables yet: run `flask --app wsgi db upgrade` first"
+            ) from None
+
+
+def _unmigrated(exc: DBAPIError) -> bool:
+    """Whether the statement failed because the tables do not exist (SQLite, PostgreSQL)."""
+    text = str(exc.orig)
+    return "no such table" in text or ("relation" in text and "does not exist" in text)
 
 
 def _read_password(password: str | None, from_stdin: bool) -> str:

@@ -13,6 +13,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.script.revision import RevisionError
+from alembic.util.exc import CommandError
 from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy.exc import ProgrammingError
@@ -83,6 +85,8 @@ def upgrade(revision: str) -> None:
     """Upgrade the database to REVISION (default: head), checking privileges first."""
     try:
         done = upgrade_database(migration_url(), revision)
+    except (CommandError, RevisionError) as exc:
+        raise click.ClickException(f"upgrade refused, nothing was changed: {exc}") from None
     except PermissionError as exc:
         click.echo("upgrade refused, nothing was changed; this login lacks:", err=True)
         for item in exc.args[0]:
@@ -99,6 +103,8 @@ def downgrade(revision: str) -> None:
     """Downgrade the database to REVISION (`base` removes every table)."""
     try:
         command.downgrade(alembic_config(migration_url()), revision)
+    except (CommandError, RevisionError) as exc:
+        raise click.ClickException(f"downgrade refused, nothing was changed: {exc}") from None
     except ProgrammingError as exc:
         # PostgreSQL runs the revisions in one transaction: a refusal changes nothing.
         click.echo(f"downgrade refused: {str(exc.orig).splitlines()[0]}", err=True)

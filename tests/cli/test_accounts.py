@@ -63,3 +63,19 @@ def test_bootstrap_creates_admin_once_with_generated_password(db_url):
     assert [n["name"] for n in response.get_json()["items"]] == ["default"]
     again = runner.invoke(args=["admin", "bootstrap"])
     assert "nothing to bootstrap" in again.output
+
+
+def test_commands_on_a_database_without_tables_say_to_upgrade_it(tmp_path):
+    from tests.conftest import make_test_app
+
+    app = make_test_app(f"sqlite:///{tmp_path / 'empty.db'}")
+    runner = app.test_cli_runner()
+    for args in (["admin", "bootstrap"], ["users", "create", "x", "--password", "long-enough-1"]):
+        result = runner.invoke(args=args)
+        assert result.exit_code == 1, result.output
+        assert "run `flask --app wsgi db upgrade` first" in result.output
+        assert "Traceback" not in result.output
+    for verb in ("upgrade", "downgrade"):
+        result = runner.invoke(args=["db", verb, "bogus"])
+        assert result.exit_code == 1, result.output
+        assert f"{verb} refused, nothing was changed" in result.output and "bogus" in result.output
