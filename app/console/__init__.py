@@ -23,6 +23,7 @@ from app.console import (
     schedules,
     simulation,
     steps_html,
+    typed,
     workflows,
 )
 from app.console.session import ConsoleUser
@@ -61,6 +62,7 @@ def init_app(app: Flask) -> None:
     """Register console blueprints, sessions and CSRF protection."""
     filters.register(app)
     steps_html.register(app)
+    typed.init_app(app)
     errors.init_app(app)
     login_manager.init_app(app)
     csrf.init_app(app)

@@ -20,7 +20,8 @@ from werkzeug.wrappers import Response
 
 from app import context
 from app.calendar import CalendarError, SpecRangeError
-from app.console.htmx import reply
+from app.console import typed
+from app.console.htmx import is_partial, reply
 from app.errors import AlmanacError
 from app.schedules.errors import RevisionConflict
 
@@ -86,6 +87,8 @@ def register(bp: Blueprint, back_to: BackTo | None = None) -> None:
         if back_to is None or not acting:
             return page(_status(exc), exc.message if isinstance(exc, AlmanacError) else str(exc))
         context.session().rollback()
+        if not is_partial():
+            typed.keep()  # the redirect would empty the form: its text comes back once
         return reply(_flashed(exc), False, back_to(request.view_args or {}))
 
     def unexpected(exc: Exception) -> tuple[str, int]:

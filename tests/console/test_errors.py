@@ -69,6 +69,11 @@ def test_bad_json_signal_goes_back_to_the_run_with_the_reason(app, client, opera
     html = response.get_data(as_text=True)
     assert response.status_code == 200 and "payload is not valid JSON" in html
     assert api.get("/runs/approve-9").get_json()["status"] == "waiting"
+    # What was typed is back in the form, to be corrected rather than typed again; once.
+    assert 'id="signal-name" name="name" required maxlength="128" value="approve"' in html
+    assert ">{not json</textarea>" in html
+    again = client.get("/ns/default/runs/approve-9").get_data(as_text=True)
+    assert "{not json" not in again and 'value="approve"' not in again
 
 
 def test_refusals_before_the_namespace_opens_get_the_error_page(client, operator, api_for):

@@ -38,6 +38,19 @@ def test_a_suspended_run_shows_its_incident_and_skip_resolves_it(app, client, ac
     action = f"/ns/default/runs/stuck-1/incidents/{incident['id']}/resolve"
     refused = client.post(action, data={"action": "skip"}, follow_redirects=False)
     assert refused.status_code == 400  # no CSRF token
+    # Output that is not JSON: refused with the reason, and the text comes back to be fixed,
+    # on the incidents page too (the form says to go back there).
+    for back in ("", "/ns/default/incidents"):
+        typo = client.post(
+            action,
+            data={"csrf_token": csrf_from(page), "action": "skip", "output": '{"charged": tru'}
+            | ({"back": back} if back else {}),
+            follow_redirects=True,
+        )
+        html = typo.get_data(as_text=True)
+        assert "output is not valid JSON" in html, html[:3000]
+        assert "{&#34;charged&#34;: tru</textarea>" in html, back
+        assert api.get("/runs/stuck-1").get_json()["status"] == "suspended"
     done = client.post(
         action,
         data={"csrf_token": csrf_from(page), "action": "skip", "output": '{"charged": false}'},
