@@ -124,6 +124,18 @@ def _keeps_calendar(schedule: Schedule, config: ScheduleConfig) -> bool:
     return _stays_finished(schedule, config)
 
 
+def _keeps_target(schedule: Schedule, config: ScheduleConfig, previous: ScheduleConfig) -> bool:
+    """A change that leaves the action alone, to a schedule that does not fire from it now
+    (paused; or blocked because its target is not ready), needs no ready target: it stays
+    paused or blocked, and resuming checks the target (a retired pinned activation still takes
+    a change of its notes)."""
+    if "action" in config.changed_fields(previous):
+        return False
+    if schedule.status == "paused":
+        return True
+    return schedule.status == "blocked" and schedule.blocked_reason == "activation_not_ready"
+
+
 def _create(
     session: Session,
     now: datetime,
@@ -199,7 +211,13 @@ def _replace(
     data: Mapping[str, Any],
 ) -> None:
     previous = store.config_of(schedule)
-    target = targets.resolve(session, namespace, config, data, schedule.action.get("input"))
+    try:
+        target = targets.resolve(session, namespace, config, data, schedule.action.get("input"))
+        workflow_name, target_ready = target.workflow_name, True
+    except targets.TargetNotReady:
+        if not _keeps_target(schedule, config, previous):
+            raise
+        workflow_name, target_ready = schedule.workflow_name, False
     changed = config.changed_fields(previous)
     if (
         "max_runs" in changed
@@ -211,7 +229,9 @@ def _replace(
             f"must be more than the {schedule.fires_count} runs this schedule already started",
         )
     w = Writes()
-    unblock = schedule.status == "blocked" and not _stays_finished(schedule, config)
+    unblock = (
+        schedule.status == "blocked" and target_ready and not _stays_finished(schedule, config)
+    )
     fresh_cursor = unblock or (schedule.status == "active" and "spec" in changed)
     if schedule.status == "active" and "spec" in changed:
         # The old calendar's period ends now; the new one starts from a fresh future cursor.
@@ -227,7 +247,7 @@ def _replace(
         schedule.remaining_runs = (
             None if config.max_runs is None else config.max_runs - schedule.fires_count
         )
-    schedule.workflow_name = target.workflow_name
+    schedule.workflow_name = workflow_name
     schedule.principal_id = actor.id
     if schedule.status == "active":
         reschedule(schedule, store.spec_of(schedule))

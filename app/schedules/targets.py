@@ -11,10 +11,11 @@ from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from app.db import Activation, Namespace, Schedule, Workflow, WorkflowVersion
+from app.errors import ValidationFailed
 from app.runs import lifecycle, secrets
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError
 from app.schedules.config import ScheduleConfig
-from app.schedules.errors import ScheduleStateConflict, invalid
+from app.schedules.errors import ScheduleStateConflict
 
 ACTIVATIONS = cast(Table, Activation.__table__)
 WORKFLOWS = cast(Table, Workflow.__table__)
@@ -39,6 +40,10 @@ _NEWEST_READY = (
     .order_by(ACTIVATIONS.c.created_at.desc(), ACTIVATIONS.c.id.desc())
     .limit(1)
 )
+
+
+class TargetNotReady(ValidationFailed):
+    """The action names no ready activation (unknown, retired, or none for the workflow)."""
 
 
 @dataclass(frozen=True)
@@ -89,13 +94,12 @@ def resolve(
     try:
         target = find(session, namespace, action["workflow"], action["activation_id"])
     except ActivationNotFound:
-        raise invalid(
-            loc,
-            f"activation {action['activation_id']!r} does not exist in "
-            f"namespace {namespace.name!r}",
-        ) from None
+        message = (
+            f"activation {action['activation_id']!r} does not exist in namespace {namespace.name!r}"
+        )
+        raise TargetNotReady([{"loc": loc, "msg": message}]) from None
     except ActivationNotReady as exc:
-        raise invalid(loc, exc.message) from None
+        raise TargetNotReady([{"loc": loc, "msg": exc.message}]) from None
     schema = target.definition.get("input_schema")
     prefix: list[str | int] = ["input"] if "input" in data else ["action", "input"]
     secrets.refuse_sealed_text(_client_input(data), prefix)

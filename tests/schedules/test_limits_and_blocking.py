@@ -290,3 +290,47 @@ def test_max_runs_counts_manual_triggers_too(h):
             select(ScheduleRevision.config).order_by(ScheduleRevision.revision)
         ).all()
         assert [config["status"] for config in configs] == ["active", "deleted"]
+
+
+def test_a_schedule_whose_pinned_activation_retired_takes_a_notes_patch_and_stays_put(h):
+    first = h.workflow()
+    h.create("paused-one", activation_id=first)
+    h.create("blocked-one", activation_id=first)
+    assert h.post("paused-one", "pause").status_code == 200
+    h.retire(first)
+    assert [r["outcome"] for r in h.tick("12:05")] == ["blocked"]
+    for schedule_id, status in (("paused-one", "paused"), ("blocked-one", "blocked")):
+        revision = h.read(schedule_id)["revision"]
+        noted = h.api.request(
+            "PATCH",
+            f"/schedules/{schedule_id}",
+            json={"notes": "waiting for v2"},
+            headers={"If-Match": str(revision)},
+        )
+        assert noted.status_code == 200, noted.get_json()
+        assert (noted.get_json()["status"], noted.get_json()["notes"]) == (status, "waiting for v2")
+    # A change of the action itself still needs a ready target.
+    retarget = h.api.request(
+        "PATCH",
+        "/schedules/paused-one",
+        json={"input": {"x": 1}},
+        headers={"If-Match": str(h.read("paused-one")["revision"])},
+    )
+    assert retarget.status_code == 422
+    assert retarget.get_json()["error"]["details"]["errors"][0]["loc"] == [
+        "action",
+        "activation_id",
+    ]
+    resumed = h.post("paused-one", "resume")
+    assert resumed.status_code == 409 and resumed.get_json()["error"]["details"]["reason"] == (
+        "activation_not_ready"
+    )
+    # Pinned to a ready activation, the blocked one is unblocked by the same kind of patch.
+    second = h.workflow()
+    unblocked = h.api.request(
+        "PATCH",
+        "/schedules/blocked-one",
+        json={"activation_id": second},
+        headers={"If-Match": str(h.read("blocked-one")["revision"])},
+    )
+    assert unblocked.status_code == 200 and unblocked.get_json()["status"] == "active"
