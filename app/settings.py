@@ -110,7 +110,11 @@ NUMBERS: dict[str, tuple[bool, float, float]] = {
     "WORKER_BATCH": (True, 1, 1000),
     "WORKER_BATCH_SECONDS": (False, 0.01, 3600),
     "GIL_SWITCH_INTERVAL": (False, 0.0001, 1),
+    "MAX_CONTENT_LENGTH": (True, 1024, 64 * 1024 * 1024),
+    "CLOCK_OFFSET_SECONDS": (False, -366 * 86400, 366 * 86400),
 }
+# Settings whose absence means something (no limit); any other number may not be null.
+OPTIONAL = frozenset({"TICK_MAX_NAMESPACE_PAGES"})
 SWITCH = {"on": True, "1": True, "true": True, "yes": True}
 SWITCH |= {"off": False, "0": False, "false": False, "no": False}
 
@@ -119,8 +123,10 @@ def check_settings(config: dict[str, Any]) -> None:
     """Read every numeric setting and the scheduler switch as the values they must be, in
     place, or raise `SettingError` naming the `ALMANAC_` variable and what it takes."""
     for name, (whole, low, high) in NUMBERS.items():
-        raw = config.get(name)
-        if raw is None or (name == "TICK_MAX_NAMESPACE_PAGES" and raw == ""):
+        if name not in config:
+            continue
+        raw = config[name]
+        if name in OPTIONAL and raw in (None, ""):
             continue
         config[name] = _number(name, raw, whole, low, high)
     for name in ("DATABASE_URL", "MIGRATION_DATABASE_URL", "SCHEDULER_DATABASE_URL"):
@@ -137,11 +143,12 @@ def check_settings(config: dict[str, Any]) -> None:
 def _number(name: str, raw: Any, whole: bool, low: float, high: float) -> int | float:
     kind = "a whole number" if whole else "a number"
     rule = f"ALMANAC_{name} must be {kind} from {_shown(low)} to {_shown(high)}, not {raw!r}"
-    if isinstance(raw, bool):
+    # The environment is read as JSON first: `true`, `null`, `[1]` and `{}` arrive as such.
+    if not isinstance(raw, int | float | str) or isinstance(raw, bool):
         raise SettingError(rule)
     try:
-        value = float(str(raw).strip()) if isinstance(raw, str) else float(raw)
-    except ValueError:
+        value = float(raw.strip()) if isinstance(raw, str) else float(raw)
+    except (ValueError, OverflowError):
         raise SettingError(rule) from None
     if value != value or not low <= value <= high or (whole and value != int(value)):
         raise SettingError(rule)

@@ -36,6 +36,14 @@ REFUSED = [
     ("DATABASE_URL", "garbage"),
     ("ENCRYPTION_KEYS", "notakey"),
     ("ACTION_MODULES", "no.such.module"),
+    # Read from the environment as JSON: null, lists and objects are no numbers either.
+    ("TICK_BUDGET_SECONDS", None),
+    ("LEASE_SECONDS", [1]),
+    ("WORKERS", {}),
+    ("TICK_SECONDS", True),
+    ("MISFIRE_GRACE_SECONDS", "1e400"),
+    ("MAX_CONTENT_LENGTH", 0),
+    ("CLOCK_OFFSET_SECONDS", "abc"),
 ]
 
 
@@ -78,3 +86,27 @@ def test_the_command_line_says_it_in_one_line_and_exits_2(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "almanac: ALMANAC_MISFIRE_GRACE_SECONDS must be a number from 1 to 31,622,400, not 0"
     ]
+
+
+def test_gunicorn_stops_instead_of_booting_its_worker_again_and_again(tmp_path):
+    from tests.live import BIN, free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    env |= {
+        "ALMANAC_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}",
+        "ALMANAC_SECRET_KEY": "x",
+        "ALMANAC_LEASE_SECONDS": "0",
+    }
+    done = subprocess.run(
+        [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{free_port()}", "wsgi:app"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.splitlines()
+    refusal = "almanac: ALMANAC_LEASE_SECONDS must be a number from 1 to 86,400, not 0"
+    assert lines.count(refusal) == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
