@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from app.calendar import format_utc_or_none
 from app.db import Database, Namespace
-from app.db.runs import Run, RunBranch
+from app.db.runs import Deadline, Run, RunBranch
 from app.runs import deadlines, secrets
 from app.runs.actions import ActionContext, ActionError, get_action
 from app.runs.claimable import (
@@ -144,15 +144,31 @@ def claim_batch(
         begin_write(session)
         now = clock.now(session)
         with events_together(session):
-            for branch, run in lock_claimable_branches(session, settings, now):
-                batch.add(_claim_frame(session, run, branch, now, settings))
+            pairs = lock_claimable_branches(session, settings, now)
+            overdue = deadlines.overdue_run_timeouts(session, {run.id for _, run in pairs}, now)
+            for branch, run in pairs:
+                if not _times_out(session, overdue, run, now):
+                    batch.add(_claim_frame(session, run, branch, now, settings))
             left = settings.batch - len(batch.claims) - batch.advanced
             if left > 0:
                 query = for_update(session, claimable_runs(settings.queue, left), skip_locked=True)
-                for run in session.scalars(query, {"now": now}).all():
-                    batch.add(_claim_frame(session, run, run, now, settings))
+                runs = session.scalars(query, {"now": now}).all()
+                overdue = deadlines.overdue_run_timeouts(session, [run.id for run in runs], now)
+                for run in runs:
+                    if not _times_out(session, overdue, run, now):
+                        batch.add(_claim_frame(session, run, run, now, settings))
         session.commit()
     return batch
+
+
+def _times_out(session: Session, overdue: dict[int, Deadline], run: Run, now: datetime) -> bool:
+    """Apply the run's due timeout instead of starting its next step (once per run): an action
+    is never started after its run's deadline, whether or not the scanner has come by."""
+    deadline = overdue.pop(run.id, None)
+    if deadline is not None:
+        deadlines.apply(session, deadline, run, now)
+        return True
+    return run.status == "timed_out"  # by this batch, for another branch of the run
 
 
 def _claim_frame(

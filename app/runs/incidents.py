@@ -19,6 +19,7 @@ from app.db import Namespace, new_uid
 from app.db.runs import ACTIVE_RUN_STATUSES, Run, RunBranch, RunIncident
 from app.errors import Conflict, NotFound
 from app.paging import newest_first, split_page
+from app.runs.deadlines import refuse_after_run_timeout
 from app.runs.frames import Frame, branch_path_of, branches_of, frame_of_node, settle
 from app.runs.locking import begin_write
 from app.runs.service import check_size, get_run
@@ -84,6 +85,8 @@ def resolve(
     session.refresh(incident)
     if incident.resolved_at is not None or run.status not in ACTIVE_RUN_STATUSES:
         raise IncidentResolved(incident)
+    # The run's timeout wins over a resolution that comes after it, applied or not yet.
+    refuse_after_run_timeout(session, run, now)
     incident.resolved_at = now
     incident.resolution = action
     still_open = _open_count(session, run)

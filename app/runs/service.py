@@ -13,10 +13,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db import Namespace, new_uid
-from app.db.runs import Run, RunHistoryEvent, Workflow
+from app.db.runs import ACTIVE_RUN_STATUSES, Run, RunHistoryEvent, Workflow
 from app.errors import CapacityExceeded, ValidationFailed
 from app.paging import created_key, keyset, newest_first, split_page
 from app.runs import lifecycle, secrets
+from app.runs.deadlines import refuse_after_run_timeout
 from app.runs.errors import PayloadTooLarge, RunNotFound, WorkflowNotFound
 from app.runs.locking import begin_write, for_update
 
@@ -191,6 +192,7 @@ def cancel(
     """Request cancellation (cooperative: a step in progress finishes first); caller commits."""
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)
+    _refuse_after_timeout(session, run, now)
     lifecycle.request_cancel(session, run, now, reason)
     return run
 
@@ -201,5 +203,13 @@ def terminate(
     """End the run immediately; a step in progress has its result discarded. Caller commits."""
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)
+    _refuse_after_timeout(session, run, now)
     lifecycle.terminate_run(session, run, now, reason)
     return run
+
+
+def _refuse_after_timeout(session: Session, run: Run, now: datetime) -> None:
+    """A run whose timeout is due is over (409), even before the scanner has recorded it: an
+    end asked for after it does not replace `timed_out` (docs/runs.md, "Timers")."""
+    if run.status in ACTIVE_RUN_STATUSES:
+        refuse_after_run_timeout(session, run, now)

@@ -291,3 +291,44 @@ def test_a_moved_back_clock_does_not_wake_a_wait(scenario):
     scenario.set_clock(FIXED_NOW + timedelta(minutes=1) - MS)
     assert scenario.tick().deadlines == 0
     assert scenario.run(run_id)["status"] == "waiting"
+
+
+def test_an_end_or_a_resolution_after_the_run_timeout_does_not_replace_it(app, scenario):
+    scenario.deploy("waits", [{"id": "go", "type": "signal", "signal": "go"}], timeout_seconds=60)
+    scenario.deploy(
+        "stuck",
+        [{"id": "charge", "type": "action", "action": "fail"}],
+        timeout_seconds=60,
+        on_step_failure="incident",
+    )
+    cancelled, terminated = (scenario.start("waits")["run_id"] for _ in range(2))
+    stuck = scenario.start("stuck")["run_id"]
+    scenario.tick()
+    incident = scenario.api.get(f"/runs/{stuck}/incidents").get_json()["items"][0]
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=60))
+    for path in (
+        f"/runs/{cancelled}/cancel",
+        f"/runs/{terminated}/terminate",
+        f"/runs/{stuck}/incidents/{incident['id']}/resolve",
+    ):
+        body = {"action": "skip"} if "resolve" in path else {}
+        refused = scenario.api.post(path, json=body)
+        assert refused.status_code == 409, (path, refused.get_json())
+        assert refused.get_json()["error"]["details"]["status"] == "timed_out"
+    scenario.tick(work=False)
+    for run_id in (cancelled, terminated, stuck):
+        assert scenario.run(run_id)["status"] == "timed_out"
+
+
+def test_a_step_due_after_the_run_timeout_never_starts(app, scenario):
+    scenario.deploy(
+        "late", [{"id": "work", "type": "action", "action": "echo", "args": 1}], timeout_seconds=30
+    )
+    run_id = scenario.start("late")["run_id"]
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=31))
+    # A worker comes by before the scanner: it applies the timeout instead of the step.
+    settings = engine.WorkerSettings(name="w", queue=engine.ANY_QUEUE)
+    assert engine.claim_next(database(app), clock(app), settings) is False
+    run = scenario.run(run_id)
+    assert run["status"] == "timed_out", run
+    assert "step_started" not in scenario.types(run_id)
