@@ -20,6 +20,7 @@ from app.console.htmx import is_partial, render
 from app.console.outcome_chart import outcome_chart
 from app.console.session import namespace_view
 from app.db import Namespace
+from app.errors import ValidationFailed
 from app.runs import overview as runs_overview
 from app.schedules import overview as schedules_overview
 from app.schedules.upcoming import Upcoming, upcoming_load
@@ -35,13 +36,20 @@ DAY = timedelta(hours=24)
 
 def _poll_expired(now: datetime) -> bool:
     """Whether the page this refresh belongs to was loaded more than `POLL_FOR` ago."""
-    since = inputs.ascii_int(request.args.get("since", ""))
-    if since is None:
+    raw = request.args.get("since")
+    if raw is None:
         return False
+    # Named when unreadable, as every query argument a page cannot read (never a 500).
+    refused = ValidationFailed(
+        [{"loc": ["query", "since"], "msg": "must be the Unix time the page was loaded at"}]
+    )
+    since = inputs.ascii_int(raw)
+    if since is None:
+        raise refused
     try:
         loaded = datetime.fromtimestamp(since, UTC)
     except (OverflowError, ValueError, OSError):
-        return False  # not a time this page could have been loaded at: keep refreshing
+        raise refused from None
     return now - loaded > POLL_FOR
 
 

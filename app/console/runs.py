@@ -26,6 +26,7 @@ from app.errors import AlmanacError, ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
 from app.runs.steps_view import derive_steps
+from app.schedules.queries import MAX_SEQUENCE
 
 bp = Blueprint("console_runs", __name__)
 STEP_EVENTS = 5000
@@ -137,11 +138,12 @@ def history(ns: str, run_id: str) -> Response:
     session = context.session()
     run = runs_service.get_run(session, view.current, run_id)
     raw = request.args.get("after_sequence", "0")
-    after = inputs.ascii_int(raw) if len(raw) <= 9 else None
+    after = inputs.ascii_int(raw)
     if after is None:
         raise ValidationFailed(
             [{"loc": ["query", "after_sequence"], "msg": "must be a whole number"}]
         )
+    after = min(after, MAX_SEQUENCE)  # past the largest sequence: an empty page
     events, more = runs_service.history(session, run, HISTORY_PAGE, [after] if after else None)
     return render(
         "runs/history.html",

@@ -107,7 +107,12 @@ def trigger(ns: str, schedule_id: str) -> Response:
         return reply(
             f"{result.outcome}: run {result.run_id}", True, back, ("Open the run", run_url)
         )
-    return reply(f"{result.outcome}: {result.reason}", False, back)
+    if result.outcome == "buffered":
+        # Not a refusal: the occurrence waits for the schedule's active run to end.
+        return reply("buffered: it starts once the schedule's active run has ended", True, back)
+    return reply(
+        f"{result.outcome}: {SKIP_TEXT.get(result.reason or '', result.reason)}", False, back
+    )
 
 
 def _range() -> tuple[Any, Any]:
@@ -121,6 +126,7 @@ SKIP_TEXT = {
     "capacity": "refused for capacity (the namespace is at its run limit)",
     "max_runs_exhausted": "past max runs",
     "scheduled": "left to the scheduler (not reached yet)",
+    "buffer_full": "the buffer is full",
 }
 
 

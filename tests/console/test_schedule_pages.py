@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
 
-from app.context import database
+from app.context import clock, database
 from app.db import Schedule, ScheduleHistoryEvent
+from tests.conftest import FIXED_NOW
 from tests.console.conftest import seed_workflow
 from tests.console.test_pages import csrf_from, sign_in
 
@@ -154,6 +156,30 @@ def test_pause_resume_trigger_delete(client, operator, api_for, app):
     link = re.search(r'<a href="([^"]+)">Open the run</a>', result.get_data(as_text=True))
     assert link and link.group(1).startswith("/ns/default/runs/schedule:nightly:manual:"), link
     opened = client.get(link.group(1))
+    # A second trigger while that run is active is skipped, said in words.
+    moments = iter(range(1, 10))
+
+    def later() -> None:
+        with database(app).session() as session:
+            clock(app).set(session, FIXED_NOW + timedelta(seconds=next(moments)))
+            session.commit()
+
+    later()
+    again = client.post(
+        "/ns/default/schedules/nightly/trigger",
+        data={"csrf_token": token},
+        headers={"HX-Request": "true"},
+    ).get_data(as_text=True)
+    assert "skipped: skipped by the overlap policy" in again and "flash-error" in again
+    make_schedule(api, "buffered", overlap_policy="buffer_one")
+    for expected in ("triggered: run", "buffered: it starts once the schedule"):
+        later()
+        answer = client.post(
+            "/ns/default/schedules/buffered/trigger",
+            data={"csrf_token": token},
+            headers={"HX-Request": "true"},
+        ).get_data(as_text=True)
+        assert expected in answer and "flash-ok" in answer, answer
     assert opened.status_code == 200 and "schedule:nightly:manual:" in opened.get_data(as_text=True)
     stale = client.post(
         "/ns/default/schedules/nightly/delete",
