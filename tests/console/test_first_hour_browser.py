@@ -307,7 +307,9 @@ def test_a_long_namespace_name_never_widens_a_phone_page(live_server, live_api, 
         page.screenshot(path=str(artifacts / f"long-namespace-{width}.png"))
 
 
-def test_the_days_chart_keeps_its_proportions_on_a_phone(live_server, live_api, flows, page):
+def test_the_days_chart_keeps_its_proportions_on_a_phone(
+    live_server, live_api, flows, page, artifacts
+):
     live_api.post("/runs", {"workflow": flows})
     sign_in(page, live_server)
     page.set_viewport_size({"width": 375, "height": 800})
@@ -316,3 +318,9 @@ def test_the_days_chart_keeps_its_proportions_on_a_phone(live_server, live_api, 
     assert chart and chart["width"] >= 600, chart
     assert abs(chart["width"] / chart["height"] - 960 / 180) < 0.5, chart
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    # The peak label stays inside the chart, and the sideways scroll is reachable by keyboard.
+    peak = page.locator("figure.chart.outcomes svg text", has_text="peak").bounding_box()
+    assert peak and peak["y"] >= chart["y"], (peak, chart)
+    region = page.locator("figure.chart.outcomes .outcomes-scroll")
+    assert region.get_attribute("tabindex") == "0" and region.get_attribute("role") == "region"
+    page.locator("figure.chart.outcomes").screenshot(path=str(artifacts / "day-chart-375.png"))
