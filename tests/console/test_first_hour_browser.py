@@ -261,8 +261,10 @@ BROKEN_WORDS = """(id) => {
   const out = [];
   for (const el of row.querySelectorAll("td > a, td > button, td .squares")) {
     const box = el.getBoundingClientRect();
-    const line = parseFloat(getComputedStyle(el).lineHeight) || 20;
-    if (box.height > line * 1.6 + 8) out.push(`${el.className} ${box.width}x${box.height}`);
+    const style = getComputedStyle(el);
+    const line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.3;
+    const padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom) + 2;
+    if (box.height > line * 1.5 + padding) out.push(`${el.className} ${box.width}x${box.height}`);
   }
   return out;
 }"""
@@ -276,8 +278,15 @@ def test_the_schedules_list_keeps_words_and_buttons_whole(
 ):
     body = {"schedule_id": "wrap-061", "cron": "0 * * * *", "workflow": flows}
     saved = live_api.post("/schedules", body | {"overlap_policy": "allow_all", "labels": LABELS})
-    # A neighbour with a long id widens its column: the others must not pay with broken words.
+    # A neighbour with a long id widens its column, one with a long calendar its own: the
+    # others must not pay with broken words.
     live_api.post("/schedules", body | {"schedule_id": "wrap-0" + "x" * 100})
+    calendar = {
+        "cron_expressions": ["0 9 * * 1-5", "30 17 * * 5"],
+        "intervals": [{"every": "PT6H", "offset": "PT5M"}, {"every": "PT90M"}],
+    }
+    long_calendar = {"schedule_id": "wrap-0cancel_other", "spec": calendar, "workflow": flows}
+    assert live_api.post("/schedules", long_calendar)["schedule_id"] == "wrap-0cancel_other"
     # Ten runs, without moving the shared clock: a backfill of the ten hours before it.
     now = datetime.fromisoformat(saved["created_at"].replace("Z", "+00:00"))
     start = (now - timedelta(hours=10)).replace(minute=0, second=0, microsecond=0)
@@ -285,10 +294,11 @@ def test_the_schedules_list_keeps_words_and_buttons_whole(
     backfilled = live_api.post("/schedules/wrap-061/backfill", window)
     assert backfilled["started"] == 10, backfilled
     sign_in(page, live_server)
-    for width in (1280, 1920):
+    for width in (1280, 1920, 2560):
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(live_server.url + "/ns/default/schedules?q=wrap-0")
-        assert page.evaluate(BROKEN_WORDS, "wrap-061") == [], width
+        for row in ("wrap-061", "wrap-0cancel_other"):
+            assert page.evaluate(BROKEN_WORDS, row) == [], (width, row)
         page.screenshot(path=str(artifacts / f"schedules-words-{width}.png"))
 
 
