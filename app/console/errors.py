@@ -12,7 +12,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, Flask, current_app, g, make_response, render_template, request
+from flask import (
+    Blueprint,
+    Flask,
+    current_app,
+    flash,
+    g,
+    make_response,
+    render_template,
+    request,
+)
 from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
@@ -61,6 +70,14 @@ def http_page(exc: HTTPException) -> Response:
     """Framework refusals (an unknown path, a missing or stale CSRF token, a wrong method) on the
     console's error page, with their status and headers (`Allow` for a 405)."""
     status = exc.code or 500
+    if isinstance(exc, CSRFError) and is_partial():
+        # An htmx action whose token went stale (the session ended in another tab, or the page
+        # was open too long): swapping an error page in would show nothing; reload the page,
+        # which signs in again if need be, with the reason flashed.
+        flash(_http_text(exc), "error")
+        refresh = make_response("", 204)
+        refresh.headers["HX-Refresh"] = "true"
+        return refresh
     response = make_response(page(status, _http_text(exc)))
     for name, value in exc.get_headers():
         if name.lower() != "content-type":
