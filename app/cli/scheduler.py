@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import sys
 import threading
@@ -12,9 +13,11 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from app.db.session import log_failure
 from app.ticker.host import aligned_start, warn_if_discovery_refused, worker_pool
 from app.ticker.tick import run_tick
 
+log = logging.getLogger(__name__)
 scheduler = AppGroup("scheduler", help="The ticker.")
 
 
@@ -68,7 +71,7 @@ def run(workers: int | None) -> None:
             try:
                 run_tick(app, work=False)
             except Exception as exc:  # keep ticking: the next tick retries what this one could not
-                click.echo(f"tick failed: {exc!r}", err=True)
+                log_failure(log, "tick failed", exc)
             stop.wait(_until_next_tick(period))
     finally:
         pool.stop()

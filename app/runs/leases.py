@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.calendar import format_utc_or_none
 from app.db import Database
 from app.db.runs import Run, RunBranch
+from app.db.session import log_failure
 from app.runs.claims import Claim, Clock
 from app.runs.frames import Frame, settle
 from app.runs.locking import begin_write, for_update
@@ -164,8 +165,8 @@ class Heartbeat:
         while not self._stopping.wait(self.interval):
             try:
                 self.beat()
-            except Exception:  # a database hiccup: the next beat tries again, well before expiry
-                log.exception("lease heartbeat failed")
+            except Exception as exc:  # a database hiccup: the next beat tries again, in time
+                log_failure(log, "lease heartbeat failed", exc)
 
     def stop(self) -> None:
         self._stopping.set()
