@@ -6,13 +6,18 @@ from datetime import datetime
 from typing import Any
 
 from flask import Flask, current_app, g
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
 
 from app.db import Database, rls
 from app.db.clock import ManualClock, SystemClock, make_clock
+from app.settings import SettingError
 
 
 def init_app(app: Flask) -> None:
+    for name in ("DATABASE_URL", "MIGRATION_DATABASE_URL", "SCHEDULER_DATABASE_URL"):
+        _check_url(name, app.config.get(name))
     db = Database(app.config["DATABASE_URL"])
     app.extensions["almanac.db"] = db
     # The ticker may log in as another role (the scheduler login, docs/postgres.md).
@@ -24,6 +29,20 @@ def init_app(app: Flask) -> None:
         float(app.config.get("CLOCK_OFFSET_SECONDS") or 0),
     )
     app.teardown_appcontext(_close_session)
+
+
+def _check_url(name: str, url: Any) -> None:
+    """A database URL that does not parse stops the process, naming the setting (not the
+    value: it may hold a password)."""
+    if not url:
+        return
+    try:
+        make_url(str(url))
+    except ArgumentError:
+        raise SettingError(
+            f"ALMANAC_{name} is not a database URL (like sqlite:///path/almanac.db or "
+            "postgresql://user@host/db)"
+        ) from None
 
 
 def database(app: Flask | None = None) -> Database:

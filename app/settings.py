@@ -129,9 +129,6 @@ def check_settings(config: dict[str, Any]) -> None:
         if name in OPTIONAL and raw in (None, ""):
             continue
         config[name] = _number(name, raw, whole, low, high)
-    for name in ("DATABASE_URL", "MIGRATION_DATABASE_URL", "SCHEDULER_DATABASE_URL"):
-        if config.get(name):
-            _database_url(name, str(config[name]))
     if config.get("ENCRYPTION_KEYS"):
         _encryption_keys(str(config["ENCRYPTION_KEYS"]))
     scheduler = str(config.get("SCHEDULER", "on")).strip().lower()
@@ -157,20 +154,6 @@ def _number(name: str, raw: Any, whole: bool, low: float, high: float) -> int | 
 
 def _shown(value: float) -> str:
     return f"{int(value):,}" if value == int(value) else f"{value:g}"
-
-
-def _database_url(name: str, url: str) -> None:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        make_url(url)
-    except ArgumentError:
-        # The URL may hold a password: name the setting, not its value.
-        raise SettingError(
-            f"ALMANAC_{name} is not a database URL (like sqlite:///path/almanac.db or "
-            "postgresql://user@host/db)"
-        ) from None
 
 
 def _encryption_keys(keys: str) -> None:

@@ -123,8 +123,23 @@ def spec_of(schedule: Schedule) -> Spec:
 
 
 def revision_row(schedule: Schedule, now: datetime) -> dict[str, Any]:
-    """The immutable revision row of the schedule's current state."""
-    config = config_of(schedule).to_json() | {
+    """The immutable revision row of the schedule's current state.
+
+    The configuration is copied from the columns as stored, not parsed again: a tick blocks a
+    schedule whose stored spec no longer validates (`spec_invalid`), and records that too.
+    """
+    config = {
+        "spec": schedule.spec,
+        "action": dict(schedule.action),
+        "overlap_policy": schedule.overlap_policy,
+        "missed_policy": schedule.missed_policy,
+        "jitter_seconds": schedule.jitter_seconds,
+        "max_runs": schedule.max_runs,
+        "labels": dict(schedule.labels or {}),
+        "memo": dict(schedule.memo or {}),
+        "search_attributes": dict(schedule.search_attributes or {}),
+        "notes": schedule.notes,
+    } | {
         "schedule_id": schedule.schedule_id,
         "status": schedule.status,
         "paused_reason": schedule.paused_reason,
