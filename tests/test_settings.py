@@ -67,21 +67,20 @@ def test_usable_settings_from_the_environment_become_numbers(tmp_path, monkeypat
     assert (app.config["WORKERS"], app.config["SCHEDULER"]) == (0, "off")
 
 
-def test_the_command_line_says_it_in_one_line_and_exits_2(tmp_path):
+def _start(tmp_path, command: list[str], name: str, value: str) -> subprocess.CompletedProcess:
+    """Run `command` from the checkout with one setting set to `value`, and nothing else."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
     env |= {
         "ALMANAC_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}",
         "ALMANAC_SECRET_KEY": "x",
-        "ALMANAC_MISFIRE_GRACE_SECONDS": "0",
+        f"ALMANAC_{name}": value,
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "wsgi", "routes"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_the_command_line_says_it_in_one_line_and_exits_2(tmp_path):
+    command = [sys.executable, "-m", "flask", "--app", "wsgi", "routes"]
+    done = _start(tmp_path, command, "MISFIRE_GRACE_SECONDS", "0")
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "almanac: ALMANAC_MISFIRE_GRACE_SECONDS must be a number from 1 to 31,622,400, not 0"
@@ -91,20 +90,8 @@ def test_the_command_line_says_it_in_one_line_and_exits_2(tmp_path):
 def test_gunicorn_stops_instead_of_booting_its_worker_again_and_again(tmp_path):
     from tests.live import BIN, free_port
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
-    env |= {
-        "ALMANAC_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}",
-        "ALMANAC_SECRET_KEY": "x",
-        "ALMANAC_LEASE_SECONDS": "0",
-    }
-    done = subprocess.run(
-        [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{free_port()}", "wsgi:app"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    command = [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{free_port()}", "wsgi:app"]
+    done = _start(tmp_path, command, "LEASE_SECONDS", "0")
     assert done.returncode != 0
     lines = done.stderr.splitlines()
     refusal = "almanac: ALMANAC_LEASE_SECONDS must be a number from 1 to 86,400, not 0"

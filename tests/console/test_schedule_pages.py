@@ -159,26 +159,21 @@ def test_pause_resume_trigger_delete(client, operator, api_for, app):
     # A second trigger while that run is active is skipped, said in words.
     moments = iter(range(1, 10))
 
-    def later() -> None:
+    def trigger_later(schedule_id: str) -> str:
         with database(app).session() as session:
             clock(app).set(session, FIXED_NOW + timedelta(seconds=next(moments)))
             session.commit()
-
-    later()
-    again = client.post(
-        "/ns/default/schedules/nightly/trigger",
-        data={"csrf_token": token},
-        headers={"HX-Request": "true"},
-    ).get_data(as_text=True)
-    assert "skipped: skipped by the overlap policy" in again and "flash-error" in again
-    make_schedule(api, "buffered", overlap_policy="buffer_one")
-    for expected in ("triggered: run", "buffered: it starts once the schedule"):
-        later()
-        answer = client.post(
-            "/ns/default/schedules/buffered/trigger",
+        return client.post(
+            f"/ns/default/schedules/{schedule_id}/trigger",
             data={"csrf_token": token},
             headers={"HX-Request": "true"},
         ).get_data(as_text=True)
+
+    again = trigger_later("nightly")
+    assert "skipped: skipped by the overlap policy" in again and "flash-error" in again
+    make_schedule(api, "buffered", overlap_policy="buffer_one")
+    for expected in ("triggered: run", "buffered: it starts once the schedule"):
+        answer = trigger_later("buffered")
         assert expected in answer and "flash-ok" in answer, answer
     assert opened.status_code == 200 and "schedule:nightly:manual:" in opened.get_data(as_text=True)
     stale = client.post(
