@@ -113,10 +113,7 @@ def get_workflow(namespace: Namespace, name: str) -> Any:
     """Show a workflow version and the list of its versions."""
     session = context.session()
     flow = workflows.get_workflow(session, namespace, name)
-    raw = request.args.get("version")
-    number = inputs.ascii_int(raw) if raw else None
-    if raw and (number is None or not 1 <= number <= workflows.MAX_VERSION):
-        raise ValidationFailed([{"loc": ["query", "version"], "msg": "must be a version number"}])
+    number = workflows.version_number(request.args.get("version"), ["query", "version"])
     version = workflows.get_version(session, flow, number)
     versions = [
         {"version": v.version, "created_at": format_utc(v.created_at)}

@@ -13,7 +13,7 @@ from flask import Blueprint, flash, redirect, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context, inputs
+from app import context
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
 from app.console import errors
 from app.console.common import next_cursor, page_key
@@ -123,10 +123,7 @@ def deploy(ns: str) -> Response:
 def activate(ns: str, name: str) -> Response:
     """Activate a version of the workflow (the newest unless the form names one)."""
     view = namespace_view(ns, WORKFLOW_DEPLOY)
-    raw = request.form.get("version", "")
-    number = inputs.ascii_int(raw) if raw else None
-    if raw and (number is None or not 1 <= number <= workflows.MAX_VERSION):
-        raise ValidationFailed([{"loc": ["version"], "msg": "must be a version number"}])
+    number = workflows.version_number(request.form.get("version"), ["version"])
     session = context.session()
     activation, _, version = workflows.activate(session, context.now(), view.current, name, number)
     session.commit()

@@ -10,6 +10,8 @@ from sqlalchemy.orm import Session
 
 from app.db import Namespace
 from app.db.runs import Activation, Workflow, WorkflowVersion
+from app.errors import ValidationFailed
+from app.inputs import ascii_int
 from app.paging import created_key, keyset, newest_first, split_page
 from app.runs.definitions import validate_definition
 from app.runs.errors import ActivationNotFound, WorkflowNotFound, WorkflowVersionNotFound
@@ -103,6 +105,17 @@ def list_workflows(
 
 # Versions are 32-bit integers in the database; a larger number can name none of them.
 MAX_VERSION = 2**31 - 1
+
+
+def version_number(raw: str | None, loc: list[str | int]) -> int | None:
+    """A version named in a query or a form: None when not given, else 1 to `MAX_VERSION` in
+    ASCII digits, or 422 naming `loc` (the API and the console read it alike)."""
+    if not raw:
+        return None
+    number = ascii_int(raw)
+    if number is None or not 1 <= number <= MAX_VERSION:
+        raise ValidationFailed([{"loc": loc, "msg": "must be a version number"}])
+    return number
 
 
 def activate(

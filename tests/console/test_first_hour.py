@@ -381,21 +381,7 @@ def test_conflict_banner_names_fields_as_the_form_labels_them(client, olga, api_
         "PATCH", "/schedules/s", json={"overlap_policy": "allow_all"}, headers={"If-Match": "1"}
     )
     assert patched.status_code == 200
-    response = client.post(
-        "/ns/default/schedules/s/edit",
-        data={
-            "csrf_token": token,
-            "revision": "1",
-            "cron_expressions": "0 * * * *",
-            "timezone": "UTC",
-            "workflow": "invoice-sync",
-            "overlap_policy": "skip",
-            "missed_policy": "skip",
-        },
-    )
-    assert response.status_code == 409
-    html = response.get_data(as_text=True)
-    banner = html[html.index('class="conflict"') :][:1500]
+    banner = _conflict_banner(client, token, cron_expressions="0 * * * *")
     assert "Overlap policy" in banner and "overlap_policy" not in banner
 
 
@@ -412,27 +398,28 @@ def test_conflict_banner_ignores_the_line_endings_a_browser_sends(client, olga, 
     patched = api.request("PATCH", "/schedules/s", json={"notes": "n"}, headers={"If-Match": "1"})
     assert patched.status_code == 200
     # A textarea comes back with CRLF line endings, whatever it was sent with.
-    response = client.post(
-        "/ns/default/schedules/s/edit",
-        data={
-            "csrf_token": csrf_from(form),
-            "revision": "1",
-            "cron_expressions": "0 * * * *\r\n30 6 * * 1\r\n",
-            "labels": "team:billing\r\ntier:1",
-            "input": "{ }",
-            "memo": "{}",
-            "search_attributes": "{}\r\n",
-            "jitter_seconds": "0",
-            "timezone": "UTC",
-            "workflow": "invoice-sync",
-            "overlap_policy": "skip",
-            "missed_policy": "skip",
-        },
+    banner = _conflict_banner(
+        client,
+        csrf_from(form),
+        cron_expressions="0 * * * *\r\n30 6 * * 1\r\n",
+        labels="team:billing\r\ntier:1",
+        input="{ }",
+        memo="{}",
+        search_attributes="{}\r\n",
+        jitter_seconds="0",
     )
+    assert "<strong>Notes</strong>" in banner, banner
+
+
+def _conflict_banner(client, token: str, **fields: str) -> str:
+    """Save the edit form of schedule `s` at revision 1 (another writer moved it on): the
+    conflict banner of the 409 page."""
+    form = {"csrf_token": token, "revision": "1", "timezone": "UTC", "workflow": "invoice-sync"}
+    form |= {"overlap_policy": "skip", "missed_policy": "skip"} | fields
+    response = client.post("/ns/default/schedules/s/edit", data=form)
     assert response.status_code == 409
     html = response.get_data(as_text=True)
-    banner = html[html.index('class="conflict"') :][:1500]
-    assert "<strong>Notes</strong>" in banner, banner
+    return html[html.index('class="conflict"') :][:1500]
 
 
 def test_relative_times_say_just_now_rather_than_in_zero_seconds():
