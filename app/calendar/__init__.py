@@ -12,7 +12,12 @@ from app.calendar.errors import CalendarError, SpecRangeError
 from app.calendar.grammar import validate_calendar
 from app.calendar.instants import format_utc, format_utc_or_none, parse_instant, validate_timezone
 from app.calendar.jitter import due_time, jitter_offset
-from app.calendar.occurrences import check_range, next_occurrence, occurrences_between
+from app.calendar.occurrences import (
+    check_range,
+    interval_run,
+    next_occurrence,
+    occurrences_between,
+)
 from app.calendar.preview import PreviewItem, preview
 from app.calendar.spec import Interval, Spec
 
@@ -28,6 +33,7 @@ __all__ = [
     "format_duration",
     "format_utc",
     "format_utc_or_none",
+    "interval_run",
     "jitter_offset",
     "next_occurrence",
     "occurrences_between",

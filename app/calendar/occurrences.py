@@ -18,6 +18,7 @@ HORIZON = timedelta(days=18263)
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 ONE_MICROSECOND = timedelta(microseconds=1)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def next_occurrence(spec: Spec, after: datetime) -> datetime | None:
@@ -54,6 +55,26 @@ def iter_occurrences(spec: Spec, after: datetime, until: datetime) -> Iterator[I
         yield previous
 
 
+def interval_run(spec: Spec, after: datetime, until: datetime) -> tuple[datetime, int] | None:
+    """For a spec that is one interval and nothing else: the first of its occurrences t with
+    after < t <= until and how many there are, counted without walking them (a one-second
+    interval has 86,400 a day). None for any other spec, or when there is none."""
+    if spec.calendars or len(spec.intervals) != 1:
+        return None
+    window = _window(spec, require_utc(after, ("after",)), require_utc(until, ("until",)))
+    if window is None:
+        return None
+    low, high = window
+    interval = spec.intervals[0]
+    base = EPOCH + interval.offset
+    # The same positions as _iter_interval: base + k * every for every k in [first, last].
+    first = (low - base) // interval.every + 1
+    last = (high - base) // interval.every
+    if last < first:
+        return None
+    return base + first * interval.every, last - first + 1
+
+
 def check_range(spec: Spec, now: datetime) -> None:
     """Raise SpecRangeError unless the spec occurs within 50 years of max(now, start_at)."""
     if next_occurrence(spec, now) is not None:
@@ -87,7 +108,7 @@ def _streams(spec: Spec, low: datetime, high: datetime) -> list[Iterator[Item]]:
 
 
 def _iter_interval(interval: Interval, after: datetime, until: datetime) -> Iterator[Item]:
-    base = datetime(1970, 1, 1, tzinfo=UTC) + interval.offset
+    base = EPOCH + interval.offset
     instant = base + ((after - base) // interval.every + 1) * interval.every
     while instant <= until:
         yield instant, None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from app.calendar import Spec, due_time, next_occurrence, occurrences_between
+from app.calendar import Spec, due_time, interval_run, next_occurrence, occurrences_between
 from app.calendar.occurrences import HORIZON
 
 BUFFER_LIMITS = {"buffer_one": 1, "buffer_all": 1000}
@@ -94,8 +94,29 @@ def next_after(spec: Spec, uid: str, jitter_seconds: int, after: datetime) -> Oc
 def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime, now: datetime) -> DueScan:
     """One pass over the occurrences after `cursor`: the due ones, summarized in constant
     memory, and the first one not yet due."""
-    stream = due_occurrences(spec, uid, jitter_seconds, cursor, max(cursor, now) + HORIZON)
-    return summarize_due(stream, now)
+    until = max(cursor, now) + HORIZON
+    # A due time is at most jitter_seconds after its occurrence, so every occurrence up to
+    # now - jitter is due: a lone interval counts those without walking them (a backlog of a
+    # one-second interval is 86,400 a day) and walks only the few after them.
+    settled = interval_run(spec, cursor, now - timedelta(seconds=jitter_seconds))
+    if settled is None or settled[1] < 3:
+        return summarize_due(due_occurrences(spec, uid, jitter_seconds, cursor, until), now)
+    first, count = settled
+    every = spec.intervals[0].every
+    last = first + (count - 1) * every
+
+    def at(instant: datetime) -> Occurrence:
+        return Occurrence(instant, due_time(spec, uid, jitter_seconds, instant))
+
+    scan = DueScan(count, at(first), at(first + every), at(last - every), at(last))
+    rest = summarize_due(due_occurrences(spec, uid, jitter_seconds, last, until), now)
+    scan.count += rest.count
+    if rest.count == 1:
+        scan.previous, scan.last = scan.last, rest.last
+    elif rest.count > 1:
+        scan.previous, scan.last = rest.previous, rest.last
+    scan.upcoming = rest.upcoming
+    return scan
 
 
 def due_occurrences(

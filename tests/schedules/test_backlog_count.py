@@ -1,0 +1,75 @@
+"""A lone interval's backlog is counted, not walked, and the count is the walk's.
+
+`scan_due` summarizes the occurrences after a schedule's cursor that are due at `now`. For a
+spec that is one interval, it counts those certainly due (at or before now - jitter) by
+arithmetic; the summary must be exactly what walking every occurrence gives: the count, the
+first, second, previous and last due ones with their due times, and the one after them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.calendar import Interval, Spec
+from app.calendar.occurrences import HORIZON
+from app.schedules.tick.policy import DueScan, due_occurrences, scan_due, summarize_due
+
+START = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def walked(spec: Spec, uid: str, jitter: int, cursor: datetime, now: datetime) -> DueScan:
+    stream = due_occurrences(spec, uid, jitter, cursor, max(cursor, now) + HORIZON)
+    return summarize_due(stream, now)
+
+
+@st.composite
+def lone_intervals(draw: st.DrawFn) -> tuple[Spec, int, datetime, datetime]:
+    every = timedelta(seconds=draw(st.sampled_from([1, 7, 60, 90, 3600])))
+    offset = timedelta(seconds=draw(st.integers(0, int(every.total_seconds()) - 1)))
+    cursor = START + timedelta(
+        seconds=draw(st.integers(0, 4000)), microseconds=draw(st.integers(0, 2))
+    )
+    # Backlogs of a few occurrences (around the counted/walked split) as well as long ones.
+    periods = draw(st.sampled_from([2, 4, 40]))
+    now = cursor + timedelta(
+        seconds=draw(st.integers(-100, periods * int(every.total_seconds()) + 400))
+    )
+    bounds = {}
+    if draw(st.booleans()):
+        bounds["start_at"] = cursor + timedelta(seconds=draw(st.integers(-50, 300)))
+    if draw(st.booleans()):
+        bounds["end_at"] = now + timedelta(seconds=draw(st.integers(-300, 300)))
+        if "start_at" in bounds and bounds["end_at"] < bounds["start_at"]:
+            del bounds["end_at"]
+    spec = Spec(intervals=(Interval(every, offset),), timezone="Europe/Berlin", **bounds)
+    jitter = draw(st.sampled_from([0, 0, 1, 30, 200, 3600]))
+    return spec, jitter, cursor, now
+
+
+@settings(max_examples=400, deadline=None)
+@given(lone_intervals())
+def test_a_lone_intervals_counted_backlog_is_its_walked_backlog(
+    case: tuple[Spec, int, datetime, datetime],
+) -> None:
+    spec, jitter, cursor, now = case
+    assert scan_due(spec, "uid-1", jitter, cursor, now) == walked(
+        spec, "uid-1", jitter, cursor, now
+    )
+
+
+def test_a_month_of_a_one_second_interval_is_counted_whole() -> None:
+    spec = Spec(intervals=(Interval(timedelta(seconds=1)),))
+    cursor = START
+    now = cursor + timedelta(days=30, milliseconds=500)
+    for jitter in (0, 45):
+        scan = scan_due(spec, "uid-2", jitter, cursor, now)
+        assert scan.count == 30 * 86400
+        assert scan.first is not None and scan.first.instant == cursor + timedelta(seconds=1)
+        assert scan.last is not None and scan.last.instant == cursor + timedelta(days=30)
+        assert scan.previous is not None
+        assert scan.previous.instant == scan.last.instant - timedelta(seconds=1)
+        assert scan.upcoming is not None
+        assert scan.upcoming.instant == cursor + timedelta(days=30, seconds=1)
