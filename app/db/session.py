@@ -236,12 +236,20 @@ def begin_write(session: Session, *, keep_reads: bool = False) -> None:
     session.info[_WRITE_KEY] = session.get_transaction()
 
 
+# Deadlock detected, lock not available (lock_timeout), serialization failure.
+LOCK_CONFLICTS = frozenset({"40P01", "55P03", "40001"})
+
+
 def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
     """Log a failed background turn (a tick, a worker's step): one line with the cause when the
     database is unreachable or refused (it repeats every turn of an outage: a traceback each
     time would bury everything else), the traceback for anything else (a bug)."""
     if isinstance(exc, OperationalError | InterfaceError):
         cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-        log.warning("%s: database unavailable: %s", what, cause[0] if cause else type(exc).__name__)
+        # A deadlock or a lock wait past its timeout is the database answering: another
+        # transaction held the rows, and the turn is tried again.
+        state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+        kind = "lock conflict" if state in LOCK_CONFLICTS else "database unavailable"
+        log.warning("%s: %s: %s", what, kind, cause[0] if cause else type(exc).__name__)
     else:
         log.error(what, exc_info=exc)

@@ -26,3 +26,16 @@ def test_an_unavailable_database_is_one_line_and_a_bug_keeps_its_traceback(caplo
     )
     assert bug.levelno == logging.ERROR and bug.exc_info[1].args == ("a bug",)
     assert bug.getMessage() == "tick failed"
+
+
+class Deadlock(Exception):
+    sqlstate = "40P01"
+
+
+def test_a_deadlock_is_a_lock_conflict_not_an_outage(caplog):
+    caplog.set_level(logging.INFO, logger="tests.log_failure")
+    cause = Deadlock("deadlock detected\nDETAIL: Process 1 waits for ShareLock")
+    log_failure(log, "worker step failed", OperationalError("SELECT", {}, cause))
+    (line,) = caplog.records
+    assert line.levelno == logging.WARNING and line.exc_info is None
+    assert line.getMessage() == "worker step failed: lock conflict: deadlock detected"

@@ -20,6 +20,7 @@ from app.runs import lifecycle
 from app.runs.errors import ActivationNotFound, ActivationNotReady
 from app.runs.locking import for_update
 from app.schedules.audit import CommandContext
+from app.schedules.tick.policy import ENDS_OTHERS
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,23 @@ class FiringContext:
         )
         for uid, pk, run_id, lease_owner in session.execute(query) if uids else []:
             ctx.active[uid].append(ActiveRun(pk, run_id, lease_owner is not None))
+        ctx._lock_runs_to_end(schedules)
         return ctx
+
+    def _lock_runs_to_end(self, schedules: Sequence[Schedule]) -> None:
+        """Lock, in ascending id order, the active runs that schedules ending the others
+        (`cancel_other`, `terminate_other`) may end. `run` locks each one as it is ended, one
+        schedule after another; a worker committing steps locks its runs in ascending id order,
+        so the two deadlocked when several schedules' runs interleaved."""
+        ids = [
+            entry.pk
+            for schedule in schedules
+            if schedule.overlap_policy in ENDS_OTHERS
+            for entry in self.active.get(schedule.uid, ())
+        ]
+        if len(ids) > 1:
+            query = select(Run.id).where(Run.id.in_(ids)).order_by(Run.id)
+            self.session.execute(for_update(self.session, query)).all()
 
     def context(self, schedule: Schedule) -> CommandContext:
         """The scheduler acts with the principal's authority."""
