@@ -66,36 +66,51 @@ def loads(raw: str | bytes, loc: list[str | int]) -> Any:
     if too_deep:
         msg = f"JSON may nest at most {MAX_JSON_DEPTH} levels deep"
         raise ValidationFailed([{"loc": loc, "msg": msg}])
-    # Only the escape can put a NUL in parsed JSON (a raw one is not valid JSON text).
-    escaped = _NUL_ESCAPE in raw if isinstance(raw, bytes) else _NUL_ESCAPE.decode() in raw
-    if escaped:
-        where = nul_at(value, loc)
-        if where is not None:
-            raise ValidationFailed([{"loc": where, "msg": NUL_MESSAGE}])
+    # Only an escape can put NUL or a lone surrogate in parsed JSON (a raw NUL is not valid JSON
+    # text), except that bytes are decoded with surrogates passed through: check those too.
+    suspect = _ESCAPE in raw if isinstance(raw, bytes) else _ESCAPE.decode() in raw
+    if suspect or (isinstance(raw, bytes) and _SURROGATE_LEAD in raw):
+        found = unstorable_at(value, loc)
+        if found is not None:
+            raise ValidationFailed([{"loc": found[0], "msg": found[1]}])
     return value
 
 
-_NUL_ESCAPE = b"\\u0000"
+_ESCAPE = b"\\u"
+_SURROGATE_LEAD = b"\xed"
 NUL_MESSAGE = "must not contain the NUL character (\\u0000)"
+SURROGATE_MESSAGE = (
+    "must not contain a lone surrogate (\\ud800-\\udfff): it is not valid Unicode text"
+)
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def nul_at(value: Any, loc: list[str | int]) -> list[str | int] | None:
-    """Where in parsed JSON a string (a value or a key) holds NUL, which no text column of
-    PostgreSQL can store; None when none does. Iterative, like `json_depth`."""
+def unstorable_at(value: Any, loc: list[str | int]) -> tuple[list[str | int], str] | None:
+    """Where in parsed JSON a string (a value or a key) holds a character no database can
+    store as text (NUL, which no text column of PostgreSQL holds, or a lone surrogate, which
+    is not Unicode text and fails every encoder), with the message; None when none does.
+    Iterative, like `json_depth`."""
     stack: list[tuple[Any, list[str | int]]] = [(value, loc)]
     while stack:
         item, where = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
-                return where
+            if _UNSTORABLE.search(item):
+                return where, _unstorable_message(item)
         elif isinstance(item, dict):
             for key, child in item.items():
-                if "\x00" in key:
-                    return [*where, key]
+                if _UNSTORABLE.search(key):
+                    # Named as sent, a lone surrogate shown as U+FFFD so the error body is text.
+                    shown = _SURROGATES.sub("\ufffd", key)
+                    return [*where, shown], _unstorable_message(key)
                 stack.append((child, [*where, key]))
         elif isinstance(item, list):
             stack.extend((child, [*where, index]) for index, child in enumerate(item))
     return None
+
+
+def _unstorable_message(text: str) -> str:
+    return NUL_MESSAGE if "\x00" in text else SURROGATE_MESSAGE
 
 
 def refuse_nul_in_request() -> None:
