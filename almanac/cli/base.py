@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from almanac.cli.config import resolve
+from almanac.cli.output import inert
 from almanac.errors import AlmanacError, ConnectionFailed, RevisionConflict
 
 if TYPE_CHECKING:
@@ -102,13 +103,13 @@ class Root(click.Group):
 
 
 def describe(exc: AlmanacError) -> str:
-    text = f"error {exc.code}: {exc.message}"
+    text = f"error {exc.code}: {inert(exc.message)}"
     if isinstance(exc, RevisionConflict):
         text += f" (current revision: {exc.current_revision})"
     for item in exc.details.get("errors", []) if isinstance(exc.details, dict) else []:
         if isinstance(item, dict):
             loc = ".".join(str(part) for part in item.get("loc", []))
-            text += f"\n  {loc}: {item.get('msg')}"
+            text += f"\n  {inert(loc)}: {inert(str(item.get('msg')))}"
     return text
 
 

@@ -27,7 +27,29 @@ def cell(value: Any) -> str:
         return "-"
     if isinstance(value, dict | list):
         return json.dumps(value, separators=(",", ":"))
-    return " ".join(str(value).split())
+    return inert(" ".join(str(value).split()))
+
+
+# Characters a terminal acts on instead of showing: C0 and C1 controls (escape sequences that
+# clear the screen or set the window title, backspace, bell), DEL, the bidirectional overrides
+# and isolates (they reorder what follows), and lone surrogates (not text: they fail to print).
+_ACTIVE = frozenset(
+    [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+)
+
+
+def inert(text: str) -> str:
+    """`text` with every character a terminal would act on shown as its escape (`\\x1b`)."""
+    if text.isprintable() and text.isascii():
+        return text
+    return "".join(_escaped(char) for char in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code in _ACTIVE or 0xD800 <= code <= 0xDFFF:
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return char
 
 
 def fit(widths: list[int], total: int) -> list[int]:

@@ -325,3 +325,28 @@ def test_repeated_labels_with_one_key_must_all_match(almanac, sdk):
     assert [
         s.schedule_id for s in sdk.list_schedules(labels=[("grp", "even"), ("grp", "odd")])
     ] == []
+
+
+def test_text_a_terminal_would_act_on_is_printed_as_its_escapes(almanac, sdk):
+    # Clear the screen, set the window title, ring, backspace over text, reverse what follows.
+    hostile = "x\x1b[31mRED\x1b[0m\x1b]0;pwned\x07\x1b[2J\r\nnext\b\bXX \u202eabc \x9b2J é"
+    sdk.save_schedule(schedule_body("loud"))
+    sdk.pause_schedule("loud", 1, hostile)
+    shown = almanac("schedules", "read", "loud", COLUMNS="200")
+    assert shown.exit_code == 0, shown.stderr
+    (reason,) = [line for line in shown.stdout.splitlines() if line.startswith("paused_reason")]
+    assert reason.split(None, 1)[1] == (
+        "x\\x1b[31mRED\\x1b[0m\\x1b]0;pwned\\x07\\x1b[2J next\\x08\\x08XX \\u202eabc \\x9b2J é"
+    )
+    assert not any(ch in shown.stdout for ch in "\x1b\x07\x08\x9b\u202e\r")
+    # JSON output is the API's, escaped by JSON itself.
+    raw = almanac("schedules", "read", "loud", "-o", "json")
+    assert json.loads(raw.stdout)["paused_reason"] == hostile and "\x1b" not in raw.stdout
+
+
+def test_an_error_naming_hostile_text_prints_it_as_its_escapes(almanac):
+    body = schedule_body("bad", labels={"k\x1b]0;pwned\x07": "v"})
+    result = almanac("schedules", "save", "--request", "-", input=json.dumps(body))
+    assert result.exit_code == 1
+    assert "labels.k\\x1b]0;pwned\\x07" in result.stderr, result.stderr
+    assert not any(ch in result.stderr for ch in "\x1b\x07")
