@@ -119,7 +119,7 @@ def refuse_nul_in_request() -> None:
     if "\x00" in request.path:
         raise ValidationFailed([{"loc": ["path"], "msg": NUL_MESSAGE}])
     parts = [("query", request.args)]
-    if request.mimetype in _FORM_TYPES:
+    if request.mimetype in FORM_TYPES:
         parts.append(("form", request.form))
     for part, fields in parts:
         for key, value in fields.items(multi=True):
@@ -128,7 +128,7 @@ def refuse_nul_in_request() -> None:
                 raise ValidationFailed([{"loc": loc, "msg": NUL_MESSAGE}])
 
 
-_FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
 
 
 def _where(loc: list[str | int]) -> str:

@@ -16,7 +16,7 @@ from app.auth import service as auth_service
 from app.auth.errors import NamespaceNotFound
 from app.auth.grants import check_grants, grants_of_role, require_grant
 from app.db import Namespace, User
-from app.errors import Forbidden, Unauthenticated, ValidationFailed
+from app.errors import BadRequest, Forbidden, Unauthenticated, ValidationFailed
 from app.paging import decode_cursor, encode_cursor
 
 M = TypeVar("M", bound=BaseModel)
@@ -144,11 +144,25 @@ def operation(
     return decorate
 
 
-def parse_body(model: type[M]) -> M:
-    """Parse the JSON object body into `model`, or raise a 400/422 naming the field."""
+def json_object() -> dict[str, Any]:
+    """The request body as a JSON object (an empty body is `{}`), else 400/422.
+
+    A form-encoded body (`curl -d` without a JSON Content-Type) is 400 saying so: it was read
+    as form fields before the view ran, and passed on as an empty object whose validation
+    errors named fields the caller had sent.
+    """
+    if request.mimetype in inputs.FORM_TYPES and (request.content_length or 0) > 0:
+        msg = f"the body is {request.mimetype}; send JSON with Content-Type: application/json"
+        raise BadRequest(msg, reason=msg)
     data = inputs.loads(request.get_data(cache=True) or b"{}", ["body"])
     if not isinstance(data, dict):
         raise ValidationFailed([{"loc": ["body"], "msg": "must be a JSON object"}])
+    return data
+
+
+def parse_body(model: type[M]) -> M:
+    """Parse the JSON object body into `model`, or raise a 400/422 naming the field."""
+    data = json_object()
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -6,9 +6,9 @@ from typing import Any
 
 from flask import Blueprint, jsonify, request
 
-from app import context, inputs
+from app import context
 from app.api import errors
-from app.api.routing import operation, page_args, page_json, parse_body
+from app.api.routing import json_object, operation, page_args, page_json, parse_body
 from app.api.run_models import ActivationIn, DefinitionIn
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
 from app.calendar import format_utc, format_utc_or_none
@@ -24,14 +24,6 @@ errors.register(bp)
 def _load_actions(state: Any) -> None:
     # Deploy validates action names, so the configured action modules must be registered.
     actions.load_modules(state.app.config.get("ACTION_MODULES"))
-
-
-def json_object() -> dict[str, Any]:
-    """The request body as a JSON object, unparsed (for bodies a service validates itself)."""
-    data = inputs.loads(request.get_data(cache=True) or b"{}", ["body"])
-    if not isinstance(data, dict):
-        raise ValidationFailed([{"loc": ["body"], "msg": "must be a JSON object"}])
-    return data
 
 
 def version_json(flow: Workflow, version: WorkflowVersion) -> dict[str, Any]:

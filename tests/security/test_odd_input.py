@@ -197,3 +197,25 @@ def test_fields_take_only_their_declared_json_types(admin_api):
     assert [n["name"] for n in admin_api.get("/namespaces").get_json()["items"]] == ["default"]
     assert admin_api.get("/workflows/d").status_code == 404
     assert admin_api.post("/schedules", json=good | {"jitter_seconds": 7}).status_code == 201
+
+
+def test_a_form_encoded_body_is_400_saying_to_send_json(admin_api):
+    # `curl -d '{...}'` sends the JSON as a form: it was read as an empty object before, and
+    # the answer named required fields the caller had in fact sent.
+    deploy(admin_api)
+    body = json.dumps({"id": "s", "cron": "0 * * * *", "action": {"workflow": "wf"}})
+    form = "application/x-www-form-urlencoded"
+    for path in ("/schedules", "/runs", "/workflows"):
+        response = admin_api.post(path, data=body, content_type=form)
+        assert response.status_code == 400, (path, response.get_json())
+        error = error_of(response)
+        assert error["code"] == "BAD_REQUEST"
+        assert "Content-Type: application/json" in error["message"]
+    assert admin_api.get("/schedules").get_json()["items"] == []
+    # An empty form body (`curl -d ''`) is an empty object, as an empty body is.
+    ran = admin_api.post("/runs", data="", content_type=form)
+    assert ran.status_code == 422 and "workflow" in str(error_of(ran)["details"])
+    # The same text with the JSON type (or none at all) is a save.
+    assert (
+        admin_api.post("/schedules", data=body, content_type="application/json").status_code == 201
+    )
