@@ -78,11 +78,24 @@ def http_page(exc: HTTPException) -> Response:
         refresh = make_response("", 204)
         refresh.headers["HX-Refresh"] = "true"
         return refresh
-    response = make_response(page(status, _http_text(exc)))
+    try:
+        response = make_response(page(status, _http_text(exc)))
+    except OperationalError as down:
+        # The page shows who is signed in, read from the database: during an outage the
+        # answer is the outage's, not a 500 from inside this handler.
+        return make_response(unavailable(down))
     for name, value in exc.get_headers():
         if name.lower() != "content-type":
             response.headers[name] = value
     return response
+
+
+def unavailable(exc: OperationalError) -> tuple[str, int]:
+    """The 503 page while the database is unreachable or busy."""
+    log.warning("database unavailable on %s %s: %s", request.method, request.path, exc.orig)
+    # Who is signed in cannot be read now: render the page as for nobody.
+    g._login_user = current_app.login_manager.anonymous_user()  # type: ignore[attr-defined]
+    return page(503, "The database is unavailable or busy; try again in a moment.")
 
 
 def _http_text(exc: HTTPException) -> str:
@@ -111,12 +124,6 @@ def register(bp: Blueprint, back_to: BackTo | None = None) -> None:
     def unexpected(exc: Exception) -> tuple[str, int]:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return page(500, "Internal error")
-
-    def unavailable(exc: OperationalError) -> tuple[str, int]:
-        log.warning("database unavailable on %s %s: %s", request.method, request.path, exc.orig)
-        # Who is signed in cannot be read now: render the page as for nobody.
-        g._login_user = current_app.login_manager.anonymous_user()  # type: ignore[attr-defined]
-        return page(503, "The database is unavailable or busy; try again in a moment.")
 
     for kind in (AlmanacError, CalendarError, SpecRangeError):
         bp.register_error_handler(kind, refused)

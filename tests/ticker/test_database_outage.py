@@ -82,3 +82,15 @@ def test_the_console_shows_a_503_page_while_the_database_is_away_then_the_page(c
     assert page.status_code == 503
     assert "The database is unavailable" in page.get_data(as_text=True)
     assert client.get("/ns/default/schedules").status_code == 200
+
+
+def test_an_unknown_console_page_during_the_outage_is_the_503_page(client, accounts):
+    # The error page shows who is signed in, which is read from the database.
+    account = accounts.create("olga", role="operator")
+    sign_in(client, "olga", account.password)
+    with database_down():
+        pages = [client.get("/nope"), client.get("/ns/default/nope")]
+    for page in pages:
+        assert page.status_code == 503 and page.mimetype == "text/html"
+        assert "The database is unavailable" in page.get_data(as_text=True)
+    assert client.get("/nope").status_code == 404
