@@ -29,7 +29,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         app.config["DATABASE_URL"] = f"sqlite:///{Path(app.instance_path) / 'almanac.db'}"
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = instance_secret(app)
-    app.config["TESTING"] = str(app.config["TESTING"]).lower() in {"1", "true", "yes", "on"}
     # A setting that cannot be used stops the process here, named, rather than misbehaving.
     check_settings(app.config)
     _log_lines()

@@ -37,12 +37,14 @@ def _check_url(name: str, url: Any) -> None:
     if not url:
         return
     try:
-        make_url(str(url))
-    except ArgumentError:
+        backend = make_url(str(url)).get_backend_name()
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        backend = None
+    if backend not in ("sqlite", "postgresql", "postgres"):
         raise SettingError(
-            f"ALMANAC_{name} is not a database URL (like sqlite:///path/almanac.db or "
-            "postgresql://user@host/db)"
-        ) from None
+            f"ALMANAC_{name} is not a SQLite or PostgreSQL database URL (like "
+            "sqlite:///path/almanac.db or postgresql://user@host/db)"
+        )
 
 
 def database(app: Flask | None = None) -> Database:

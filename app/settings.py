@@ -135,6 +135,37 @@ def check_settings(config: dict[str, Any]) -> None:
     if scheduler not in SWITCH:
         raise SettingError(f"ALMANAC_SCHEDULER must be on or off, not {config['SCHEDULER']!r}")
     config["SCHEDULER"] = "on" if SWITCH[scheduler] else "off"
+    # A yes/no setting with another value used to read as "no": HTTPS-only cookies quietly off.
+    for name in FLAGS:
+        if name in config:
+            config[name] = _flag(name, config[name])
+    _check_clock(config)
+
+
+FLAGS = ("TESTING", "SESSION_COOKIE_SECURE")
+
+
+def _flag(name: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    word = str(raw).strip().lower() if isinstance(raw, int | str) else None
+    if word not in SWITCH:
+        raise SettingError(
+            f"ALMANAC_{name} must be 1 or 0 (true/false, yes/no, on/off), not {raw!r}"
+        )
+    return SWITCH[word]
+
+
+def _check_clock(config: dict[str, Any]) -> None:
+    """The clock is `system` or, in tests only, `manual`; a skew is for tests only too."""
+    kind = config.get("CLOCK", "system")
+    if kind not in ("system", "manual"):
+        raise SettingError(f"ALMANAC_CLOCK must be system or manual, not {kind!r}")
+    testing = config.get("TESTING", False)
+    if kind == "manual" and not testing:
+        raise SettingError("ALMANAC_CLOCK=manual is refused unless ALMANAC_TESTING=1")
+    if config.get("CLOCK_OFFSET_SECONDS") and not testing:
+        raise SettingError("ALMANAC_CLOCK_OFFSET_SECONDS is refused unless ALMANAC_TESTING=1")
 
 
 def _number(name: str, raw: Any, whole: bool, low: float, high: float) -> int | float:

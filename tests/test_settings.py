@@ -44,6 +44,16 @@ REFUSED = [
     ("MISFIRE_GRACE_SECONDS", "1e400"),
     ("MAX_CONTENT_LENGTH", 0),
     ("CLOCK_OFFSET_SECONDS", "abc"),
+    # These ended in a traceback, or quietly read as "no".
+    ("CLOCK", "bogus"),
+    ("CLOCK", "manual"),
+    ("CLOCK_OFFSET_SECONDS", "5"),
+    ("DATABASE_URL", "notaurl://"),
+    ("DATABASE_URL", "postgresql://u@h:notaport/db"),
+    ("SCHEDULER_DATABASE_URL", "mysql://u@h/db"),
+    ("TESTING", "maybe"),
+    ("SESSION_COOKIE_SECURE", "enabled"),
+    ("SESSION_COOKIE_SECURE", 2),
 ]
 
 
@@ -65,6 +75,16 @@ def test_usable_settings_from_the_environment_become_numbers(tmp_path, monkeypat
     app = create_app(_config(tmp_path))
     assert (app.config["TICK_SECONDS"], app.config["LEASE_SECONDS"]) == (0.5, 3.0)
     assert (app.config["WORKERS"], app.config["SCHEDULER"]) == (0, "off")
+
+
+def test_yes_no_settings_take_the_documented_words(tmp_path):
+    for raw, secure in (("1", True), ("yes", True), ("ON", True), ("0", False), ("false", False)):
+        app = create_app(_config(tmp_path, SESSION_COOKIE_SECURE=raw, TESTING=raw))
+        assert app.config["SESSION_COOKIE_SECURE"] is secure and app.config["TESTING"] is secure
+    secure = create_app(_config(tmp_path, SESSION_COOKIE_SECURE=True)).test_client().get("/login")
+    assert (
+        "Secure" in secure.headers["Set-Cookie"] and "Strict-Transport-Security" in secure.headers
+    )
 
 
 def _start(tmp_path, command: list[str], name: str, value: str) -> subprocess.CompletedProcess:
