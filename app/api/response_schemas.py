@@ -41,6 +41,7 @@ RUN = obj(
     error=ANY,
     current_step=TEXT_OR_NULL,
     queue=TEXT_OR_NULL,
+    labels=OBJECT,
     created_at=STRING,
     started_at=TEXT_OR_NULL,
     finished_at=TEXT_OR_NULL,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from app.api.models import Strict
+from app.schedules.config import LABEL_KEY, LABEL_KEY_RULE, MAX_LABEL_VALUE, MAX_LABELS
 
 
 class StepIn(Strict):
@@ -46,9 +47,20 @@ class RunIn(Strict):
         default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"
     )
     timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
-    labels: dict[str, str] = Field(default_factory=dict, max_length=64)
+    labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LABELS)
     memo: dict[str, Any] = Field(default_factory=dict)
     search_attributes: dict[str, str] = Field(default_factory=dict, max_length=64)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_as_schedules_have_them(cls, labels: dict[str, str]) -> dict[str, str]:
+        # The rule of a schedule's labels, which its runs carry: `?label=k:v` matches either.
+        for key, value in labels.items():
+            if not LABEL_KEY.fullmatch(key):
+                raise ValueError(f"label key {key!r}: {LABEL_KEY_RULE}")
+            if len(value) > MAX_LABEL_VALUE:
+                raise ValueError(f"label {key!r}: a value is at most {MAX_LABEL_VALUE} characters")
+        return labels
 
 
 class SignalIn(Strict):

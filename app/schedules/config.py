@@ -31,6 +31,7 @@ SCHEDULE_ID_RULE = "must be 1-128 characters of letters, digits, '.', '_', ':' o
 # The names `POST /runs` accepts, so a schedule never starts a run no worker can name.
 QUEUE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,62}")
+LABEL_KEY_RULE = "keys are 1-63 letters, digits, '.', '_', '/', '-'"
 REQUEST_KEYS = frozenset(
     {
         "schedule_id",
@@ -301,7 +302,7 @@ def _labels(raw: Any) -> dict[str, str]:
         raise invalid(["labels"], f"at most {MAX_LABELS} labels")
     for key, value in raw.items():
         if not LABEL_KEY.fullmatch(str(key)):
-            raise invalid(["labels", str(key)], "keys are 1-63 letters, digits, '.', '_', '/', '-'")
+            raise invalid(["labels", str(key)], LABEL_KEY_RULE)
         if not isinstance(value, str) or len(value) > MAX_LABEL_VALUE:
             raise invalid(["labels", str(key)], f"must be a string of at most {MAX_LABEL_VALUE}")
     return dict(raw)

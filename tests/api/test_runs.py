@@ -22,6 +22,7 @@ RUN_KEYS = {
     "error",
     "current_step",
     "queue",
+    "labels",
     "created_at",
     "started_at",
     "finished_at",
@@ -301,3 +302,22 @@ def test_namespace_capacity_refuses_new_runs_with_429(admin_api):
     assert admin_api.post("/runs", headers=headers, json={"workflow": "w"}).status_code == 201
     refused = admin_api.post("/runs", headers=headers, json={"workflow": "w"})
     assert refused.status_code == 429 and refused.headers["Retry-After"]
+
+
+def test_run_labels_follow_the_schedules_rule_and_are_shown(admin_api, deployed):
+    # A run's labels are matched by `?label=k:v` as a schedule's are: keys a filter cannot
+    # name (empty, a colon, a newline, 300 characters) were stored and could never be found.
+    for key in ("", "a:b", "a\nb", "<script>", "k\u0301", "L" * 300):
+        body = {"workflow": "greet", "input": {"who": "x"}, "labels": {key: "v"}}
+        refused = admin_api.post("/runs", json=body)
+        assert refused.status_code == 422, key
+        (error,) = refused.get_json()["error"]["details"]["errors"]
+        assert error["loc"] == ["labels"] and "label key" in error["msg"]
+    too_long = {"workflow": "greet", "input": {"who": "x"}, "labels": {"team": "v" * 257}}
+    assert admin_api.post("/runs", json=too_long).status_code == 422
+    assert admin_api.get("/runs").get_json()["items"] == []
+    body = {"workflow": "greet", "input": {"who": "x"}, "run_id": "r", "labels": {"team/x": "a b"}}
+    assert admin_api.post("/runs", json=body).status_code == 201
+    assert admin_api.get("/runs/r").get_json()["labels"] == {"team/x": "a b"}
+    (listed,) = admin_api.get("/runs?label=team/x:a b").get_json()["items"]
+    assert listed["run_id"] == "r" and listed["labels"] == {"team/x": "a b"}
