@@ -97,6 +97,10 @@ class _SQLiteConnection(sqlite3.Connection):
             queue.release()
 
 
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
 def _configure_sqlite(engine: Engine, queue: WriterQueue) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -108,6 +112,9 @@ def _configure_sqlite(engine: Engine, queue: WriterQueue) -> None:
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
+        # SQLite's lower() folds ASCII only, so a case-insensitive search (`q`) missed `ÉPÉE`
+        # for `épée`; PostgreSQL folds every letter. No index is built on lower().
+        dbapi_conn.create_function("lower", 1, _lower, deterministic=True)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:

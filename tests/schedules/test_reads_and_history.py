@@ -109,6 +109,17 @@ def test_the_ledger_lists_newest_first_with_an_opaque_cursor(h):
     assert foreign.get_json()["error"]["code"] == "INVALID_CURSOR"
 
 
+def test_text_search_ignores_the_case_of_every_letter_on_both_databases(h):
+    activation = h.workflow()
+    h.create("accented", activation_id=activation, notes="ÉPÉE 100%_done")
+    h.create("plain", activation_id=activation, notes="epee without accents")
+    for needle in ("ÉPÉE", "épée", "Épée 100%_"):
+        items = h.api.get("/schedules", query_string={"q": needle}).get_json()["items"]
+        assert [item["schedule_id"] for item in items] == ["accented"], needle
+    items = h.api.get("/schedules", query_string={"q": "EPEE"}).get_json()["items"]
+    assert [item["schedule_id"] for item in items] == ["plain"]
+
+
 def test_list_filters_and_pages(h):
     activation = h.workflow()
     h.create("a", activation_id=activation, labels={"team": "billing"}, notes="Nightly invoices")
