@@ -105,8 +105,12 @@ def spec_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
     return spec
 
 
-def request_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
-    """The save request the form describes; 422 naming the field if unreadable."""
+def request_from_form(
+    form: MultiDict[str, str], stored: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The save request the form describes; 422 naming the field if unreadable. Editing the
+    `stored` configuration, fields sent back untouched keep their stored values."""
+    kept = {field: (stored or {}).get(field) for field in untouched(form, stored)}
     action: dict[str, Any] = {
         "workflow": form.get("workflow", "").strip() or None,
         "activation_id": form.get("activation_id", "").strip() or None,
@@ -122,14 +126,34 @@ def request_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
         "missed_policy": form.get("missed_policy") or "skip",
         "jitter_seconds": _int(form, "jitter_seconds") or 0,
         "max_runs": _int(form, "max_runs"),
-        "labels": _labels(form.get("labels", "")),
+        "labels": kept["labels"] if "labels" in kept else _labels(form.get("labels", "")),
         "memo": _json(form, "memo"),
         "search_attributes": _json(form, "search_attributes"),
-        "notes": form.get("notes", "").strip() or None,
+        # A browser sends a textarea's lines ending in CRLF; the API's text ends them in LF.
+        "notes": form.get("notes", "").replace("\r\n", "\n").strip() or None,
     }
     if form.get("schedule_id", "").strip():
         data["schedule_id"] = form["schedule_id"].strip()
-    return data
+    return data | kept
+
+
+# Fields whose text cannot say every stored value (a label value with a newline or edge spaces,
+# notes with edge spaces): sent back as they were shown, they keep the stored value.
+KEPT_WHEN_UNCHANGED = ("labels", "notes")
+
+
+def untouched(form: MultiDict[str, str], stored: dict[str, Any] | None) -> list[str]:
+    """The fields of `KEPT_WHEN_UNCHANGED` the form sends back exactly as the edit form showed
+    the `stored` configuration: an edit that did not touch them must not change (trim,
+    re-space) or refuse them."""
+    if stored is None:
+        return []
+    shown = form_from_config("", stored)
+    return [
+        field
+        for field in KEPT_WHEN_UNCHANGED
+        if form.get(field, "").replace("\r\n", "\n") == shown[field]
+    ]
 
 
 def form_from_config(schedule_id: str, config: dict[str, Any]) -> dict[str, str]:
@@ -200,9 +224,10 @@ INT_RANGES = {
 }
 
 
-def form_errors(form: MultiDict[str, str]) -> dict[str, str]:
+def form_errors(form: MultiDict[str, str], stored: dict[str, Any] | None = None) -> dict[str, str]:
     """Every mistake the form's fields hold, checked field by field in one pass (the save then
-    checks what needs the database: the workflow, its input schema)."""
+    checks what needs the database: the workflow, its input schema). Fields sent back
+    untouched from the `stored` configuration are not read."""
     checks: dict[str, Callable[[], object]] = {
         "schedule_id": lambda: _schedule_id(form),
         "cron_expressions": lambda: [
@@ -218,6 +243,8 @@ def form_errors(form: MultiDict[str, str]) -> dict[str, str]:
         **{name: partial(_json_object, form, name) for name in ("memo", "search_attributes")},
         **{name: partial(_bounded, form, name) for name in INT_FIELDS},
     }
+    for name in untouched(form, stored):
+        checks.pop(name, None)
     found: dict[str, str] = {}
     for name, check in checks.items():
         try:

@@ -125,13 +125,14 @@ def update(ns: str, schedule_id: str) -> Response:
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
     session = context.session()
     revision = request.form.get("revision", "")
-    mistakes = form_errors(request.form)
+    stored = store.config_of(store.get(session, view.current, schedule_id)).to_json()
+    mistakes = form_errors(request.form, stored)
     if mistakes:
         return _form_page(
             view, request.form.to_dict(), editing=schedule_id, errors=mistakes, status=422
         )
     try:
-        data = request_from_form(request.form) | {"schedule_id": schedule_id}
+        data = request_from_form(request.form, stored) | {"schedule_id": schedule_id}
         service.save(
             session,
             context.now(),

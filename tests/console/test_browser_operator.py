@@ -172,6 +172,41 @@ def test_revision_conflict_between_two_browsers(
     second.context.close()
 
 
+def test_an_edit_keeps_the_notes_and_labels_it_did_not_touch(
+    live_server, live_api, workflows, page
+):
+    # Values the API accepts but the form's text cannot say: edge spaces, a leading blank line,
+    # a label value holding a line break. Saving another field must leave them as they were.
+    notes = "\n  lead line\n\n\ttrail  \n"
+    labels = {"a": " v ", "multi": "next\nline"}
+    live_api.post(
+        "/schedules",
+        {
+            "schedule_id": "odd",
+            "cron": "0 9 * * *",
+            "action": {"workflow": "report"},
+            "notes": notes,
+            "labels": labels,
+        },
+    )
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/odd/edit")
+    assert page.get_by_label("Notes").input_value() == notes
+    page.get_by_label("Cron expressions").fill("0 10 * * *")
+    page.get_by_role("button", name="Save changes").click()
+    page.wait_for_url("**/schedules/odd")
+    saved = live_api.get("/schedules/odd")
+    assert saved["spec"]["cron_expressions"] == ["0 10 * * *"] and saved["revision"] == 2
+    assert saved["notes"] == notes and saved["labels"] == labels
+    # Typed notes are the operator's: their line breaks are stored as LF, their edges trimmed.
+    page.goto(live_server.url + "/ns/default/schedules/odd/edit")
+    page.get_by_label("Notes").fill(" one\ntwo ")
+    page.get_by_role("button", name="Save changes").click()
+    page.wait_for_url("**/schedules/odd")
+    saved = live_api.get("/schedules/odd")
+    assert saved["notes"] == "one\ntwo" and saved["labels"] == labels
+
+
 def test_signal_completes_waiting_run(live_server, live_api, workflows, page, artifacts):
     run = live_api.post("/runs", {"workflow": "approval", "run_id": "approve-1"})
     live_api.work()
