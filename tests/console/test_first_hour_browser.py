@@ -254,6 +254,24 @@ def test_long_ids_and_unbroken_text_stay_inside_the_window(
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
+def test_a_long_unbroken_task_title_stays_inside_the_run_page(
+    live_server, live_api, page, artifacts
+):
+    task = {"id": "check", "type": "task", "title": "T" * 256, "timeout_seconds": 86400}
+    live_api.deploy("fh-long-task", [task | {"on_timeout": "fail"}])
+    live_api.post("/runs", {"workflow": "fh-long-task", "run_id": "long-task"})
+    live_api.work()
+    sign_in(page, live_server)
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live_server.url + "/ns/default/runs/long-task")
+        assert page.get_by_role("heading", name="Open tasks").is_visible()
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width, (width, wide, page.evaluate(OVERFLOWING))
+        page.screenshot(path=str(artifacts / f"long-task-title-{width}.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
 # Each cell of the schedules list whose words break inside (its text is taller than one line
 # although no word in it is longer than the cell is wide).
 BROKEN_WORDS = """(id) => {
