@@ -3,7 +3,8 @@
 - `almanac_app` (web, API, workers): reads and writes every table, business rows only through
   row-level security; owns nothing, `NOBYPASSRLS`.
 - `almanac_scheduler` (the ticker): the same business tables under row-level security, reads
-  the accounts it checks principals against, and alone may call the due-work function.
+  the accounts it checks principals against (not their password hashes), and alone may call the
+  due-work function.
 - `almanac_catalog` (no login): owns that function and may read across namespaces only what
   it needs to find due work.
 
@@ -42,10 +43,14 @@ APP_GRANTS = {table: _DML for table in BUSINESS_TABLES} | {
 }
 SCHEDULER_GRANTS = {table: _DML for table in BUSINESS_TABLES} | {
     "namespaces": "SELECT",
-    "users": "SELECT",
     "memberships": "SELECT",
     "clock_state": "SELECT",
     "ticker_beats": _DML,
+}
+# Per login: table -> the columns it may read. The scheduler reads the principals it checks,
+# not their password hashes.
+SCHEDULER_COLUMNS = {
+    "users": ("id", "username", "is_superuser", "disabled_at", "created_at", "last_namespace"),
 }
 
 
@@ -79,5 +84,29 @@ def grant_privileges(conn: Connection) -> list[str]:
         granted = sorted(table for table in grants if table in tables)
         for table in granted:
             conn.execute(text(f'GRANT {grants[table]} ON "{table}" TO "{role}"'))
+        if role == SCHEDULER_ROLE:
+            _grant_columns(conn, role, SCHEDULER_COLUMNS, tables)
         done.append(f"granted {role} {len(granted)} tables and the sequences")
     return done
+
+
+def _grant_columns(
+    conn: Connection, role: str, columns: dict[str, tuple[str, ...]], tables: set[str]
+) -> None:
+    """SELECT on these columns (those that exist now) and on no other: a whole-table grant an
+    earlier version made is taken back first."""
+    for table, names in columns.items():
+        if table not in tables:
+            continue
+        existing = set(
+            conn.scalars(
+                text(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = :t"
+                ),
+                {"t": table},
+            )
+        )
+        readable = ", ".join(f'"{name}"' for name in names if name in existing)
+        conn.execute(text(f'REVOKE SELECT ON "{table}" FROM "{role}"'))
+        conn.execute(text(f'GRANT SELECT ({readable}) ON "{table}" TO "{role}"'))

@@ -166,6 +166,10 @@ def test_the_scheduler_and_catalog_logins(app, app_engine, postgres_owner_url):
             conn.rollback()
             with pytest.raises(DBAPIError, match="permission denied"), conn.begin_nested():
                 conn.execute(text("SELECT count(*) FROM api_tokens"))
+            # The principals it checks, but not their password hashes.
+            assert conn.scalar(text("SELECT count(username) FROM users")) == 0
+            with pytest.raises(DBAPIError, match="permission denied"), conn.begin_nested():
+                conn.execute(text("SELECT password_hash FROM users"))
         with scheduler.connect() as conn:
             catalog = conn.execute(
                 text("SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = :r"),
@@ -179,9 +183,37 @@ def test_the_scheduler_and_catalog_logins(app, app_engine, postgres_owner_url):
                 )
             ).one()
             assert (owner, definer) == (CATALOG_ROLE, True)
-            assert config == ["search_path=pg_catalog, public"]
+            assert config == ["search_path=pg_catalog, public, pg_temp"]
     finally:
         scheduler.dispose()
+
+
+@postgres_only
+def test_a_scheduler_session_cannot_slip_its_own_tables_under_the_definer_function(
+    app, postgres_owner_url
+):
+    # A temporary table of the same name came first in the function's search path: it moved
+    # that table instead of the real cursor, and a trigger on it ran as the catalog role.
+    scheduler = create_engine(normalize_url(login_url(postgres_owner_url, SCHEDULER_ROLE)))
+    owner = create_engine(normalize_url(postgres_owner_url))
+    try:
+        with scheduler.connect() as conn:
+            conn.execute(
+                text(
+                    "CREATE TEMP TABLE scheduler_cursors "
+                    "(name varchar(32) PRIMARY KEY, last_namespace_id int NOT NULL)"
+                )
+            )
+            conn.execute(text(f"GRANT ALL ON scheduler_cursors TO {CATALOG_ROLE}"))
+            conn.execute(text("SELECT count(*) FROM almanac_due_namespaces(now(), 16)"))
+            assert _count(conn, "pg_temp.scheduler_cursors") == 0
+            conn.commit()
+        with owner.connect() as conn:
+            cursor = conn.scalar(text("SELECT count(*) FROM public.scheduler_cursors"))
+            assert cursor == 1  # the function's first statement wrote the real cursor
+    finally:
+        scheduler.dispose()
+        owner.dispose()
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])

@@ -53,6 +53,8 @@ def test_an_upgrade_by_a_login_lacking_privileges_changes_nothing_and_names_them
     assert "ownership of table schedules (owned by postgres)" in result.output
     assert "ownership of table run_history_events (owned by postgres)" in result.output
     assert "membership in role almanac_catalog" in result.output
+    # CREATE alone does not let it hand CREATE on to the catalog role, as revision 0008 does.
+    assert "CREATE WITH GRANT OPTION on schema public" in result.output
     assert _state(at_0003) == before == ("0003", before[1], False)
     assert "scheduler_cursors" not in before[1]
     engine = make_engine(at_0003)
@@ -71,7 +73,7 @@ def test_the_owner_upgrades_then_grants_the_logins(at_0003):
     assert result.exit_code == 0, result.output
     assert "granted almanac_app" in result.output and "granted almanac_scheduler" in result.output
     version, tables, secured = _state(at_0003)
-    assert version == "0010" and {"scheduler_cursors", "run_rollup"} <= tables and secured
+    assert version == "0011" and {"scheduler_cursors", "run_rollup"} <= tables and secured
 
 
 def test_create_roles_is_idempotent_and_says_what_it_did(at_0003):
