@@ -1,7 +1,8 @@
 """What a login needs before `db upgrade` may change anything (docs/postgres.md).
 
 Each pending revision may declare `REQUIRES = {"own": tables, "member_of": roles, "roles":
-roles that must exist}`; every revision needs `CREATE` on the schema. The check only reads the
+roles that must exist, "grant_create": roles it lets create in the schema}`; every revision
+needs `CREATE` on the schema (with the grant option for `grant_create`). The check only reads the
 catalogs, so a refused upgrade leaves the schema and `alembic_version` exactly as they were.
 Nothing here grants anything: the operator decides who holds what.
 """
@@ -15,7 +16,12 @@ from sqlalchemy import Connection, text
 
 
 def _merged(requirements: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
-    merged: dict[str, set[str]] = {"own": set(), "member_of": set(), "roles": set()}
+    merged: dict[str, set[str]] = {
+        "own": set(),
+        "member_of": set(),
+        "roles": set(),
+        "grant_create": set(),
+    }
     for each in requirements:
         for key in merged:
             merged[key].update(each.get(key, ()))
@@ -68,6 +74,15 @@ def missing_privileges(conn: Connection, requirements: Iterable[Mapping[str, Any
     missing = []
     if not conn.scalar(text("SELECT has_schema_privilege(current_schema(), 'CREATE')")):
         missing.append("CREATE on schema " + str(conn.scalar(text("SELECT current_schema()"))))
+    grantees = sorted(merged["grant_create"])
+    if grantees and not conn.scalar(
+        text("SELECT has_schema_privilege(current_schema(), 'CREATE WITH GRANT OPTION')")
+    ):
+        schema = conn.scalar(text("SELECT current_schema()"))
+        missing.append(
+            f"CREATE WITH GRANT OPTION on schema {schema} (or its ownership), to let "
+            f"{', '.join(grantees)} create what it will own"
+        )
     missing += _missing_roles(conn, merged["roles"] | merged["member_of"])
     missing += _missing_ownership(conn, merged["own"])
     missing += _missing_memberships(conn, merged["member_of"])

@@ -44,6 +44,8 @@ CATALOG_READS = ("schedules", "runs", "deadlines", "run_branches")
 REQUIRES = {
     "own": NAMESPACE_TABLES + tuple(CHILD_TABLES) + ("namespaces",),
     "member_of": (CATALOG_ROLE,),
+    # The catalog role is granted CREATE on the schema for the functions' ownership transfer.
+    "grant_create": (CATALOG_ROLE,),
     "roles": (CATALOG_ROLE, SCHEDULER_ROLE, APP_ROLE),
 }
 
