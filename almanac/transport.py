@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import httpx
 
 from almanac.errors import AlmanacError, ConnectionFailed, from_body
+from almanac.models import ShapeError
 from almanac.version import VERSION
 
 T = TypeVar("T")
@@ -121,21 +122,23 @@ def parsed(parse: Callable[[Any], T], body: Any, call: Call) -> T:
     """`parse(body)`; a body without the shape the route answers is BAD_RESPONSE, not a crash."""
     try:
         return parse(body)
+    except ShapeError as exc:
+        raise bad_response(call, str(exc)) from exc
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise bad_response(call) from exc
 
 
 def page_body(body: Any, key: str, call: Call) -> dict[str, Any]:
     """A page of a list: an object whose `key` holds a list of objects, else BAD_RESPONSE."""
-    items = body.get(key, []) if isinstance(body, dict) else None
+    items = body.get(key) if isinstance(body, dict) else None
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        raise bad_response(call)
+        raise bad_response(call, f"a page needs {key!r}, a list of objects")
     return body
 
 
-def bad_response(call: Call) -> AlmanacError:
+def bad_response(call: Call, reason: str | None = None) -> AlmanacError:
     message = f"the answer to {call.method} {call.path} does not have the API's shape"
-    return AlmanacError("BAD_RESPONSE", message, {})
+    return AlmanacError("BAD_RESPONSE", f"{message} ({reason})" if reason else message, {})
 
 
 def connection_error(exc: Exception, url: str) -> ConnectionFailed:

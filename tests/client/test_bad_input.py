@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,3 +145,53 @@ def test_text_that_is_not_valid_unicode_is_a_usage_error_before_any_request(reco
         assert result.exit_code == 2, (args, result.stderr)
         assert "not valid Unicode" in result.stderr
     assert Recorder.seen == []
+
+
+def test_an_object_without_the_fields_the_api_always_sends_is_a_bad_response(recorder, tmp_path):
+    Recorder.answer = {"foo": 1}
+    with Client(recorder, "t") as client:
+        for read in (
+            client.me,
+            lambda: client.get_schedule("x"),
+            lambda: list(client.list_schedules()),
+            lambda: client.get_run("r"),
+            lambda: client.get_schedule_history("x"),
+            lambda: list(client.iter_schedule_history("x")),
+        ):
+            with pytest.raises(AlmanacError) as caught:
+                read()
+            assert caught.value.code == "BAD_RESPONSE", read
+    result = run(recorder, tmp_path, "auth", "status")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error BAD_RESPONSE: the answer to GET /me "), result
+    assert "Me needs 'username'" in result.stderr
+
+
+def test_a_required_field_of_another_json_type_is_a_bad_response(recorder):
+    Recorder.answer = {"username": "u", "superuser": "no", "namespaces": []}
+    with Client(recorder, "t") as client, pytest.raises(AlmanacError, match="Me.superuser"):
+        client.me()
+    Recorder.answer = {"username": "u", "superuser": False, "namespaces": [{"name": "n"}]}
+    with Client(recorder, "t") as client, pytest.raises(AlmanacError, match="NamespaceRole"):
+        client.me()
+    Recorder.answer = {"items": [{"name": True}], "next_cursor": None}
+    with Client(recorder, "t") as client, pytest.raises(AlmanacError, match="BAD_RESPONSE"):
+        list(client.list_namespaces())
+
+    async def me() -> Any:
+        async with AsyncClient(recorder, "t") as client:
+            return await client.me()
+
+    Recorder.answer = {"foo": 1}
+    with pytest.raises(AlmanacError, match="BAD_RESPONSE"):
+        asyncio.run(me())
+
+
+def test_fields_the_api_may_leave_out_stay_optional(recorder):
+    Recorder.answer = {"username": "u", "superuser": False, "namespaces": []}
+    with Client(recorder, "t") as client:
+        assert client.me().username == "u"
+    Recorder.answer = {"items": [{"name": "n"}]}
+    with Client(recorder, "t") as client:
+        assert [ns.name for ns in client.list_namespaces()] == ["n"]
+        assert [ns.created_at for ns in client.list_namespaces()] == [None]
