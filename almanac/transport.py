@@ -107,7 +107,7 @@ def decode(response: httpx.Response) -> Any:
             body = response.json()
         except ValueError:
             body = None
-        raise from_body(response.status_code, body, response.text)
+        raise from_body(response.status_code, body, response.headers.get("Content-Type", ""))
     if not response.content:
         return {}
     try:
