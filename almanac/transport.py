@@ -64,10 +64,11 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
         raise ValueError("the token must be printable ASCII text, as the server issues tokens")
     base = api_base(url)
     try:
-        httpx.URL(base)
+        problem = url_problem(httpx.URL(base))
     except httpx.InvalidURL as exc:
-        message = f"cannot reach {url}: not a valid URL ({exc})"
-        raise ConnectionFailed("CONNECTION", message) from exc
+        problem = str(exc)
+    if problem:
+        raise ConnectionFailed("CONNECTION", f"cannot reach {url}: not a valid URL ({problem})")
     return {
         "base_url": base,
         "headers": default_headers(token, source),
@@ -75,6 +76,17 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
         # Servers close idle connections (gunicorn after 2 s): drop ours before they do.
         "limits": httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
     }
+
+
+def url_problem(url: httpx.URL) -> str | None:
+    """Why no server can be reached at `url` (httpx parses all of these and fails later)."""
+    if url.scheme not in ("http", "https"):
+        return "it must start with http:// or https://"
+    if not url.host:
+        return "it names no host"
+    if url.port is not None and not 1 <= url.port <= 65535:
+        return f"port {url.port} is not between 1 and 65535"
+    return None
 
 
 def resend(call: Call, exc: Exception, resent: bool) -> bool:

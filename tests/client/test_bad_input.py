@@ -102,6 +102,25 @@ def test_a_url_that_cannot_be_parsed_is_a_connection_error(tmp_path):
         AsyncClient("http://[::1", "t")
 
 
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("notaurl", "it must start with http:// or https://"),
+        ("ftp://127.0.0.1:1", "it must start with http:// or https://"),
+        ("http://127.0.0.1:99999", "port 99999 is not between 1 and 65535"),
+        ("http://", "it names no host"),
+    ],
+)
+def test_a_url_no_server_can_answer_at_is_refused_when_the_client_is_created(url, why, tmp_path):
+    with pytest.raises(ConnectionFailed, match="not a valid URL"):
+        Client(url, "t")
+    with pytest.raises(ConnectionFailed, match="not a valid URL"):
+        AsyncClient(url, "t")
+    result = run(url, tmp_path, "schedules", "list")
+    assert result.exit_code == 2
+    assert result.stderr == f"error CONNECTION: cannot reach {url}: not a valid URL ({why})\n"
+
+
 def test_a_token_that_is_not_ascii_is_refused_clearly(recorder, tmp_path):
     result = run(recorder, tmp_path, "schedules", "list", "--token", "été")
     assert result.exit_code == 2
