@@ -52,11 +52,25 @@ def test_read_shows_the_schedule_and_an_unknown_id_exits_1(almanac, sdk):
     sdk.save_schedule(schedule_body("hourly"))
     shown = almanac("schedules", "read", "hourly")
     assert shown.exit_code == 0
-    lines = dict(line.split(None, 1) for line in shown.stdout.splitlines())
+    lines = dict(line.split(None, 1) for line in shown.stdout.splitlines() if line[0] != " ")
     assert lines["schedule_id"] == "hourly" and lines["status"] == "active"
     missing = almanac("schedules", "read", "nope")
     assert missing.exit_code == 1
     assert missing.stderr.startswith("error NOT_FOUND: ")
+
+
+def test_read_shows_the_upcoming_due_times_one_per_line(almanac, sdk):
+    sdk.save_schedule(schedule_body("hourly"))
+    body = json.loads(almanac("schedules", "read", "hourly", "-o", "json").stdout)
+    due = [item["at"] for item in body["upcoming"]]
+    assert len(due) == 5
+    lines = almanac("schedules", "read", "hourly").stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("upcoming "))
+    assert [line.split()[-1] for line in lines[first : first + 5]] == due
+    assert all(line.startswith(" ") for line in lines[first + 1 : first + 5])
+    sdk.schedule("hourly").pause()
+    paused = almanac("schedules", "read", "hourly").stdout.splitlines()
+    assert [line.split() for line in paused if line.startswith("upcoming")] == [["upcoming", "-"]]
 
 
 def test_list_all_walks_past_the_100_item_page(almanac, sdk):
