@@ -26,7 +26,8 @@ def cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"))
+        # Text as it reads (名前, not \u540d\u524d); JSON escapes C0, inert() C1, DEL, bidi.
+        return inert(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
     return inert(" ".join(str(value).split()))
 
 

@@ -358,6 +358,22 @@ def test_text_a_terminal_would_act_on_is_printed_as_its_escapes(almanac, sdk):
     assert json.loads(raw.stdout)["paused_reason"] == hostile and "\x1b" not in raw.stdout
 
 
+def test_json_cells_show_text_as_it_reads_and_controls_as_escapes(almanac, sdk):
+    action = {"workflow": "noop-flow", "input": {"名前": "café", "bell": "\x07\x1b[2J"}}
+    sdk.save_schedule(schedule_body("named", action=action))
+    shown = almanac("schedules", "read", "named", COLUMNS="200")
+    (line,) = [line for line in shown.stdout.splitlines() if line.startswith("action")]
+    assert '"input":{"bell":"\\u0007\\u001b[2J","名前":"café"}' in line, line
+    # JSON leaves C1 controls, DEL and bidirectional overrides as they are: the cell does not.
+    started = almanac(
+        "runs", "start", "noop-flow", "--input", '{"m": "\\u009b2J \\u202eabc \\u007f"}'
+    )
+    assert started.exit_code == 0, started.stderr
+    (given,) = [line for line in started.stdout.splitlines() if line.startswith("input")]
+    assert given.split(None, 1)[1] == '{"m":"\\x9b2J \\u202eabc \\x7f"}'
+    assert not any(ch in shown.stdout + started.stdout for ch in "\x1b\x07\x9b\u202e\x7f")
+
+
 def test_an_error_naming_hostile_text_prints_it_as_its_escapes(almanac):
     body = schedule_body("bad", labels={"k\x1b]0;pwned\x07": "v"})
     result = almanac("schedules", "save", "--request", "-", input=json.dumps(body))
