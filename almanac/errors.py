@@ -100,13 +100,19 @@ BY_STATUS: dict[int, type[AlmanacError]] = {
 }
 
 
-def from_body(status: int, body: Any, fallback: str) -> AlmanacError:
-    """The typed exception for an error response; `fallback` is the text of a non-JSON body."""
+def from_body(status: int, body: Any, content_type: str) -> AlmanacError:
+    """The typed exception of an error response.
+
+    A body that is not the API's error (a proxy's or a web server's page, say) is BAD_RESPONSE
+    naming the status and content type: its text is never repeated, since it may be a whole
+    HTML page, or text a terminal would act on.
+    """
     error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict):
-        cls = BY_STATUS.get(status, AlmanacError)
-        return cls(f"HTTP_{status}", fallback.strip()[:200] or f"HTTP {status}", {}, status)
-    code = str(error.get("code") or f"HTTP_{status}")
+    code = error.get("code") if isinstance(error, dict) else None
+    if not isinstance(error, dict) or not isinstance(code, str) or not code:
+        kind = content_type.strip()[:100] or "no content type"
+        message = f"the server answered {status} ({kind}) without the API's error body"
+        return AlmanacError("BAD_RESPONSE", message, {}, status)
     details = error.get("details") if isinstance(error.get("details"), dict) else {}
     cls = BY_CODE.get(code) or BY_STATUS.get(status, AlmanacError)
     return cls(code, str(error.get("message") or ""), details, status)

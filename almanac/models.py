@@ -3,11 +3,15 @@
 Each result is a dataclass built from the JSON body: fields the client knows are typed (instants
 become timezone-aware `datetime`s), and the whole body stays in `.raw`, so fields a newer server
 adds are never lost.
+
+A field without a default is one the API always sends: `from_json` refuses a body that lacks it
+or holds it with another JSON type (the clients answer that as `BAD_RESPONSE`), so an answer
+that is not the API's never reads as an empty result. Fields with a default may be missing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from functools import cache
 from typing import Any, ClassVar, TypeVar
@@ -33,12 +37,16 @@ class Resource:
     @classmethod
     def from_json(cls: type[R], data: dict[str, Any]) -> R:
         if not isinstance(data, dict):
-            raise TypeError(f"{cls.__name__} needs a JSON object, not {type(data).__name__}")
+            raise ShapeError(f"{cls.__name__} needs a JSON object, not {type(data).__name__}")
         values: dict[str, Any] = {}
-        for name, is_time in _plan(cls):
+        for name, is_time, kinds in _plan(cls):
             if name not in data:
+                if kinds is not None:
+                    raise ShapeError(f"{cls.__name__} needs {name!r}")
                 continue
             value = data[name]
+            if kinds is not None and not _holds(kinds, value):
+                raise ShapeError(f"{cls.__name__}.{name} is not {' or '.join(kinds)}")
             kind = cls.nested.get(name)
             if kind is not None and value is not None:
                 value = (
@@ -52,27 +60,58 @@ class Resource:
         return cls(**values, raw=data)
 
 
+class ShapeError(ValueError):
+    """A body without the shape of the resource: a required field missing or of another type."""
+
+
+# The JSON types a field's annotation admits ("datetime" is sent as text, "Any" is anything).
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "bool": (bool,),
+    "dict": (dict,),
+    "list": (list,),
+    "datetime": (str,),
+    "Any": (object,),
+}
+
+
+def _holds(kinds: tuple[str, ...], value: Any) -> bool:
+    # JSON true is not a number, though Python's bool is an int.
+    if isinstance(value, bool):
+        return "bool" in kinds or "Any" in kinds
+    return any(isinstance(value, JSON_TYPES[kind]) for kind in kinds)
+
+
 @cache
-def _plan(cls: type[Resource]) -> tuple[tuple[str, bool], ...]:
-    """(field name, is an instant) per field, computed once per class: history walks are hot."""
-    return tuple((f.name, "datetime" in str(f.type)) for f in fields(cls) if f.name != "raw")
+def _plan(cls: type[Resource]) -> tuple[tuple[str, bool, tuple[str, ...] | None], ...]:
+    """(field name, is an instant, JSON types if required) per field, once per class: history
+    walks are hot."""
+    plan = []
+    for f in fields(cls):
+        if f.name == "raw":
+            continue
+        required = f.default is MISSING and f.default_factory is MISSING
+        kinds = tuple(part.strip().split("[")[0] for part in str(f.type).split("|"))
+        plan.append((f.name, "datetime" in str(f.type), kinds if required else None))
+    return tuple(plan)
 
 
 @dataclass(kw_only=True)
 class Schedule(Resource):
-    schedule_id: str = ""
-    uid: str = ""
-    namespace: str = ""
-    revision: int = 0
-    status: str = ""
+    schedule_id: str
+    uid: str
+    namespace: str
+    revision: int
+    status: str
     blocked_reason: str | None = None
     paused_reason: str | None = None
     principal: str | None = None
-    spec: dict[str, Any] = field(default_factory=dict)
-    action: dict[str, Any] = field(default_factory=dict)
-    overlap_policy: str = "skip"
-    missed_policy: str = "skip"
-    jitter_seconds: int = 0
+    spec: dict[str, Any]
+    action: dict[str, Any]
+    overlap_policy: str
+    missed_policy: str
+    jitter_seconds: int
     max_runs: int | None = None
     labels: dict[str, str] | None = None
     memo: dict[str, Any] | None = None
@@ -80,7 +119,7 @@ class Schedule(Resource):
     notes: str | None = None
     next_fire_at: datetime | None = None
     last_fired_at: datetime | None = None
-    fires_count: int = 0
+    fires_count: int
     remaining_runs: int | None = None
     skipped_trigger_count: int = 0
     last_skip_reason: str | None = None
@@ -96,9 +135,9 @@ class Schedule(Resource):
 
 @dataclass(kw_only=True)
 class ScheduleHistoryEvent(Resource):
-    id: int = 0
-    sequence: int = 0
-    event_type: str = ""
+    id: int
+    sequence: int
+    event_type: str
     payload: dict[str, Any] = field(default_factory=dict)
     workflow_instance_id: str | None = None
     workflow_run_id: str | None = None
@@ -107,17 +146,17 @@ class ScheduleHistoryEvent(Resource):
 
 @dataclass(kw_only=True)
 class ScheduleHistoryPage(Resource):
-    schedule_id: str = ""
-    namespace: str = ""
-    events: list[ScheduleHistoryEvent] = field(default_factory=list)
+    schedule_id: str
+    namespace: str
+    events: list[ScheduleHistoryEvent]
     next_cursor: int | None = None
-    has_more: bool = False
+    has_more: bool
     nested: ClassVar[dict[str, type[Resource]]] = {"events": ScheduleHistoryEvent}
 
 
 @dataclass(kw_only=True)
 class Occurrence(Resource):
-    kind: str = ""
+    kind: str
     instant: datetime | None = None
     through: datetime | None = None
     reason: str | None = None
@@ -128,7 +167,7 @@ class Occurrence(Resource):
 
 @dataclass(kw_only=True)
 class TriggerResult(Resource):
-    outcome: str = ""
+    outcome: str
     run_id: str | None = None
     reason: str | None = None
 
@@ -136,16 +175,16 @@ class TriggerResult(Resource):
 @dataclass(kw_only=True)
 class BackfillItem(Resource):
     occurrence_time: datetime | None = None
-    outcome: str = ""
+    outcome: str
     run_id: str | None = None
     reason: str | None = None
 
 
 @dataclass(kw_only=True)
 class BackfillResult(Resource):
-    results: list[BackfillItem] = field(default_factory=list)
-    started: int = 0
-    skipped: int = 0
+    results: list[BackfillItem]
+    started: int
+    skipped: int
     requests: int = 1
     nested: ClassVar[dict[str, type[Resource]]] = {"results": BackfillItem}
 
@@ -154,7 +193,7 @@ class BackfillResult(Resource):
 class SimulatedOccurrence(Resource):
     occurrence_time: datetime | None = None
     due_at: datetime | None = None
-    outcome: str = ""
+    outcome: str
     reason: str | None = None
     run_id: str | None = None
     starts_at: datetime | None = None
@@ -164,30 +203,30 @@ class SimulatedOccurrence(Resource):
 
 @dataclass(kw_only=True)
 class Simulation(Resource):
-    items: list[SimulatedOccurrence] = field(default_factory=list)
-    summary: dict[str, int] = field(default_factory=dict)
-    truncated: bool = False
+    items: list[SimulatedOccurrence]
+    summary: dict[str, int]
+    truncated: bool
     nested: ClassVar[dict[str, type[Resource]]] = {"items": SimulatedOccurrence}
 
 
 @dataclass(kw_only=True)
 class PreviewOccurrence(Resource):
     at: datetime | None = None
-    local: str = ""
-    utc_offset: str = ""
+    local: str
+    utc_offset: str
     note: str | None = None
 
 
 @dataclass(kw_only=True)
 class Run(Resource):
-    run_id: str = ""
-    uid: str = ""
-    namespace: str = ""
-    workflow: str = ""
-    version: int = 0
+    run_id: str
+    uid: str
+    namespace: str
+    workflow: str
+    version: int
     activation_id: str | None = None
     schedule_id: str | None = None
-    status: str = ""
+    status: str
     input: Any = None
     output: Any = None
     error: Any = None
@@ -200,9 +239,9 @@ class Run(Resource):
 
 @dataclass(kw_only=True)
 class RunHistoryEvent(Resource):
-    id: int = 0
-    sequence: int = 0
-    event_type: str = ""
+    id: int
+    sequence: int
+    event_type: str
     node_id: str | None = None
     payload: dict[str, Any] = field(default_factory=dict)
     recorded_at: datetime | None = None
@@ -210,27 +249,27 @@ class RunHistoryEvent(Resource):
 
 @dataclass(kw_only=True)
 class Replay(Resource):
-    replayed: dict[str, Any] = field(default_factory=dict)
-    stored: dict[str, Any] = field(default_factory=dict)
-    agree: bool = False
+    replayed: dict[str, Any]
+    stored: dict[str, Any]
+    agree: bool
 
 
 @dataclass(kw_only=True)
 class SignalResult(Resource):
     signal_id: str | int | None = None
     accepted_at: datetime | None = None
-    status: str = ""
+    status: str
     reason: str | None = None
 
 
 @dataclass(kw_only=True)
 class Task(Resource):
-    id: str | int = ""
-    run_id: str = ""
-    node_id: str = ""
-    title: str = ""
+    id: str | int
+    run_id: str
+    node_id: str
+    title: str
     role: str | None = None
-    status: str = ""
+    status: str
     output: Any = None
     created_at: datetime | None = None
     due_at: datetime | None = None
@@ -240,12 +279,12 @@ class Task(Resource):
 
 @dataclass(kw_only=True)
 class Incident(Resource):
-    id: str | int = ""
-    run_id: str = ""
-    node_id: str = ""
-    branch_path: list[str] = field(default_factory=list)
+    id: str | int
+    run_id: str
+    node_id: str
+    branch_path: list[str]
     error: Any = None
-    attempts: int = 0
+    attempts: int
     opened_at: datetime | None = None
     resolved_at: datetime | None = None
     resolution: str | None = None
@@ -254,9 +293,9 @@ class Incident(Resource):
 
 @dataclass(kw_only=True)
 class WorkflowVersion(Resource):
-    name: str = ""
-    version: int = 0
-    definition: dict[str, Any] = field(default_factory=dict)
+    name: str
+    version: int
+    definition: dict[str, Any]
     created_at: datetime | None = None
     updated_at: datetime | None = None
     versions: list[dict[str, Any]] | None = None
@@ -264,38 +303,38 @@ class WorkflowVersion(Resource):
 
 @dataclass(kw_only=True)
 class Activation(Resource):
-    id: str = ""
-    workflow: str = ""
-    version: int = 0
-    status: str = ""
+    id: str
+    workflow: str
+    version: int
+    status: str
     created_at: datetime | None = None
     retired_at: datetime | None = None
 
 
 @dataclass(kw_only=True)
 class Namespace(Resource):
-    name: str = ""
+    name: str
     max_active_runs: int | None = None
     created_at: datetime | None = None
 
 
 @dataclass(kw_only=True)
 class NamespaceRole(Resource):
-    name: str = ""
-    role: str = ""
+    name: str
+    role: str
 
 
 @dataclass(kw_only=True)
 class Me(Resource):
-    username: str = ""
-    superuser: bool = False
-    namespaces: list[NamespaceRole] = field(default_factory=list)
+    username: str
+    superuser: bool
+    namespaces: list[NamespaceRole]
     nested: ClassVar[dict[str, type[Resource]]] = {"namespaces": NamespaceRole}
 
 
 @dataclass(kw_only=True)
 class TickResult(Resource):
     now: datetime | None = None
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    deadlines: int = 0
-    steps: int = 0
+    rows: list[dict[str, Any]]
+    deadlines: int
+    steps: int

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import httpx
 
 from almanac.errors import AlmanacError, ConnectionFailed, from_body
+from almanac.models import ShapeError
 from almanac.version import VERSION
 
 T = TypeVar("T")
@@ -63,10 +64,11 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
         raise ValueError("the token must be printable ASCII text, as the server issues tokens")
     base = api_base(url)
     try:
-        httpx.URL(base)
+        problem = url_problem(httpx.URL(base))
     except httpx.InvalidURL as exc:
-        message = f"cannot reach {url}: not a valid URL ({exc})"
-        raise ConnectionFailed("CONNECTION", message) from exc
+        problem = str(exc)
+    if problem:
+        raise ConnectionFailed("CONNECTION", f"cannot reach {url}: not a valid URL ({problem})")
     return {
         "base_url": base,
         "headers": default_headers(token, source),
@@ -74,6 +76,17 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
         # Servers close idle connections (gunicorn after 2 s): drop ours before they do.
         "limits": httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
     }
+
+
+def url_problem(url: httpx.URL) -> str | None:
+    """Why no server can be reached at `url` (httpx parses all of these and fails later)."""
+    if url.scheme not in ("http", "https"):
+        return "it must start with http:// or https://"
+    if not url.host:
+        return "it names no host"
+    if url.port is not None and not 1 <= url.port <= 65535:
+        return f"port {url.port} is not between 1 and 65535"
+    return None
 
 
 def resend(call: Call, exc: Exception, resent: bool) -> bool:
@@ -106,7 +119,7 @@ def decode(response: httpx.Response) -> Any:
             body = response.json()
         except ValueError:
             body = None
-        raise from_body(response.status_code, body, response.text)
+        raise from_body(response.status_code, body, response.headers.get("Content-Type", ""))
     if not response.content:
         return {}
     try:
@@ -121,21 +134,23 @@ def parsed(parse: Callable[[Any], T], body: Any, call: Call) -> T:
     """`parse(body)`; a body without the shape the route answers is BAD_RESPONSE, not a crash."""
     try:
         return parse(body)
+    except ShapeError as exc:
+        raise bad_response(call, str(exc)) from exc
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise bad_response(call) from exc
 
 
 def page_body(body: Any, key: str, call: Call) -> dict[str, Any]:
     """A page of a list: an object whose `key` holds a list of objects, else BAD_RESPONSE."""
-    items = body.get(key, []) if isinstance(body, dict) else None
+    items = body.get(key) if isinstance(body, dict) else None
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        raise bad_response(call)
+        raise bad_response(call, f"a page needs {key!r}, a list of objects")
     return body
 
 
-def bad_response(call: Call) -> AlmanacError:
+def bad_response(call: Call, reason: str | None = None) -> AlmanacError:
     message = f"the answer to {call.method} {call.path} does not have the API's shape"
-    return AlmanacError("BAD_RESPONSE", message, {})
+    return AlmanacError("BAD_RESPONSE", f"{message} ({reason})" if reason else message, {})
 
 
 def connection_error(exc: Exception, url: str) -> ConnectionFailed:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from almanac.cli.base import Cli, connected
+from almanac.cli.base import OUTPUTS, Cli, connected
 from almanac.cli.config import DEFAULT_PROFILE, profiles_path, write_profile
 from almanac.cli.output import emit, table
 
@@ -19,7 +19,9 @@ def auth() -> None:
 @click.option("--token", required=True, help="An API token (flask --app wsgi tokens create).")
 @click.option("--namespace", "-n", default="default", show_default=True)
 @click.option("--profile", default=DEFAULT_PROFILE, show_default=True)
-def setup(url: str, token: str, namespace: str, profile: str) -> None:
+# Like every command, so a script can pass one -o everywhere; the token is never printed.
+@click.option("--output", "-o", type=click.Choice(OUTPUTS), default="table", show_default=True)
+def setup(url: str, token: str, namespace: str, profile: str, output: str) -> None:
     """Write a profile to profiles.toml (mode 0600); other commands read it."""
     # Checked as every command will check them, so no profile is saved that none could use.
     from almanac.errors import ConnectionFailed
@@ -31,7 +33,8 @@ def setup(url: str, token: str, namespace: str, profile: str) -> None:
         raise click.UsageError(getattr(exc, "message", str(exc))) from exc
     path = profiles_path()
     write_profile(path, profile, {"url": url, "token": token, "namespace": namespace})
-    click.echo(f"profile {profile!r} written to {path}")
+    written = {"profile": profile, "path": str(path), "url": url, "namespace": namespace}
+    emit(output, written, lambda _: click.echo(f"profile {profile!r} written to {path}"))
 
 
 @auth.command("status")

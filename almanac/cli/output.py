@@ -26,7 +26,8 @@ def cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"))
+        # Text as it reads (名前, not \u540d\u524d); JSON escapes C0, inert() C1, DEL, bidi.
+        return inert(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
     return inert(" ".join(str(value).split()))
 
 
@@ -107,13 +108,19 @@ def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> None:
         click.echo(GAP.join(parts).rstrip())
 
 
-def fields(body: dict[str, Any], keys: Sequence[str] | None = None) -> None:
-    """One object as `key  value` lines (the table form of a single resource)."""
+def fields(
+    body: dict[str, Any], keys: Sequence[str] | None = None, stacked: Sequence[str] = ()
+) -> None:
+    """One object as `key  value` lines (the table form of a single resource). A key in
+    `stacked` holds a list shown one element per line, so none is cut off at the edge."""
     keys = keys or list(body)
     size = max((len(k) for k in keys), default=0)
     room = max(width() - size - len(GAP), MIN_WIDTH)
     for key in keys:
-        click.echo(f"{key.ljust(size)}{GAP}{clip(cell(body.get(key)), room)}")
+        value = body.get(key)
+        values = value if key in stacked and isinstance(value, list) and value else [value]
+        for label, each in zip([key, *[""] * (len(values) - 1)], values, strict=True):
+            click.echo(f"{label.ljust(size)}{GAP}{clip(cell(each), room)}")
 
 
 def dumps(value: Any, indent: int | None = None) -> str:

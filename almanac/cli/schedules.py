@@ -72,7 +72,20 @@ def workflow_refs(event: dict[str, Any]) -> str:
 
 
 def show_schedule(body: dict[str, Any]) -> None:
-    fields(body, SCHEDULE_FIELDS)
+    # `read` answers the next due times too (saving answers none): one per line, with its note.
+    upcoming = body.get("upcoming")
+    if isinstance(upcoming, list):
+        due = [due_text(item) for item in upcoming] or None
+        fields(body | {"upcoming": due}, (*SCHEDULE_FIELDS, "upcoming"), stacked=("upcoming",))
+    else:
+        fields(body, SCHEDULE_FIELDS)
+
+
+def due_text(item: Any) -> Any:
+    if not isinstance(item, dict):
+        return item
+    note = item.get("note")
+    return f"{item.get('at')} ({note})" if note else item.get("at")
 
 
 @click.group("schedules")

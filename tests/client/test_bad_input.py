@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +102,25 @@ def test_a_url_that_cannot_be_parsed_is_a_connection_error(tmp_path):
         AsyncClient("http://[::1", "t")
 
 
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("notaurl", "it must start with http:// or https://"),
+        ("ftp://127.0.0.1:1", "it must start with http:// or https://"),
+        ("http://127.0.0.1:99999", "port 99999 is not between 1 and 65535"),
+        ("http://", "it names no host"),
+    ],
+)
+def test_a_url_no_server_can_answer_at_is_refused_when_the_client_is_created(url, why, tmp_path):
+    with pytest.raises(ConnectionFailed, match="not a valid URL"):
+        Client(url, "t")
+    with pytest.raises(ConnectionFailed, match="not a valid URL"):
+        AsyncClient(url, "t")
+    result = run(url, tmp_path, "schedules", "list")
+    assert result.exit_code == 2
+    assert result.stderr == f"error CONNECTION: cannot reach {url}: not a valid URL ({why})\n"
+
+
 def test_a_token_that_is_not_ascii_is_refused_clearly(recorder, tmp_path):
     result = run(recorder, tmp_path, "schedules", "list", "--token", "été")
     assert result.exit_code == 2
@@ -144,3 +164,53 @@ def test_text_that_is_not_valid_unicode_is_a_usage_error_before_any_request(reco
         assert result.exit_code == 2, (args, result.stderr)
         assert "not valid Unicode" in result.stderr
     assert Recorder.seen == []
+
+
+def test_an_object_without_the_fields_the_api_always_sends_is_a_bad_response(recorder, tmp_path):
+    Recorder.answer = {"foo": 1}
+    with Client(recorder, "t") as client:
+        for read in (
+            client.me,
+            lambda: client.get_schedule("x"),
+            lambda: list(client.list_schedules()),
+            lambda: client.get_run("r"),
+            lambda: client.get_schedule_history("x"),
+            lambda: list(client.iter_schedule_history("x")),
+        ):
+            with pytest.raises(AlmanacError) as caught:
+                read()
+            assert caught.value.code == "BAD_RESPONSE", read
+    result = run(recorder, tmp_path, "auth", "status")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error BAD_RESPONSE: the answer to GET /me "), result
+    assert "Me needs 'username'" in result.stderr
+
+
+def test_a_required_field_of_another_json_type_is_a_bad_response(recorder):
+    Recorder.answer = {"username": "u", "superuser": "no", "namespaces": []}
+    with Client(recorder, "t") as client, pytest.raises(AlmanacError, match="Me.superuser"):
+        client.me()
+    Recorder.answer = {"username": "u", "superuser": False, "namespaces": [{"name": "n"}]}
+    with Client(recorder, "t") as client, pytest.raises(AlmanacError, match="NamespaceRole"):
+        client.me()
+    Recorder.answer = {"items": [{"name": True}], "next_cursor": None}
+    with Client(recorder, "t") as client, pytest.raises(AlmanacError, match="BAD_RESPONSE"):
+        list(client.list_namespaces())
+
+    async def me() -> Any:
+        async with AsyncClient(recorder, "t") as client:
+            return await client.me()
+
+    Recorder.answer = {"foo": 1}
+    with pytest.raises(AlmanacError, match="BAD_RESPONSE"):
+        asyncio.run(me())
+
+
+def test_fields_the_api_may_leave_out_stay_optional(recorder):
+    Recorder.answer = {"username": "u", "superuser": False, "namespaces": []}
+    with Client(recorder, "t") as client:
+        assert client.me().username == "u"
+    Recorder.answer = {"items": [{"name": "n"}]}
+    with Client(recorder, "t") as client:
+        assert [ns.name for ns in client.list_namespaces()] == ["n"]
+        assert [ns.created_at for ns in client.list_namespaces()] == [None]

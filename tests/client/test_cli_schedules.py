@@ -52,11 +52,25 @@ def test_read_shows_the_schedule_and_an_unknown_id_exits_1(almanac, sdk):
     sdk.save_schedule(schedule_body("hourly"))
     shown = almanac("schedules", "read", "hourly")
     assert shown.exit_code == 0
-    lines = dict(line.split(None, 1) for line in shown.stdout.splitlines())
+    lines = dict(line.split(None, 1) for line in shown.stdout.splitlines() if line[0] != " ")
     assert lines["schedule_id"] == "hourly" and lines["status"] == "active"
     missing = almanac("schedules", "read", "nope")
     assert missing.exit_code == 1
     assert missing.stderr.startswith("error NOT_FOUND: ")
+
+
+def test_read_shows_the_upcoming_due_times_one_per_line(almanac, sdk):
+    sdk.save_schedule(schedule_body("hourly"))
+    body = json.loads(almanac("schedules", "read", "hourly", "-o", "json").stdout)
+    due = [item["at"] for item in body["upcoming"]]
+    assert len(due) == 5
+    lines = almanac("schedules", "read", "hourly").stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("upcoming "))
+    assert [line.split()[-1] for line in lines[first : first + 5]] == due
+    assert all(line.startswith(" ") for line in lines[first + 1 : first + 5])
+    sdk.schedule("hourly").pause()
+    paused = almanac("schedules", "read", "hourly").stdout.splitlines()
+    assert [line.split() for line in paused if line.startswith("upcoming")] == [["upcoming", "-"]]
 
 
 def test_list_all_walks_past_the_100_item_page(almanac, sdk):
@@ -342,6 +356,22 @@ def test_text_a_terminal_would_act_on_is_printed_as_its_escapes(almanac, sdk):
     # JSON output is the API's, escaped by JSON itself.
     raw = almanac("schedules", "read", "loud", "-o", "json")
     assert json.loads(raw.stdout)["paused_reason"] == hostile and "\x1b" not in raw.stdout
+
+
+def test_json_cells_show_text_as_it_reads_and_controls_as_escapes(almanac, sdk):
+    action = {"workflow": "noop-flow", "input": {"名前": "café", "bell": "\x07\x1b[2J"}}
+    sdk.save_schedule(schedule_body("named", action=action))
+    shown = almanac("schedules", "read", "named", COLUMNS="200")
+    (line,) = [line for line in shown.stdout.splitlines() if line.startswith("action")]
+    assert '"input":{"bell":"\\u0007\\u001b[2J","名前":"café"}' in line, line
+    # JSON leaves C1 controls, DEL and bidirectional overrides as they are: the cell does not.
+    started = almanac(
+        "runs", "start", "noop-flow", "--input", '{"m": "\\u009b2J \\u202eabc \\u007f"}'
+    )
+    assert started.exit_code == 0, started.stderr
+    (given,) = [line for line in started.stdout.splitlines() if line.startswith("input")]
+    assert given.split(None, 1)[1] == '{"m":"\\x9b2J \\u202eabc \\x7f"}'
+    assert not any(ch in shown.stdout + started.stdout for ch in "\x1b\x07\x9b\u202e\x7f")
 
 
 def test_an_error_naming_hostile_text_prints_it_as_its_escapes(almanac):

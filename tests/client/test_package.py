@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
 import stat
 import subprocess
 import sys
@@ -230,3 +231,22 @@ def test_auth_setup_refuses_a_token_or_url_no_command_could_use(tmp_path):
         result = CliRunner().invoke(cli, ["auth", "setup", "--url", url, "--token", token], env=env)
         assert result.exit_code == 2 and said in result.stderr, result.output
     assert not (tmp_path / "almanac" / "profiles.toml").exists()
+
+
+def test_auth_setup_takes_output_like_every_command_and_never_prints_the_token(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    args = ["auth", "setup", "--url", "http://127.0.0.1:9", "--token", "tok-secret", "-n", "ops"]
+    path = str(tmp_path / "almanac" / "profiles.toml")
+    result = CliRunner().invoke(cli, [*args, "-o", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {
+        "profile": "default",
+        "path": path,
+        "url": "http://127.0.0.1:9",
+        "namespace": "ops",
+    }
+    line = CliRunner().invoke(cli, [*args, "--output", "jsonl", "--profile", "ci"], env=env)
+    assert json.loads(line.stdout)["profile"] == "ci" and line.stdout.count("\n") == 1
+    table = CliRunner().invoke(cli, args, env=env)
+    assert table.stdout == f"profile 'default' written to {path}\n"
+    assert "tok-secret" not in result.stdout + line.stdout + table.stdout

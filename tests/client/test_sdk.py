@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from almanac import (
+    AlmanacError,
     AsyncClient,
     CalendarInvalid,
     Client,
@@ -205,3 +207,42 @@ def test_the_async_client_sends_a_read_again_once_too():
     with serving(ClosesFirstConnection) as url:
         assert asyncio.run(read(url)) == "u"
     assert ClosesFirstConnection.seen == ["GET", "GET"]
+
+
+def test_an_error_page_that_is_not_the_apis_is_a_bad_response_never_echoed(live, almanac):
+    # The server's static files answer a missing file with an HTML page, as a proxy would.
+    result = almanac("schedules", "list", "--url", f"{live.url}/static")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error BAD_RESPONSE: the server answered 404 (text/html")
+    assert "<" not in result.stderr
+    with Client(f"{live.url}/static", live.token) as client, pytest.raises(AlmanacError) as caught:
+        client.get_schedule("x")
+    assert (caught.value.code, caught.value.status) == ("BAD_RESPONSE", 404)
+    assert not isinstance(caught.value, NotFound)
+
+
+class NotTheApi(JsonHandler):
+    """Answers every GET with an error whose body is not the API's error shape."""
+
+    answers: list[tuple[int, Any]] = [
+        (502, "\x1b]0;pwned\x07 Bad gateway"),
+        (500, {"detail": "boom"}),
+        (404, {"error": "not found"}),
+        (400, {"error": {"message": "no code"}}),
+    ]
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        status, body = NotTheApi.answers[int(self.path.rsplit("/", 1)[-1])]
+        self.send_json(status, body)
+
+
+def test_an_error_body_without_the_apis_error_shape_names_status_and_content_type():
+    with serving(NotTheApi) as url, Client(url, "t", retries=0) as client:
+        for index, (status, _) in enumerate(NotTheApi.answers):
+            with pytest.raises(AlmanacError) as caught:
+                client.get_run(str(index))
+            assert caught.value.code == "BAD_RESPONSE", caught.value
+            assert caught.value.status == status
+            assert caught.value.message == (
+                f"the server answered {status} (application/json) without the API's error body"
+            )
