@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import sys
 import unicodedata
@@ -124,7 +125,14 @@ def fields(
 
 
 def dumps(value: Any, indent: int | None = None) -> str:
-    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    """JSON as it reads (名前, not \\u540d\\u524d), but with the characters JSON leaves raw that a
+    terminal acts on (DEL, C1 controls, bidi overrides, lone surrogates) written as \\u escapes,
+    which any JSON reader reads back as the same text."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    return _JSON_ACTIVE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+_JSON_ACTIVE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def emit(output: str, body: Any, show: Callable[[Any], None], items: str | None = None) -> None:

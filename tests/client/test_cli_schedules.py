@@ -353,9 +353,11 @@ def test_text_a_terminal_would_act_on_is_printed_as_its_escapes(almanac, sdk):
         "x\\x1b[31mRED\\x1b[0m\\x1b]0;pwned\\x07\\x1b[2J next\\x08\\x08XX \\u202eabc \\x9b2J é"
     )
     assert not any(ch in shown.stdout for ch in "\x1b\x07\x08\x9b\u202e\r")
-    # JSON output is the API's, escaped by JSON itself.
+    # JSON output reads back as the same text, with those characters as JSON escapes.
     raw = almanac("schedules", "read", "loud", "-o", "json")
-    assert json.loads(raw.stdout)["paused_reason"] == hostile and "\x1b" not in raw.stdout
+    assert json.loads(raw.stdout)["paused_reason"] == hostile
+    assert not any(ch in raw.stdout for ch in "\x1b\x07\x08\x9b\u202e\r")
+    assert "\\u009b2J" in raw.stdout and "\\u202eabc" in raw.stdout
 
 
 def test_json_cells_show_text_as_it_reads_and_controls_as_escapes(almanac, sdk):
