@@ -24,7 +24,7 @@ from app.errors import ValidationFailed
 from app.runs import overview as runs_overview
 from app.schedules import overview as schedules_overview
 from app.schedules.upcoming import Upcoming, upcoming_load
-from app.ticker.health import STALE_PERIODS, ticker_state
+from app.ticker.health import STALE_PERIODS, TickerState, ticker_state
 
 bp = Blueprint("console_overview", __name__)
 errors.register(bp)
@@ -66,6 +66,8 @@ def index(ns: str) -> Response:
     )
     hours = runs_overview.runs_per_hour(session, view.current, now)
     stopped = is_partial() and _poll_expired(now)
+    chart = outcome_chart(hours)
+    open_incidents = runs_overview.open_incident_count(session, view.current)
     return render(
         "overview/index.html",
         "overview/_body.html",
@@ -77,11 +79,37 @@ def index(ns: str) -> Response:
         health=health,
         ticker=ticker,
         stale_periods=STALE_PERIODS,
-        chart=outcome_chart(hours),
+        chart=chart,
+        attention=attention(health, ticker, open_incidents, chart.totals.get("failed", 0)),
         open_tasks=runs_overview.open_task_count(session, view.current),
-        open_incidents=runs_overview.open_incident_count(session, view.current),
+        open_incidents=open_incidents,
         has_workflows=runs_overview.has_workflows(session, view.current),
     )
+
+
+def attention(
+    health: schedules_overview.ScheduleHealth, ticker: TickerState, incidents: int, failed: int
+) -> list[tuple[str, str]]:
+    """What is not fine, worst first, each with the id of the part of the page that shows it;
+    empty when everything is: the page's first line answers "is everything fine?" from it."""
+    found = []
+    if ticker.last_tick_at is None or ticker.stale:
+        found.append(("the ticker is not ticking", "t-ticker"))
+    for count, one, many, where in (
+        (health.overdue_count, "schedule overdue", "schedules overdue", "t-overdue"),
+        (health.counts["blocked"], "schedule blocked", "schedules blocked", "t-blocked"),
+        (
+            health.held_count,
+            "schedule held by the run limit",
+            "schedules held by the run limit",
+            "t-overdue",
+        ),
+        (incidents, "open incident", "open incidents", "t-work"),
+        (failed, "run failed in the last 24 h", "runs failed in the last 24 h", "t-runs"),
+    ):
+        if count:
+            found.append((f"{count} {one if count == 1 else many}", where))
+    return found
 
 
 def _upcoming(namespace: Namespace, now: datetime) -> tuple[list[tuple[datetime, int]], int]:

@@ -1,4 +1,5 @@
-"""What the namespace overview asks of schedules: counts by status, the blocked and overdue ones.
+"""What the namespace overview asks of schedules: counts by status, the blocked, overdue and
+held ones.
 
 Every figure here is also what the API's list answers (`GET /schedules?status=…`, and an active
 schedule's `next_fire_at`), so the overview and the API agree.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, literal_column, select
 from sqlalchemy.orm import Session
@@ -19,13 +21,17 @@ NAMED = 10
 
 @dataclass(frozen=True)
 class ScheduleHealth:
-    """Counts per status, and the first few blocked and overdue schedules by name."""
+    """Counts per status, and the first few blocked, overdue and held schedules by name."""
 
     counts: dict[str, int]
     blocked: list[Schedule]
     overdue: list[Schedule]
     overdue_count: int
     overdue_after: datetime
+    # Active schedules whose due occurrence the namespace's run limit refused: the ticker
+    # decided it (and retries it within its grace), so they are not overdue.
+    held: list[Schedule]
+    held_count: int
 
     @property
     def total(self) -> int:
@@ -57,16 +63,20 @@ def schedule_health(
         )
     )
     cutoff = now - grace
-    late = (Schedule.namespace_id == namespace.id) & (Schedule.status == "active")
-    late = late & (Schedule.next_fire_at < cutoff)
-    overdue = list(
+    active = (Schedule.namespace_id == namespace.id) & (Schedule.status == "active")
+    late = active & (Schedule.next_fire_at < cutoff) & Schedule.pending_occurrence.is_(None)
+    overdue, overdue_count = _named(session, late)
+    held, held_count = _named(session, active & Schedule.pending_occurrence.is_not(None))
+    return ScheduleHealth(counts, blocked, overdue, overdue_count, cutoff, held, held_count)
+
+
+def _named(session: Session, where: Any) -> tuple[list[Schedule], int]:
+    """The first `NAMED` schedules matching `where` (earliest due first), and how many match."""
+    named = list(
         session.scalars(
-            select(Schedule).where(late).order_by(Schedule.next_fire_at, Schedule.id).limit(NAMED)
+            select(Schedule).where(where).order_by(Schedule.next_fire_at, Schedule.id).limit(NAMED)
         )
     )
-    overdue_count = (
-        len(overdue)
-        if len(overdue) < NAMED
-        else session.scalar(select(func.count()).select_from(Schedule).where(late)) or 0
-    )
-    return ScheduleHealth(counts, blocked, overdue, overdue_count, cutoff)
+    if len(named) < NAMED:
+        return named, len(named)
+    return named, session.scalar(select(func.count()).select_from(Schedule).where(where)) or 0

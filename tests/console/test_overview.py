@@ -202,3 +202,57 @@ def test_another_namespace_is_hidden_like_a_missing_one(client, accounts):
     sign_in(client, "olga", "pw-olga-secret")
     for path in ("/ns/reports/", "/ns/reports/overview/busiest", "/ns/nowhere/"):
         assert client.get(path).status_code == 404, path
+
+
+def _beat_now(app) -> None:
+    wall = datetime.now(UTC)
+    with database(app).session() as session:
+        session.add(TickerBeat(ticker_id="t1", last_tick_at=wall, last_tick_clock=wall))
+        session.commit()
+
+
+def test_a_schedule_held_by_the_run_limit_is_held_not_overdue(h, app, client):
+    # The ticker decided its occurrence every tick (refused: capacity): pointing at the
+    # ticker as overdue hid the real cause, the namespace's run limit.
+    h.set_limit(1)
+    h.create("busy", "* * * * *", overlap_policy="allow_all")
+    assert [r["outcome"] for r in h.tick("12:01")] == ["triggered"]
+    assert [r["outcome"] for r in h.tick("12:02")] == ["refused"]
+    h.set_clock("12:02:30")
+    _beat_now(app)
+    sign_in(client, "olga", "pw-olga-secret")
+    html = client.get("/ns/default/").get_data(as_text=True)
+    shown = counts_on(html)
+    assert (shown["overdue"], shown["held"]) == ("0", "1")
+    assert "Held by the run limit" in html and "run limit (1 active)" in html
+    assert "/ns/default/schedules/busy" in html
+    verdict = re.search(r'data-verdict="attention">(.*?)</p>', html)
+    assert verdict
+    named = re.findall(r'<a href="#([^"]+)">([^<]+)</a>', verdict.group(1))
+    assert named == [("t-overdue", "1 schedule held by the run limit")]
+
+
+def test_the_first_line_says_whether_everything_is_fine(busy, app, client, operator):
+    _beat_now(app)
+    sign_in(client, "olga", "pw-olga-secret")
+    html = client.get("/ns/default/").get_data(as_text=True)
+    verdict = re.search(r'data-verdict="attention">(.*?)</p>', html)
+    assert verdict, html[:2000]
+    named = re.findall(r'<a href="#([^"]+)">([^<]+)</a>', verdict.group(1))
+    assert named == [
+        ("t-overdue", "2 schedules overdue"),
+        ("t-blocked", "1 schedule blocked"),
+        ("t-runs", "1 run failed in the last 24 h"),
+    ]
+    for anchor, _text in named:
+        assert f'id="{anchor}"' in html
+
+
+def test_a_namespace_with_nothing_wrong_says_everything_is_fine(app, client, accounts):
+    accounts.create("olga")
+    sign_in(client, "olga", "pw-olga-secret")
+    stale = client.get("/ns/default/").get_data(as_text=True)
+    assert "the ticker is not ticking" in stale  # no ticker has ticked yet
+    _beat_now(app)
+    fine = client.get("/ns/default/").get_data(as_text=True)
+    assert 'data-verdict="fine"' in fine and 'data-verdict="attention"' not in fine
