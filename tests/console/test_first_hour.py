@@ -120,7 +120,7 @@ def test_labels_show_one_syntax_and_filter_with_either(client, olga, api_for):
     detail = client.get("/ns/default/schedules/s").get_data(as_text=True)
     assert "team:infra" in detail and "team=infra" not in detail
     edit = client.get("/ns/default/schedules/s/edit").get_data(as_text=True)
-    assert ">team:infra</textarea>" in edit and "one <code>key:value</code> per line" in edit
+    assert ">\nteam:infra</textarea>" in edit and "one <code>key:value</code> per line" in edit
 
 
 def test_the_form_takes_labels_with_either_separator(client, olga, api_for):
