@@ -177,3 +177,50 @@ def test_the_workflow_shorthand_applies_once_then_is_unchanged(almanac, sdk, tmp
         _, actions = plan_of(almanac("schedules", "apply", str(file), "-o", "json"))
         assert actions == {"jw": "unchanged"}
     assert revisions(sdk) == {"jw": 1}
+
+
+def test_a_failed_apply_reports_what_it_applied_and_where_it_stopped(almanac, sdk, tmp_path):
+    folder = tmp_path / "schedules"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(schedule_body("a")))
+    (folder / "b.json").write_text(json.dumps(schedule_body("b") | {"bogus": 1}))
+    (folder / "c.json").write_text(json.dumps(schedule_body("c")))
+    table = almanac("schedules", "apply", str(folder))
+    assert table.exit_code == 1
+    assert table.stderr.startswith("error VALIDATION: ")
+    assert table.stdout.splitlines() == [
+        "create     a",
+        "create     b",
+        f"  failed ({folder / 'b.json'}): " + table.stderr.splitlines()[0],
+        "    bogus: Extra inputs are not permitted",
+        "stopped at b: 1 created, 0 updated, 0 unchanged, 0 deleted; nothing after it was tried",
+    ]
+    assert revisions(sdk) == {"a": 1}
+
+    (folder / "d.json").write_text(json.dumps(schedule_body("d", "61 * * * *")))
+    (folder / "b.json").write_text(json.dumps(schedule_body("b")))
+    body = almanac("schedules", "apply", str(folder), "-o", "json")
+    assert body.exit_code == 1 and body.stderr.startswith("error CALENDAR_INVALID: ")
+    report = json.loads(body.stdout)
+    assert [(s["schedule_id"], s["action"]) for s in report["plan"]] == [
+        ("a", "unchanged"),
+        ("b", "create"),
+        ("c", "create"),
+        ("d", "create"),
+    ]
+    assert report["plan"][3]["error"]["code"] == "CALENDAR_INVALID"
+    assert report["plan"][3]["file"] == str(folder / "d.json")
+    assert report["summary"] == {"created": 2, "updated": 0, "unchanged": 1, "deleted": 0}
+    assert report["dry_run"] is False
+
+    (folder / "e.json").write_text(json.dumps(schedule_body("e") | {"bogus": 1}))
+    lines = almanac("schedules", "apply", str(folder), "-o", "jsonl")
+    assert lines.exit_code == 1
+    steps = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert [(s["schedule_id"], "error" in s) for s in steps] == [
+        ("a", False),
+        ("b", False),
+        ("c", False),
+        ("d", True),
+    ]
+    assert revisions(sdk) == {"a": 1, "b": 1, "c": 1}
