@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from almanac.errors import AlmanacError, Conflict
+from almanac.errors import AlmanacError, Conflict, NotFound, ValidationError
 
 if TYPE_CHECKING:
     from almanac.client import Client
@@ -54,6 +54,11 @@ DURATION = re.compile(
     r"P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?"
 )
 SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+# A dry run checks a body by simulating it over one second: the server parses and checks it as a
+# save would and writes nothing; the window only has to be valid, so any fixed one will do.
+CHECK_WINDOW = ("2000-01-01T00:00:00Z", "2000-01-01T00:00:01Z")
+# Keys the simulation takes beside the save body: a save refuses them, so the check must too.
+WINDOW_KEYS = ("from", "to", "run_duration")
 
 
 def body_id(body: Mapping[str, Any]) -> str | None:
@@ -129,7 +134,7 @@ class Step:
     body: dict[str, Any] | None = None
     revision: int | None = None
     file: str | None = None
-    # What the server answered to this step.
+    # What the server answered (or, in a dry run, would answer) to this step.
     error: AlmanacError | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -183,6 +188,32 @@ def refusal(steps: Iterable[Step]) -> Conflict | None:
             message = f"schedule {step.schedule_id!r} is deleted; its id is never reused"
             return Conflict("SCHEDULE_DELETED", message, {"schedule_id": step.schedule_id}, 409)
     return None
+
+
+def check(client: Client, steps: Iterable[Step]) -> bool:
+    """Ask the server whether it would accept each create and update body, writing nothing.
+
+    A refusal (422 or 409) becomes the step's `error`; any other error is raised. False when the
+    server has no simulation route (404) to ask: the plan is then unchecked.
+    """
+    for step in steps:
+        if step.action not in ("create", "update") or step.body is None:
+            continue
+        extra = [key for key in WINDOW_KEYS if key in step.body]
+        if extra:
+            msg = "Extra inputs are not permitted"
+            errors = [{"loc": [key], "msg": msg} for key in extra]
+            step.error = ValidationError(
+                "VALIDATION", f"{extra[0]}: {msg}", {"errors": errors}, 422
+            )
+            continue
+        try:
+            client.simulate_save(step.body, *CHECK_WINDOW)
+        except (ValidationError, Conflict) as exc:
+            step.error = exc
+        except NotFound:
+            return False
+    return True
 
 
 def execute(client: Client, steps: list[Step], done: Callable[[Step], None]) -> None:

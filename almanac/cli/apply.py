@@ -11,7 +11,7 @@ import click
 from almanac.cli.base import Cli, connected, describe, parse_document, read_text
 from almanac.cli.output import dumps, emit, inert
 from almanac.errors import AlmanacError
-from almanac.plan import Step, body_id, execute, plan, refusal
+from almanac.plan import Step, body_id, check, execute, plan, refusal
 
 SUFFIXES = (".json", ".yaml", ".yml")
 PAST = {"create": "created", "update": "updated", "unchanged": "unchanged", "delete": "deleted"}
@@ -44,18 +44,18 @@ def load_bodies(path: Path) -> list[tuple[str, dict[str, Any]]]:
 @click.command("apply")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--prune", is_flag=True, help="Delete schedules of the namespace not listed.")
-@click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan, checked by the server; change nothing."
+)
 @connected
 def apply(cli: Cli, path: Path, prune: bool, dry_run: bool) -> None:
     """Create, update (or with --prune delete) schedules so they match PATH."""
     steps = plan(cli.client, load_bodies(path), prune)
+    if dry_run:
+        return rehearse(cli, steps)
     refused = refusal(steps)
-    if dry_run or refused is not None:
-        if dry_run:
-            report(cli, steps, dry_run=True)
-        if refused is not None:
-            raise refused
-        return
+    if refused is not None:
+        raise refused
     done: list[Step] = []
     try:
         execute(cli.client, steps, lambda step: applied(cli, step, done))
@@ -64,6 +64,16 @@ def apply(cli: Cli, path: Path, prune: bool, dry_run: bool) -> None:
         report(cli, done, dry_run=False)
         raise
     report(cli, done, dry_run=False)
+
+
+def rehearse(cli: Cli, steps: list[Step]) -> None:
+    """The plan with what the server would refuse (every refusal, not only the first)."""
+    if not check(cli.client, steps):
+        click.echo("the server cannot simulate, so it did not check the bodies", err=True)
+    report(cli, steps, dry_run=True)
+    refused = refusal(steps) or next((s.error for s in steps if s.error), None)
+    if refused is not None:
+        raise refused
 
 
 def applied(cli: Cli, step: Step, done: list[Step]) -> None:

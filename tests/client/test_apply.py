@@ -179,6 +179,32 @@ def test_the_workflow_shorthand_applies_once_then_is_unchanged(almanac, sdk, tmp
     assert revisions(sdk) == {"jw": 1}
 
 
+def test_a_dry_run_asks_the_server_and_reports_what_it_would_refuse(almanac, sdk, tmp_path):
+    sdk.save_schedule(schedule_body("kept"))
+    folder = tmp_path / "schedules"
+    folder.mkdir()
+    (folder / "bad1.json").write_text(json.dumps(schedule_body("bad1") | {"bogus_field": 1}))
+    (folder / "good.json").write_text(json.dumps(schedule_body("good")))
+    (folder / "kept.json").write_text(json.dumps(schedule_body("kept", "61 * * * *")))
+    dry = almanac("schedules", "apply", str(folder), "--dry-run", "-o", "json")
+    assert dry.exit_code == 1, dry.stdout
+    assert dry.stderr.startswith("error VALIDATION: ") and "bogus_field" in dry.stderr
+    steps = {s["schedule_id"]: s for s in json.loads(dry.stdout)["plan"]}
+    assert [steps[i]["action"] for i in ("bad1", "good", "kept")] == ["create", "create", "update"]
+    assert steps["bad1"]["error"]["code"] == "VALIDATION"
+    assert steps["bad1"]["file"] == str(folder / "bad1.json")
+    assert "error" not in steps["good"]
+    assert steps["kept"]["error"]["code"] == "CALENDAR_INVALID"
+    table = almanac("schedules", "apply", str(folder), "--dry-run")
+    assert table.exit_code == 1
+    lines = table.stdout.splitlines()
+    assert lines[0] == "create     bad1"
+    assert lines[1].startswith(f"  refused ({folder / 'bad1.json'}): error VALIDATION: ")
+    assert "    bogus_field: Extra inputs are not permitted" in lines
+    assert lines[-1].endswith("; the server would refuse 2")
+    assert revisions(sdk) == {"kept": 1}
+
+
 def test_a_failed_apply_reports_what_it_applied_and_where_it_stopped(almanac, sdk, tmp_path):
     folder = tmp_path / "schedules"
     folder.mkdir()
