@@ -44,6 +44,8 @@ class RangeSplitter:
 
     def refused(self, error: AlmanacError) -> None:
         """The server refused the current part: split it, or give up if it cannot be split."""
+        # A refused request was still sent: `requests` counts every one, not just the accepted.
+        self.requests += 1
         start, end = self.pending[-1]
         if error.code != TOO_LARGE or end - start <= SMALLEST_PART:
             raise error
@@ -63,7 +65,7 @@ class RangeSplitter:
         return 1.0 if total <= 0 else self.covered.total_seconds() / total
 
     def summary(self) -> BackfillResult:
-        """One result summing every accepted request."""
+        """One result summing every accepted request; `requests` counts every request sent."""
         body = {
             "results": [item for part in self.results for item in part.get("results", [])],
             "started": sum(int(part.get("started", 0)) for part in self.results),

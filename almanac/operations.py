@@ -249,3 +249,16 @@ class Operations:
         body.update({"from": instant(from_), "to": instant(to)})
         call = Call("POST", self._ns("schedules", schedule_id, "simulate"), json=body)
         return self._call(call, m.Simulation.from_json)
+
+    def simulate_save(
+        self,
+        body: Mapping[str, Any],
+        from_: datetime | str,
+        to: datetime | str,
+        run_duration: str | None = None,
+    ) -> m.Simulation:
+        """What saving `body` would do over [from_, to): checked as a save is, nothing written."""
+        window = _body(run_duration=run_duration)
+        window.update({"from": instant(from_), "to": instant(to)})
+        call = Call("POST", self._ns("schedules", "simulate"), json=dict(body) | window)
+        return self._call(call, m.Simulation.from_json)

@@ -9,12 +9,12 @@ configurations are left alone, so applying the same files twice writes no revisi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from almanac.errors import Conflict
+from almanac.errors import AlmanacError, Conflict, NotFound, ValidationError
 
 if TYPE_CHECKING:
     from almanac.client import Client
@@ -54,6 +54,11 @@ DURATION = re.compile(
     r"P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?"
 )
 SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+# A dry run checks a body by simulating it over one second: the server parses and checks it as a
+# save would and writes nothing; the window only has to be valid, so any fixed one will do.
+CHECK_WINDOW = ("2000-01-01T00:00:00Z", "2000-01-01T00:00:01Z")
+# Keys the simulation takes beside the save body: a save refuses them, so the check must too.
+WINDOW_KEYS = ("from", "to", "run_duration")
 
 
 def body_id(body: Mapping[str, Any]) -> str | None:
@@ -128,17 +133,27 @@ class Step:
     changed_fields: list[str] = field(default_factory=list)
     body: dict[str, Any] | None = None
     revision: int | None = None
+    file: str | None = None
+    # What the server answered (or, in a dry run, would answer) to this step.
+    error: AlmanacError | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        step = {
             "schedule_id": self.schedule_id,
             "action": self.action,
             "changed_fields": self.changed_fields,
+            "file": self.file,
         }
+        if self.error is not None:
+            error = self.error
+            step["error"] = {"code": error.code, "message": error.message, "details": error.details}
+        return step
 
 
-def plan(client: Client, bodies: Iterable[dict[str, Any]], prune: bool) -> list[Step]:
-    """What applying `bodies` would do, reading each schedule's current revision.
+def plan(client: Client, sources: Iterable[tuple[str, dict[str, Any]]], prune: bool) -> list[Step]:
+    """What applying the bodies would do, reading each schedule's current revision.
+
+    `sources` are (file, body) pairs: each step remembers its file, to name it when it fails.
 
     Deleted schedules are read too: the server never reuses their ids, so a body naming one is a
     `conflict` step, known before anything is written (a dry run reports it like the real apply).
@@ -147,7 +162,7 @@ def plan(client: Client, bodies: Iterable[dict[str, Any]], prune: bool) -> list[
     existing = {i: s for i, s in known.items() if s.status != "deleted"}
     steps: list[Step] = []
     listed = set()
-    for body in bodies:
+    for file, body in sources:
         schedule_id = body_id(body)
         assert schedule_id is not None
         listed.add(schedule_id)
@@ -155,11 +170,11 @@ def plan(client: Client, bodies: Iterable[dict[str, Any]], prune: bool) -> list[
         if current is None:
             action = "conflict" if schedule_id in known else "create"
             fields = [] if schedule_id in known else list(CONFIG_FIELDS)
-            steps.append(Step(schedule_id, action, fields, body))
+            steps.append(Step(schedule_id, action, fields, body, file=file))
             continue
         changed = changed_fields(body, current.raw)
         action = "update" if changed else "unchanged"
-        steps.append(Step(schedule_id, action, changed, body, current.revision))
+        steps.append(Step(schedule_id, action, changed, body, current.revision, file))
     if prune:
         for schedule_id in sorted(set(existing) - listed):
             steps.append(Step(schedule_id, "delete", revision=existing[schedule_id].revision))
@@ -175,18 +190,56 @@ def refusal(steps: Iterable[Step]) -> Conflict | None:
     return None
 
 
-def execute(client: Client, steps: list[Step]) -> None:
+def check(client: Client, steps: Iterable[Step]) -> bool:
+    """Ask the server whether it would accept each create and update body, writing nothing.
+
+    A refusal (422 or 409) becomes the step's `error`; any other error is raised. False when the
+    server has no simulation route (404) to ask: the plan is then unchecked.
+    """
+    for step in steps:
+        if step.action not in ("create", "update") or step.body is None:
+            continue
+        extra = [key for key in WINDOW_KEYS if key in step.body]
+        if extra:
+            msg = "Extra inputs are not permitted"
+            errors = [{"loc": [key], "msg": msg} for key in extra]
+            step.error = ValidationError(
+                "VALIDATION", f"{extra[0]}: {msg}", {"errors": errors}, 422
+            )
+            continue
+        try:
+            client.simulate_save(step.body, *CHECK_WINDOW)
+        except (ValidationError, Conflict) as exc:
+            step.error = exc
+        except NotFound:
+            return False
+    return True
+
+
+def execute(client: Client, steps: list[Step], done: Callable[[Step], None]) -> None:
     """Carry out a plan; each change sends the revision read by `plan` (If-Match).
 
-    A plan with a `conflict` step is refused whole, before any change: it could not complete.
+    `done` receives each step once it is carried out, and the failing step (with its `error`)
+    before the error is raised: the steps after it are not tried. A plan with a `conflict` step
+    is refused whole, before any change: it could not complete.
     """
     refused = refusal(steps)
     if refused is not None:
         raise refused
     for step in steps:
-        if step.action == "create":
-            client.save_schedule(step.body or {})
-        elif step.action == "update":
-            client.save_schedule(step.body or {}, step.revision)
-        elif step.action == "delete":
-            client.delete_schedule(step.schedule_id, step.revision or 0, "removed by apply --prune")
+        try:
+            _carry_out(client, step)
+        except AlmanacError as exc:
+            step.error = exc
+            done(step)
+            raise
+        done(step)
+
+
+def _carry_out(client: Client, step: Step) -> None:
+    if step.action == "create":
+        client.save_schedule(step.body or {})
+    elif step.action == "update":
+        client.save_schedule(step.body or {}, step.revision)
+    elif step.action == "delete":
+        client.delete_schedule(step.schedule_id, step.revision or 0, "removed by apply --prune")

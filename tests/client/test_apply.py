@@ -177,3 +177,76 @@ def test_the_workflow_shorthand_applies_once_then_is_unchanged(almanac, sdk, tmp
         _, actions = plan_of(almanac("schedules", "apply", str(file), "-o", "json"))
         assert actions == {"jw": "unchanged"}
     assert revisions(sdk) == {"jw": 1}
+
+
+def test_a_dry_run_asks_the_server_and_reports_what_it_would_refuse(almanac, sdk, tmp_path):
+    sdk.save_schedule(schedule_body("kept"))
+    folder = tmp_path / "schedules"
+    folder.mkdir()
+    (folder / "bad1.json").write_text(json.dumps(schedule_body("bad1") | {"bogus_field": 1}))
+    (folder / "good.json").write_text(json.dumps(schedule_body("good")))
+    (folder / "kept.json").write_text(json.dumps(schedule_body("kept", "61 * * * *")))
+    dry = almanac("schedules", "apply", str(folder), "--dry-run", "-o", "json")
+    assert dry.exit_code == 1, dry.stdout
+    assert dry.stderr.startswith("error VALIDATION: ") and "bogus_field" in dry.stderr
+    steps = {s["schedule_id"]: s for s in json.loads(dry.stdout)["plan"]}
+    assert [steps[i]["action"] for i in ("bad1", "good", "kept")] == ["create", "create", "update"]
+    assert steps["bad1"]["error"]["code"] == "VALIDATION"
+    assert steps["bad1"]["file"] == str(folder / "bad1.json")
+    assert "error" not in steps["good"]
+    assert steps["kept"]["error"]["code"] == "CALENDAR_INVALID"
+    table = almanac("schedules", "apply", str(folder), "--dry-run")
+    assert table.exit_code == 1
+    lines = table.stdout.splitlines()
+    assert lines[0] == "create     bad1"
+    assert lines[1].startswith(f"  refused ({folder / 'bad1.json'}): error VALIDATION: ")
+    assert "    bogus_field: Extra inputs are not permitted" in lines
+    assert lines[-1].endswith("; the server would refuse 2")
+    assert revisions(sdk) == {"kept": 1}
+
+
+def test_a_failed_apply_reports_what_it_applied_and_where_it_stopped(almanac, sdk, tmp_path):
+    folder = tmp_path / "schedules"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(schedule_body("a")))
+    (folder / "b.json").write_text(json.dumps(schedule_body("b") | {"bogus": 1}))
+    (folder / "c.json").write_text(json.dumps(schedule_body("c")))
+    table = almanac("schedules", "apply", str(folder))
+    assert table.exit_code == 1
+    assert table.stderr.startswith("error VALIDATION: ")
+    assert table.stdout.splitlines() == [
+        "create     a",
+        "create     b",
+        f"  failed ({folder / 'b.json'}): " + table.stderr.splitlines()[0],
+        "    bogus: Extra inputs are not permitted",
+        "stopped at b: 1 created, 0 updated, 0 unchanged, 0 deleted; nothing after it was tried",
+    ]
+    assert revisions(sdk) == {"a": 1}
+
+    (folder / "d.json").write_text(json.dumps(schedule_body("d", "61 * * * *")))
+    (folder / "b.json").write_text(json.dumps(schedule_body("b")))
+    body = almanac("schedules", "apply", str(folder), "-o", "json")
+    assert body.exit_code == 1 and body.stderr.startswith("error CALENDAR_INVALID: ")
+    report = json.loads(body.stdout)
+    assert [(s["schedule_id"], s["action"]) for s in report["plan"]] == [
+        ("a", "unchanged"),
+        ("b", "create"),
+        ("c", "create"),
+        ("d", "create"),
+    ]
+    assert report["plan"][3]["error"]["code"] == "CALENDAR_INVALID"
+    assert report["plan"][3]["file"] == str(folder / "d.json")
+    assert report["summary"] == {"created": 2, "updated": 0, "unchanged": 1, "deleted": 0}
+    assert report["dry_run"] is False
+
+    (folder / "e.json").write_text(json.dumps(schedule_body("e") | {"bogus": 1}))
+    lines = almanac("schedules", "apply", str(folder), "-o", "jsonl")
+    assert lines.exit_code == 1
+    steps = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert [(s["schedule_id"], "error" in s) for s in steps] == [
+        ("a", False),
+        ("b", False),
+        ("c", False),
+        ("d", True),
+    ]
+    assert revisions(sdk) == {"a": 1, "b": 1, "c": 1}

@@ -231,7 +231,7 @@ def test_a_1500_occurrence_backfill_is_split_and_starts_1500_runs(almanac, sdk):
         "skipped": "0",
         "already_started": "0",
         "occurrences": "1500",
-        "requests": "2",
+        "requests": "3",  # the whole range (refused as too large), then its two halves
     }
     assert "backfill" in terminal and "100%" in terminal  # the progress bar, on the terminal
     runs = list(sdk.list_runs(schedule_id="minutely", limit=100))
@@ -249,8 +249,11 @@ def test_a_1500_occurrence_backfill_is_split_and_starts_1500_runs(almanac, sdk):
         "json",
     )
     assert again.stderr == ""  # no progress bar when stderr is not a terminal
-    outcomes = {r["outcome"] for r in json.loads(again.stdout)["results"]}
-    assert outcomes == {"already_started"}
+    merged = json.loads(again.stdout)
+    # The merged result of every request: the API's keys, and how many requests were sent.
+    assert set(merged) == {"results", "started", "skipped", "requests"}
+    assert (merged["started"], merged["requests"]) == (0, 1)
+    assert {r["outcome"] for r in merged["results"]} == {"already_started"}
 
 
 def test_a_backfill_with_to_before_from_exits_1(almanac, sdk):

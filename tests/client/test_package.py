@@ -178,7 +178,8 @@ def test_the_backfill_splitter_halves_refused_parts_and_keeps_time_order():
     assert sent == [(0, 6), (6, 12), (12, 18), (18, 0)]
     assert fractions == [0.25, 0.5, 0.75, 1.0]
     summary = splitter.summary()
-    assert (summary.started, summary.requests, len(summary.results)) == (4, 4, 4)
+    # 7 requests: the whole day and both halves refused, then four quarters accepted.
+    assert (summary.started, summary.requests, len(summary.results)) == (4, 7, 4)
     other = RangeSplitter("2026-01-01T00:00:00Z", to_datetime("2026-01-02T00:00:00+00:00"))
     with pytest.raises(ValidationError):
         other.refused(ValidationError("VALIDATION", "to must be after from", {}, 422))
