@@ -69,6 +69,11 @@ def _body(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+def _window(from_: datetime | str, to: datetime | str, run_duration: str | None) -> dict[str, Any]:
+    """A simulation's window [from_, to) and the run duration it assumes (if given)."""
+    return _body(run_duration=run_duration) | {"from": instant(from_), "to": instant(to)}
+
+
 class Operations:
     """The API surface shared by `Client` and `AsyncClient` (see the module docstring)."""
 
@@ -245,8 +250,7 @@ class Operations:
         run_duration: str | None = None,
     ) -> m.Simulation:
         """What the stored schedule would do over [from_, to): computed, nothing written."""
-        body = _body(run_duration=run_duration)
-        body.update({"from": instant(from_), "to": instant(to)})
+        body = _window(from_, to, run_duration)
         call = Call("POST", self._ns("schedules", schedule_id, "simulate"), json=body)
         return self._call(call, m.Simulation.from_json)
 
@@ -258,7 +262,6 @@ class Operations:
         run_duration: str | None = None,
     ) -> m.Simulation:
         """What saving `body` would do over [from_, to): checked as a save is, nothing written."""
-        window = _body(run_duration=run_duration)
-        window.update({"from": instant(from_), "to": instant(to)})
+        window = _window(from_, to, run_duration)
         call = Call("POST", self._ns("schedules", "simulate"), json=dict(body) | window)
         return self._call(call, m.Simulation.from_json)
