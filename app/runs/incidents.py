@@ -90,7 +90,7 @@ def resolve(
     incident.resolved_at = now
     incident.resolution = action
     still_open = _open_count(session, run)
-    held = [] if still_open else sorted(_held(session, run), key=lambda b: held_order(b.held or {}))
+    held = [] if still_open else _released(_held(session, run), action)
     incident.report = report_of(held)
     frame = frame_of_node(session, run, layout_for(session, run), incident.node_id)
     assert frame is not None
@@ -115,6 +115,19 @@ def _open_count(session: Session, run: Run) -> int:
 
 def _held(session: Session, run: Run) -> list[RunBranch]:
     return [branch for branch in branches_of(session, run) if branch.held]
+
+
+def _released(held: list[RunBranch], action: str) -> list[RunBranch]:
+    """The held continuations this resolution lets go, in release order: none when it fails
+    the run; else each in turn, up to one that fails the run (a held timeout)."""
+    if action == "fail":
+        return []
+    released = []
+    for branch in sorted(held, key=lambda b: held_order(b.held or {})):
+        released.append(branch)
+        if (branch.held or {}).get("kind") == "fail":
+            break
+    return released
 
 
 def report_of(held: list[RunBranch]) -> dict[str, int]:

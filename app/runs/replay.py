@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from app.db.runs import Run, RunHistoryEvent, RunIncident
 from app.runs.frames import branches_of
 from app.runs.layout import ROOT, path_from
+from app.runs.steps import HOLD_RANK
 
 FINAL_BY_EVENT = {
     "run_completed": "completed",
@@ -51,10 +52,15 @@ class _Fold:
         self.output: Any = None
         self.error: Any = None
         self.incidents: dict[str, str | None] = {}
+        # The deadline that is completing a sequence's step (its next step_completed): a
+        # held continuation's release order follows it (app/runs/steps.py, `held_order`).
+        self.causes: dict[str, tuple[str, str]] = {}
+        self.position = 0
 
     def apply(
         self, event_type: str, node_id: str | None, path: str, payload: dict[str, Any]
     ) -> None:
+        self.position += 1
         handler = getattr(self, f"_on_{event_type}", None)
         if handler is not None:
             handler(node_id, path, payload)
@@ -77,10 +83,30 @@ class _Fold:
     def _on_step_completed(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
         self.step_outputs[node_id or ""] = payload.get("output")
         sequence = self.sequences[path]
+        reason, due = self.causes.pop(path, ("completion", ""))
+        following = payload.get("next_step") or node_id
         if payload.get("held"):
             sequence["state"] = "held"
+            sequence["held"] = {"kind": "advance", "next": following}
+            sequence["held"]["order"] = (HOLD_RANK[reason], due, node_id or "", self.position)
         else:
-            sequence.update(current_step=payload.get("next_step") or node_id, state="running")
+            sequence.update(current_step=following, state="running")
+
+    def _on_wait_elapsed(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        self.causes[path] = ("wait", payload.get("deadline") or "")
+
+    def _timed_out(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
+        due = payload.get("deadline") or ""
+        if payload.get("on_timeout") == "continue":
+            self.causes[path] = ("timeout", due)
+        elif None in self.incidents.values():
+            # The failure waits for the barrier, then fails the run (its run_failed follows).
+            sequence = self.sequences[path]
+            sequence["state"] = "held"
+            sequence["held"] = {"kind": "fail", "order": (0, due, node_id or "", self.position)}
+
+    _on_signal_timed_out = _timed_out
+    _on_task_timed_out = _timed_out
 
     def _on_step_failed(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
         if payload.get("will_retry"):
@@ -99,14 +125,21 @@ class _Fold:
     def _on_incident_resolved(
         self, node_id: str | None, path: str, payload: dict[str, Any]
     ) -> None:
-        self.incidents[payload["incident_id"]] = payload.get("action")
-        if payload.get("action") == "retry":
+        action = payload.get("action")
+        self.incidents[payload["incident_id"]] = action
+        if action == "retry":
             self.sequences[path]["state"] = "running"
-        if None not in self.incidents.values():
-            # The barrier lifted: held continuations go on (their next events follow).
-            for sequence in self.sequences.values():
-                if sequence["state"] == "held":
-                    sequence["state"] = "running"
+        if None in self.incidents.values() or action == "fail":
+            return  # still suspended; or the run fails now and releases nothing
+        # The barrier lifted: the held continuations go on in their release order, as the
+        # engine releases them, until one fails the run.
+        held = [seq for seq in self.sequences.values() if seq.get("held")]
+        for sequence in sorted(held, key=lambda seq: seq["held"]["order"]):
+            continuation = sequence.pop("held")
+            sequence["state"] = "running"
+            if continuation["kind"] == "fail":
+                return
+            sequence["current_step"] = continuation["next"]
 
     def derived_status(self) -> str | None:
         if self.status in FINAL_BY_EVENT.values() or self.status is None:

@@ -333,3 +333,44 @@ def test_cancel_during_an_incident_ends_the_run_once_in_flight_actions_record(ap
     assert _incident(scenario, run_id)["resolution"] == "run_cancelled"
     completed = [e for e in scenario.events(run_id) if e["event_type"] == "step_completed"]
     assert [e["node_id"] for e in completed] == ["x-1"]
+
+
+def _agrees(scenario, run_id) -> bool:
+    return bool(scenario.api.get(f"/runs/{run_id}/replay").get_json()["agree"])
+
+
+def test_replay_agrees_as_soon_as_held_work_is_released_and_after_the_run_ends(scenario):
+    # The release moves a held branch to its next step without an event of its own; replay
+    # kept the branch at its held step until a worker started the next one, or for ever if
+    # the run ended first.
+    slow = {
+        "id": "slow",
+        "steps": [
+            {"id": "pause", "type": "wait", "duration": "PT1M"},
+            {"id": "after", "type": "action", "action": "noop"},
+        ],
+    }
+    _deploy(scenario, "released", slow)
+    run_id = scenario.start("released")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(minutes=1))
+    scenario.tick(work=False)
+    incident = _incident(scenario, run_id)
+    resolved = _resolve(scenario, run_id, incident["id"], "skip", output={"s": 1})
+    assert resolved.get_json()["report"]["held_continuations"] == 1
+    assert _agrees(scenario, run_id)
+    assert scenario.api.post(f"/runs/{run_id}/terminate", json={}).status_code == 200
+    assert scenario.run(run_id)["status"] == "terminated" and _agrees(scenario, run_id)
+
+
+def test_a_fail_resolution_releases_nothing_and_says_so(scenario):
+    slow = {"id": "slow", "steps": [{"id": "pause", "type": "wait", "duration": "PT1M"}]}
+    _deploy(scenario, "failing", slow)
+    run_id = scenario.start("failing")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(minutes=1))
+    scenario.tick(work=False)
+    incident = _incident(scenario, run_id)
+    body = _resolve(scenario, run_id, incident["id"], "fail").get_json()
+    assert body["report"] == {"held_continuations": 0, "elapsed_waits": 0, "timeouts": 0}
+    assert scenario.run(run_id)["status"] == "failed" and _agrees(scenario, run_id)
