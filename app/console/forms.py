@@ -152,8 +152,14 @@ def untouched(form: MultiDict[str, str], stored: dict[str, Any] | None) -> list[
     return [
         field
         for field in KEPT_WHEN_UNCHANGED
-        if form.get(field, "").replace("\r\n", "\n") == shown[field]
+        if _line_ends(form.get(field, "")) == _line_ends(shown[field])
     ]
+
+
+def _line_ends(text: str) -> str:
+    """`text` with CRLF and CR line ends as LF: a browser shows a stored CR as a line break
+    and sends every line break back as CRLF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def form_from_config(schedule_id: str, config: dict[str, Any]) -> dict[str, str]:

@@ -3,6 +3,7 @@ the namespace's run starts over the next day."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Select, String, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from app.calendar import (
@@ -214,11 +215,14 @@ def _filtered(query: Select[tuple[Schedule]], filters: ScheduleFilter) -> Select
     for key, value in filters.labels:
         query = query.where(Schedule.labels[key].as_string() == value)
     if filters.text:
-        needle = filters.text.lower()
+        # Both sides lowered by the database, which folds letters its own way (PostgreSQL's
+        # final sigma, dotted capital I): Python's lower() on the needle missed them there.
+        escaped = re.sub(r"([/%_])", r"/\1", filters.text)
+        needle = func.lower(literal("%", String) + escaped + "%")
         query = query.where(
             or_(
                 *(
-                    func.lower(column).contains(needle, autoescape=True)
+                    func.lower(column).like(needle, escape="/")
                     for column in (Schedule.schedule_id, Schedule.notes, Schedule.workflow_name)
                 )
             )

@@ -118,6 +118,15 @@ def test_text_search_ignores_the_case_of_every_letter_on_both_databases(h):
         assert [item["schedule_id"] for item in items] == ["accented"], needle
     items = h.api.get("/schedules", query_string={"q": "EPEE"}).get_json()["items"]
     assert [item["schedule_id"] for item in items] == ["plain"]
+    # Letters whose lower case depends on who folds them (a final sigma, a dotted capital I)
+    # are found by the exact stored text, and % and _ are plain characters.
+    h.create("greek", activation_id=activation, notes="ΣΊΣΥΦΟΣ in İstanbul")
+    for needle in ("ΣΊΣΥΦΟΣ", "ΟΣ in", "İstanbul"):
+        items = h.api.get("/schedules", query_string={"q": needle}).get_json()["items"]
+        assert [item["schedule_id"] for item in items] == ["greek"], needle
+    for needle in ("100%_", "%", "_done"):
+        items = h.api.get("/schedules", query_string={"q": needle}).get_json()["items"]
+        assert [item["schedule_id"] for item in items] == ["accented"], needle
 
 
 def test_list_filters_and_pages(h):
