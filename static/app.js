@@ -3,9 +3,24 @@
   "use strict";
 
   // The namespace switcher submits itself when changed.
+  // A [data-autosubmit] select submits its form when a pointer picked the option. From the
+  // keyboard, arrows and typed letters only move the choice (Chromium changes a closed select
+  // at once): Enter, or the form's button, submits it.
+  let pointer = null;
+  document.addEventListener("pointerdown", (event) => { pointer = event.target; }, true);
+  document.addEventListener("keydown", (event) => {
+    const el = event.target;
+    pointer = null;
+    if (event.key === "Enter" && el instanceof HTMLSelectElement &&
+        el.hasAttribute("data-autosubmit")) {
+      event.preventDefault();
+      el.form.requestSubmit();
+    }
+  }, true);
   document.addEventListener("change", (event) => {
     const el = event.target;
-    if (el instanceof HTMLSelectElement && el.hasAttribute("data-autosubmit")) el.form.submit();
+    if (el instanceof HTMLSelectElement && el.hasAttribute("data-autosubmit") &&
+        pointer instanceof Node && (el === pointer || el.contains(pointer))) el.form.submit();
   });
 
   // A live region marked [data-pause-on-focus] skips its refresh while focus is inside it:

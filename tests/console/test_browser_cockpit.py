@@ -173,6 +173,12 @@ def test_every_console_page_passes_axe(live_server, cockpit, page, watched, arti
             assert page.get_by_role("heading").first.is_visible()
             watched["errors"][:] = [e for e in watched["errors"] if f"({url})" not in e]
         check_page(page, watched, artifacts, name, shoot)
+    # A form's error summary (it takes focus after a refused submit), in both themes too.
+    page.goto(f"{ns}/schedules/new")
+    page.get_by_role("button", name="Create schedule").click()
+    page.locator(".error-summary").wait_for()
+    watched["errors"][:] = [e for e in watched["errors"] if "status of 422" not in e]
+    check_page(page, watched, artifacts, "new-schedule-errors", shoot=True)
 
 
 def test_overview_refreshes_itself(live_server, cockpit, page, watched):

@@ -254,6 +254,27 @@ def test_long_ids_and_unbroken_text_stay_inside_the_window(
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
+def test_a_long_unbroken_workflow_description_stays_inside_the_workflows_page(
+    live_server, live_api, page
+):
+    live_api.post(
+        "/workflows",
+        {
+            "name": "fh-described",
+            "description": "D" * 500,
+            "steps": [{"id": "a", "type": "action", "action": "noop"}],
+        },
+    )
+    sign_in(page, live_server)
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live_server.url + "/ns/default/workflows")
+        assert page.get_by_text("D" * 40).first.is_visible()
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width, (width, wide, page.evaluate(OVERFLOWING))
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
 def test_a_long_unbroken_task_title_stays_inside_the_run_page(
     live_server, live_api, page, artifacts
 ):
@@ -333,6 +354,32 @@ def test_a_long_namespace_name_never_widens_a_phone_page(live_server, live_api, 
         label = page.locator("label[for='ns-switch']").bounding_box()
         assert label and label["height"] < 30, label  # one line, not a letter per line
         page.screenshot(path=str(artifacts / f"long-namespace-{width}.png"))
+
+
+def test_the_namespace_switcher_waits_for_enter_from_the_keyboard(live_server, live_api, page):
+    # Chromium changes a closed select on ArrowDown: switching at once loaded another
+    # namespace before a keyboard user could move past it.
+    live_api.post("/namespaces", {"name": "aa-keyboard"})
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules")
+    # Count the form submissions a change handler makes (it runs within the key press).
+    page.evaluate(
+        """() => { const real = HTMLFormElement.prototype.submit; window.__submits = 0;
+        HTMLFormElement.prototype.submit = function () { window.__submits += 1;
+        return real.call(this); }; }"""
+    )
+    switcher = page.locator("#ns-switch")
+    switcher.focus()
+    page.keyboard.press("Home")
+    assert switcher.input_value() == "aa-keyboard"
+    assert page.evaluate("window.__submits") == 0 and page.url.endswith("/ns/default/schedules")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/ns/aa-keyboard/")
+    # A pointer still switches in one step.
+    page.locator("#ns-switch").click()
+    page.locator("#ns-switch").select_option("default")
+    page.get_by_role("button", name="Switch").click()
+    page.wait_for_url("**/ns/default/")
 
 
 def test_the_days_chart_keeps_its_proportions_on_a_phone(
