@@ -37,9 +37,13 @@ def _check_url(name: str, url: Any) -> None:
     if not url:
         return
     try:
-        backend = make_url(str(url)).get_backend_name()
+        parsed = make_url(str(url))
+        backend = parsed.get_backend_name()
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         backend = None
+    else:
+        if parsed.port is not None and not 1 <= parsed.port <= 65535:
+            raise SettingError(f"ALMANAC_{name} names port {parsed.port}: a port is 1 to 65535")
     if backend not in ("sqlite", "postgresql", "postgres"):
         raise SettingError(
             f"ALMANAC_{name} is not a SQLite or PostgreSQL database URL (like "

@@ -50,6 +50,8 @@ REFUSED = [
     ("CLOCK_OFFSET_SECONDS", "5"),
     ("DATABASE_URL", "notaurl://"),
     ("DATABASE_URL", "postgresql://u@h:notaport/db"),
+    ("DATABASE_URL", "postgresql://u@127.0.0.1:99999/db"),
+    ("MIGRATION_DATABASE_URL", "postgresql://u@127.0.0.1:0/db"),
     ("SCHEDULER_DATABASE_URL", "mysql://u@h/db"),
     ("TESTING", "maybe"),
     ("SESSION_COOKIE_SECURE", "enabled"),

@@ -60,7 +60,8 @@ def index(ns: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session, now = context.session(), context.now()
     period = float(current_app.config["TICK_SECONDS"])
-    ticker = ticker_state(session, datetime.now(UTC), period)
+    wall_now = datetime.now(UTC)  # ticker beats are wall-clock times, even on a manual clock
+    ticker = ticker_state(session, wall_now, period)
     health = schedules_overview.schedule_health(
         session, view.current, now, timedelta(seconds=STALE_PERIODS * period)
     )
@@ -78,6 +79,7 @@ def index(ns: str) -> Response:
         stopped=stopped,
         health=health,
         ticker=ticker,
+        wall_now=wall_now,
         stale_periods=STALE_PERIODS,
         chart=chart,
         attention=attention(health, ticker, open_incidents, chart.totals.get("failed", 0)),

@@ -180,6 +180,7 @@ def test_ticker_health_warns_after_three_silent_periods(app, client, accounts):
         session.commit()
     stale = client.get("/ns/default/").get_data(as_text=True)
     assert 'data-ticker="stale"' in stale and "No ticker has ticked for 3 periods" in stale
+    assert ">5 min ago</time>" in stale  # not "300.0 s ago" (two days read "179912.6 s ago")
     health = client.get("/api/v1/health").get_json()
     shown = re.search(r'data-ticker="stale">Last tick <time datetime="([^"]+)"', stale)
     assert shown and health["ticker"]["last_tick_at"][:19] == shown.group(1)[:19]
