@@ -70,7 +70,10 @@ class AsyncPager(AsyncIterator[T]):
         self._items: AsyncIterator[T] | None = None
 
     async def page(self) -> dict[str, Any]:
-        return page_body(await self.transport.send(self.call), self._key, self.call)
+        body = page_body(await self.transport.send(self.call), self._key, self.call)
+        for item in body[self._key]:
+            parsed(self.parse, item, self.call)  # checked as a typed result would be
+        return body
 
     @property
     def _key(self) -> str:
@@ -90,9 +93,11 @@ class AsyncPager(AsyncIterator[T]):
                 yield parsed(self.parse, item, self.call)
 
     async def raw(self) -> AsyncIterator[dict[str, Any]]:
-        """Every item as the API sent it (no typed result built): for streaming output."""
+        """Every item as the API sent it: for streaming output. Each is checked as a typed
+        result would be (an item without the API's shape is BAD_RESPONSE), then handed on."""
         async for body in self.bodies():
             for item in body.get(self._key, []):
+                parsed(self.parse, item, self.call)
                 yield item
 
     async def bodies(self) -> AsyncIterator[dict[str, Any]]:

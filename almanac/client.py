@@ -24,7 +24,8 @@ def replace_param(params: list[tuple[str, str]], name: str, value: Any) -> list[
 class Pager(Iterator[T]):
     """Every item of a paged list, fetched page by page as it is iterated.
 
-    `page()` fetches only the first page and answers the API's body unchanged.
+    `page()` fetches only the first page and answers the API's body unchanged (its items
+    checked as typed results are).
     """
 
     def __init__(
@@ -34,7 +35,10 @@ class Pager(Iterator[T]):
         self._items: Iterator[T] | None = None
 
     def page(self) -> dict[str, Any]:
-        return page_body(self.transport.send(self.call), self._key, self.call)
+        body = page_body(self.transport.send(self.call), self._key, self.call)
+        for item in body[self._key]:
+            parsed(self.parse, item, self.call)  # checked as a typed result would be
+        return body
 
     @property
     def _key(self) -> str:
@@ -54,9 +58,12 @@ class Pager(Iterator[T]):
                 yield parsed(self.parse, item, self.call)
 
     def raw(self) -> Iterator[dict[str, Any]]:
-        """Every item as the API sent it (no typed result built): for streaming output."""
+        """Every item as the API sent it: for streaming output. Each is checked as a typed
+        result would be (an item without the API's shape is BAD_RESPONSE), then handed on."""
         for body in self.bodies():
-            yield from body.get(self._key, [])
+            for item in body.get(self._key, []):
+                parsed(self.parse, item, self.call)
+                yield item
 
     def bodies(self) -> Iterator[dict[str, Any]]:
         """Every page's body in order.

@@ -214,3 +214,26 @@ def test_fields_the_api_may_leave_out_stay_optional(recorder):
     with Client(recorder, "t") as client:
         assert [ns.name for ns in client.list_namespaces()] == ["n"]
         assert [ns.created_at for ns in client.list_namespaces()] == [None]
+
+
+def test_a_listed_item_without_the_apis_shape_is_a_bad_response_in_every_output(recorder, tmp_path):
+    # The list commands stream the items as sent: they printed a row of dashes and exited 0.
+    Recorder.answer = {"items": [{"foo": 1}], "next_cursor": None}
+    for args in (
+        ("schedules", "list"),
+        ("runs", "list"),
+        ("tasks", "list"),
+        ("workflows", "list"),
+        ("runs", "list", "-o", "jsonl"),
+        ("schedules", "list", "--all", "-o", "json"),
+    ):
+        result = run(recorder, tmp_path, *args)
+        assert result.exit_code == 1, (args, result.output)
+        assert "BAD_RESPONSE" in result.stderr and result.stdout == "", (args, result.output)
+
+    async def walk() -> Any:
+        async with AsyncClient(recorder, "t") as client:
+            return [item async for item in client.list_schedules().raw()]
+
+    with pytest.raises(AlmanacError, match="BAD_RESPONSE"):
+        asyncio.run(walk())
