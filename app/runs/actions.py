@@ -9,7 +9,8 @@ Register more with the decorator in a module named in `ALMANAC_ACTION_MODULES`:
         return {"charged": ctx.args["amount"]}
 
 Delivery is at least once: an action may run again after a worker dies, so it must tolerate a
-repeat (use `ctx.run_id`, `ctx.step_id` and `ctx.attempt` as an idempotency key).
+repeat (use `ctx.run_id` and `ctx.step_id` as an idempotency key: `ctx.attempt` starts at 1
+again when an incident is resolved with retry, so it does not tell two executions apart).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 PAGE = 16
 PHASE_BUDGET_SECONDS = 5.0
 PHASE_LIMITS = {"statement_timeout": "4s", "lock_timeout": "1s"}
+INSUFFICIENT_PRIVILEGE = "42501"
 
 # Which phase each flag of the discovery function stands for; a phase not named always runs.
 PHASE_FLAGS = {
@@ -138,6 +139,9 @@ def run_bound(ctx: TickContext, phases: Sequence[Phase], max_pages: int | None) 
             return reached(ran, succeeded)
         except DBAPIError as exc:
             cause = f"{type(exc.orig).__name__}: {str(exc.orig).splitlines()[0]}"
+            if getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
+                # Said where it is read too (a tick's failures, `POST /admin/tick`).
+                cause += " (run the ticker as almanac_scheduler: ALMANAC_SCHEDULER_DATABASE_URL)"
             log.error("tick discovery of due namespaces failed: %s", cause)
             ctx.result.failures.append({"phase": "discovery", "where": "", "cause": cause})
             return False

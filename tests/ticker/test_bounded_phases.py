@@ -107,6 +107,7 @@ def test_a_ticker_on_the_app_login_may_not_discover_and_says_so(h, db_url):
     assert result.rows == []
     assert [f["phase"] for f in result.failures] == ["discovery"]
     assert result.failures[0]["cause"].startswith("InsufficientPrivilege: permission denied")
+    assert "run the ticker as almanac_scheduler" in result.failures[0]["cause"]
     # Nothing was consumed: the right login fires both namespaces.
     assert sorted(r["namespace"] for r in h.tick()) == ["alpha", "beta"]
 
