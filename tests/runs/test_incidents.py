@@ -335,6 +335,17 @@ def test_cancel_during_an_incident_ends_the_run_once_in_flight_actions_record(ap
     assert [e["node_id"] for e in completed] == ["x-1"]
 
 
+def _wait_elapsed_behind_an_incident(scenario, name, other_branch):
+    """A run of `name` whose broken branch opened an incident and whose other branch's
+    one-minute wait then elapsed, held behind it: its id and the incident."""
+    _deploy(scenario, name, other_branch)
+    run_id = scenario.start(name)["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(minutes=1))
+    scenario.tick(work=False)
+    return run_id, _incident(scenario, run_id)
+
+
 def _agrees(scenario, run_id) -> bool:
     return bool(scenario.api.get(f"/runs/{run_id}/replay").get_json()["agree"])
 
@@ -350,12 +361,7 @@ def test_replay_agrees_as_soon_as_held_work_is_released_and_after_the_run_ends(s
             {"id": "after", "type": "action", "action": "noop"},
         ],
     }
-    _deploy(scenario, "released", slow)
-    run_id = scenario.start("released")["run_id"]
-    scenario.tick()
-    scenario.set_clock(FIXED_NOW + timedelta(minutes=1))
-    scenario.tick(work=False)
-    incident = _incident(scenario, run_id)
+    run_id, incident = _wait_elapsed_behind_an_incident(scenario, "released", slow)
     resolved = _resolve(scenario, run_id, incident["id"], "skip", output={"s": 1})
     assert resolved.get_json()["report"]["held_continuations"] == 1
     assert _agrees(scenario, run_id)
@@ -365,12 +371,7 @@ def test_replay_agrees_as_soon_as_held_work_is_released_and_after_the_run_ends(s
 
 def test_a_fail_resolution_releases_nothing_and_says_so(scenario):
     slow = {"id": "slow", "steps": [{"id": "pause", "type": "wait", "duration": "PT1M"}]}
-    _deploy(scenario, "failing", slow)
-    run_id = scenario.start("failing")["run_id"]
-    scenario.tick()
-    scenario.set_clock(FIXED_NOW + timedelta(minutes=1))
-    scenario.tick(work=False)
-    incident = _incident(scenario, run_id)
+    run_id, incident = _wait_elapsed_behind_an_incident(scenario, "failing", slow)
     body = _resolve(scenario, run_id, incident["id"], "fail").get_json()
     assert body["report"] == {"held_continuations": 0, "elapsed_waits": 0, "timeouts": 0}
     assert scenario.run(run_id)["status"] == "failed" and _agrees(scenario, run_id)
