@@ -7,7 +7,8 @@ its cursor; the tick's `scan_due` accounts for them to count the one skipped ran
 occurrence still within its grace. Prints the best of `--rounds` per case: a one-second interval
 (a lone interval: its backlog is counted by arithmetic, so the time does not grow with it), a
 one-second interval beside a cron line (walked: the union has to be merged) and a minutely cron
-(walked), without and with jitter (with jitter, each walked occurrence's due time is computed).
+(a lone cron line: counted a day at a time), without and with jitter (with jitter, each walked
+occurrence's due time is computed).
 docs/benchmarks.md has the figures.
 """
 

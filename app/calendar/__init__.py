@@ -14,7 +14,7 @@ from app.calendar.instants import format_utc, format_utc_or_none, parse_instant,
 from app.calendar.jitter import due_time, jitter_offset
 from app.calendar.occurrences import (
     check_range,
-    interval_run,
+    counted_run,
     next_occurrence,
     occurrences_between,
 )
@@ -33,7 +33,7 @@ __all__ = [
     "format_duration",
     "format_utc",
     "format_utc_or_none",
-    "interval_run",
+    "counted_run",
     "jitter_offset",
     "next_occurrence",
     "occurrences_between",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 
-from app.calendar.cron import iter_cron
+from app.calendar.cron import count_cron, iter_cron
 from app.calendar.errors import SpecRangeError
 from app.calendar.instants import format_utc, require_utc
 from app.calendar.spec import Interval, Spec
@@ -18,6 +19,7 @@ HORIZON = timedelta(days=18263)
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 ONE_MICROSECOND = timedelta(microseconds=1)
+ONE_DAY = timedelta(days=1)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -55,24 +57,36 @@ def iter_occurrences(spec: Spec, after: datetime, until: datetime) -> Iterator[I
         yield previous
 
 
-def interval_run(spec: Spec, after: datetime, until: datetime) -> tuple[datetime, int] | None:
-    """For a spec that is one interval and nothing else: the first of its occurrences t with
-    after < t <= until and how many there are, counted without walking them (a one-second
-    interval has 86,400 a day). None for any other spec, or when there is none."""
-    if spec.calendars or len(spec.intervals) != 1:
-        return None
+def counted_run(
+    spec: Spec, after: datetime, until: datetime
+) -> tuple[int, tuple[datetime, datetime], tuple[datetime, datetime]] | None:
+    """How many occurrences t with after < t <= until there are, with the first two and the
+    last two, found without listing the ones between: for a spec that is one interval (by
+    arithmetic) or one cron expression (whole days at a time, `count_cron`). None for any
+    other spec, or when there are fewer than four (walking them costs nothing)."""
     window = _window(spec, require_utc(after, ("after",)), require_utc(until, ("until",)))
-    if window is None:
+    if window is None or len(spec.calendars) + len(spec.intervals) != 1:
         return None
     low, high = window
-    interval = spec.intervals[0]
-    base = EPOCH + interval.offset
-    # The same positions as _iter_interval: base + k * every for every k in [first, last].
-    first = (low - base) // interval.every + 1
-    last = (high - base) // interval.every
-    if last < first:
-        return None
-    return base + first * interval.every, last - first + 1
+    if spec.intervals:
+        interval = spec.intervals[0]
+        base = EPOCH + interval.offset
+        # The same positions as _iter_interval: base + k * every for every k in [first, last].
+        first, last = (low - base) // interval.every + 1, (high - base) // interval.every
+        count = last - first + 1
+        head = (base + first * interval.every, base + (first + 1) * interval.every)
+        tail = (base + (last - 1) * interval.every, base + last * interval.every)
+    else:
+        fields = spec.calendars[0]
+        count = count_cron(fields, spec.zone, low, high)
+        head_items = [item[0] for item in islice(iter_cron(fields, spec.zone, low, high), 2)]
+        # The last two: a dense calendar has them in its last two days; a sparse one is walked.
+        near = max(low, high - 2 * ONE_DAY)
+        tail_items = [item[0] for item in iter_cron(fields, spec.zone, near, high)][-2:]
+        if len(head_items) < 2 or len(tail_items) < 2:
+            return None
+        head, tail = (head_items[0], head_items[1]), (tail_items[0], tail_items[1])
+    return (count, head, tail) if count >= 4 else None
 
 
 def check_range(spec: Spec, now: datetime) -> None:

@@ -17,6 +17,7 @@ from app.calendar.grammar import CronFields, parse_calendar
 
 ONE_DAY = timedelta(days=1)
 ONE_SECOND = timedelta(seconds=1)
+TINY = timedelta(microseconds=1)
 ZERO = timedelta(0)
 TWICE = "occurs twice on this day"
 

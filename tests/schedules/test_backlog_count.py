@@ -1,9 +1,10 @@
-"""A lone interval's backlog is counted, not walked, and the count is the walk's.
+"""A lone interval's or cron line's backlog is counted, not walked, and the count is the walk's.
 
 `scan_due` summarizes the occurrences after a schedule's cursor that are due at `now`. For a
-spec that is one interval, it counts those certainly due (at or before now - jitter) by
-arithmetic; the summary must be exactly what walking every occurrence gives: the count, the
-first, second, previous and last due ones with their due times, and the one after them.
+spec that is one interval or one cron expression, it counts those certainly due (at or before
+now - jitter) without listing them (arithmetic; whole plain days); the summary must be exactly
+what walking every occurrence gives: the count, the first, second, previous and last due ones
+with their due times, and the one after them.
 """
 
 from __future__ import annotations
@@ -49,6 +50,51 @@ def lone_intervals(draw: st.DrawFn) -> tuple[Spec, int, datetime, datetime]:
     return spec, jitter, cursor, now
 
 
+ZONES = [
+    "UTC",
+    "America/New_York",
+    "Australia/Lord_Howe",
+    "America/Santiago",
+    "America/Havana",
+    "Asia/Beirut",
+    "America/Asuncion",
+    "Pacific/Apia",
+]
+CRONS = ["* * * * *", "*/7 * * * *", "30 2 * * *", "0 0,23 * * *", "15 0-3 * * 0", "0 12 29 2 *"]
+
+
+@st.composite
+def lone_crons(draw: st.DrawFn) -> tuple[Spec, int, datetime, datetime]:
+    # Around each zone's transitions: spring and autumn of several years, ends anywhere.
+    year = draw(st.integers(2009, 2027))
+    cursor = datetime(year, draw(st.sampled_from([3, 4, 9, 10, 11, 12])), 1, tzinfo=UTC)
+    cursor += timedelta(minutes=draw(st.integers(0, 40 * 1440)))
+    now = cursor + timedelta(
+        minutes=draw(st.sampled_from([3, 90, 3 * 1440, 45 * 1440, 120 * 1440]))
+    )
+    now += timedelta(seconds=draw(st.integers(-90, 90)))
+    bounds = {}
+    if draw(st.booleans()):
+        bounds["end_at"] = now - timedelta(hours=draw(st.integers(0, 100)))
+    spec = Spec(
+        cron_expressions=(draw(st.sampled_from(CRONS)),),
+        timezone=draw(st.sampled_from(ZONES)),
+        **bounds,
+    )
+    return spec, draw(st.sampled_from([0, 0, 30, 3600])), cursor, now
+
+
+@settings(max_examples=150, deadline=None)
+@given(lone_crons())
+def test_a_lone_cron_lines_counted_backlog_is_its_walked_backlog(
+    case: tuple[Spec, int, datetime, datetime],
+) -> None:
+    spec, jitter, cursor, now = case
+    assert scan_due(spec, "uid-3", jitter, cursor, now) == walked(
+        spec, "uid-3", jitter, cursor, now
+    )
+
+
 @settings(max_examples=400, deadline=None)
 @given(lone_intervals())
 def test_a_lone_intervals_counted_backlog_is_its_walked_backlog(
@@ -58,6 +104,14 @@ def test_a_lone_intervals_counted_backlog_is_its_walked_backlog(
     assert scan_due(spec, "uid-1", jitter, cursor, now) == walked(
         spec, "uid-1", jitter, cursor, now
     )
+
+
+def test_a_year_of_a_minutely_cron_is_counted_whole() -> None:
+    spec = Spec(cron_expressions=("* * * * *",), timezone="America/New_York")
+    cursor = START
+    scan = scan_due(spec, "uid-4", 0, cursor, cursor + timedelta(days=365, seconds=30))
+    assert scan.count == 365 * 1440 and scan.upcoming is not None
+    assert scan.last is not None and scan.last.instant == cursor + timedelta(days=365)
 
 
 def test_a_month_of_a_one_second_interval_is_counted_whole() -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from app.calendar import Spec, due_time, interval_run, next_occurrence, occurrences_between
+from app.calendar import Spec, counted_run, due_time, next_occurrence, occurrences_between
 from app.calendar.occurrences import HORIZON
 
 BUFFER_LIMITS = {"buffer_one": 1, "buffer_all": 1000}
@@ -96,19 +96,17 @@ def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime, now: d
     memory, and the first one not yet due."""
     until = max(cursor, now) + HORIZON
     # A due time is at most jitter_seconds after its occurrence, so every occurrence up to
-    # now - jitter is due: a lone interval counts those without walking them (a backlog of a
-    # one-second interval is 86,400 a day) and walks only the few after them.
-    settled = interval_run(spec, cursor, now - timedelta(seconds=jitter_seconds))
-    if settled is None or settled[1] < 3:
+    # now - jitter is due: a lone interval or cron line counts those without walking them (a
+    # backlog of a one-second interval is 86,400 a day) and walks only the few after them.
+    settled = counted_run(spec, cursor, now - timedelta(seconds=jitter_seconds))
+    if settled is None:
         return summarize_due(due_occurrences(spec, uid, jitter_seconds, cursor, until), now)
-    first, count = settled
-    every = spec.intervals[0].every
-    last = first + (count - 1) * every
+    count, (first, second), (previous, last) = settled
 
     def at(instant: datetime) -> Occurrence:
         return Occurrence(instant, due_time(spec, uid, jitter_seconds, instant))
 
-    scan = DueScan(count, at(first), at(first + every), at(last - every), at(last))
+    scan = DueScan(count, at(first), at(second), at(previous), at(last))
     rest = summarize_due(due_occurrences(spec, uid, jitter_seconds, last, until), now)
     scan.count += rest.count
     if rest.count == 1:
