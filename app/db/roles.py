@@ -49,7 +49,7 @@ SCHEDULER_GRANTS = {table: _DML for table in BUSINESS_TABLES} | {
 }
 # Per login: table -> the columns it may read. The scheduler reads the principals it checks,
 # not their password hashes.
-SCHEDULER_COLUMNS = {
+SCHEDULER_COLUMNS: dict[str, tuple[str, ...]] = {
     "users": ("id", "username", "is_superuser", "disabled_at", "created_at", "last_namespace"),
 }
 
