@@ -84,20 +84,9 @@ def lone_crons(draw: st.DrawFn) -> tuple[Spec, int, datetime, datetime]:
     return spec, draw(st.sampled_from([0, 0, 30, 3600])), cursor, now
 
 
-@settings(max_examples=150, deadline=None)
-@given(lone_crons())
-def test_a_lone_cron_lines_counted_backlog_is_its_walked_backlog(
-    case: tuple[Spec, int, datetime, datetime],
-) -> None:
-    spec, jitter, cursor, now = case
-    assert scan_due(spec, "uid-3", jitter, cursor, now) == walked(
-        spec, "uid-3", jitter, cursor, now
-    )
-
-
-@settings(max_examples=400, deadline=None)
-@given(lone_intervals())
-def test_a_lone_intervals_counted_backlog_is_its_walked_backlog(
+@settings(max_examples=550, deadline=None)
+@given(st.one_of(lone_intervals(), lone_crons()))
+def test_a_lone_lines_counted_backlog_is_its_walked_backlog(
     case: tuple[Spec, int, datetime, datetime],
 ) -> None:
     spec, jitter, cursor, now = case
