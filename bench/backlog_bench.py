@@ -5,9 +5,10 @@ Run: .venv/bin/python bench/backlog_bench.py [--days 1] [--rounds 3]
 A schedule whose ticker was down for `--days` has every canonical occurrence of that time after
 its cursor; the tick's `scan_due` accounts for them to count the one skipped range and find the
 occurrence still within its grace. Prints the best of `--rounds` per case: a one-second interval
-(a lone interval: its backlog is counted by arithmetic, so the time does not grow with it), a
-one-second interval beside a cron line (walked: the union has to be merged) and a minutely cron
-(a lone cron line: counted a day at a time), without and with jitter (with jitter, each walked
+(counted by arithmetic, so the time does not grow with it), a one-second interval beside an
+hourly cron line and two cron lines beside a 30-second interval (unions: the intervals counted by
+arithmetic, the cron lines a day at a time, their shared instants once per day's pattern), and a
+minutely cron (counted a day at a time), without and with jitter (with jitter, each walked
 occurrence's due time is computed).
 docs/benchmarks.md has the figures.
 """
@@ -29,6 +30,10 @@ from app.schedules.tick.policy import scan_due  # noqa: E402
 CASES = {
     "PT1S interval": {"intervals": [{"every": "PT1S"}]},
     "PT1S interval + cron": {"intervals": [{"every": "PT1S"}], "cron_expressions": ["0 * * * *"]},
+    "* * * * * + 0 * * * * + PT30S": {
+        "intervals": [{"every": "PT30S"}],
+        "cron_expressions": ["* * * * *", "0 * * * *"],
+    },
     "* * * * * cron": {"cron_expressions": ["* * * * *"]},
 }
 

@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo
 from app.calendar.grammar import MONTH_DAYS, CronFields
 from app.calendar.walltime import (
     ONE_DAY,
-    TINY,
     Item,
     day_lower_bound,
     plain_offset,
@@ -61,43 +60,6 @@ def _iter_days(
         day += ONE_DAY
     for instant, _, note in sorted(pending):
         yield instant, note
-
-
-def count_cron(fields: CronFields, zone: ZoneInfo, after: datetime, until: datetime) -> int:
-    """How many occurrences `iter_cron` yields in (after, until], without listing most of them.
-
-    A matching day that is plain, between plain days, holds exactly one occurrence per hour and
-    minute of the expression, all within its own 24 hours, and no other day's occurrence falls
-    there (a gap shifted to a neighbour's midnight cannot happen beside a plain day): such days
-    are counted whole. Everything else (the two ends, days near a transition) is walked with
-    `iter_cron` over the stretches between them, so the count is the walk's.
-    """
-    per_day = len(fields.hours) * len(fields.minutes)
-    total, walked_from = 0, after
-    day: date | None = after.astimezone(zone).date() + ONE_DAY
-    last = until.astimezone(zone).date() - ONE_DAY
-    while (day := next_matching_date(fields, day, last)) is not None:
-        start = _plain_start(zone, day)
-        if start is not None and walked_from < start and start + ONE_DAY <= until:
-            total += _walked(fields, zone, walked_from, start - TINY) + per_day
-            walked_from = start + ONE_DAY - TINY
-        day += ONE_DAY
-    return total + _walked(fields, zone, walked_from, until)
-
-
-def _plain_start(zone: ZoneInfo, day: date) -> datetime | None:
-    """The UTC instant `day` starts at, if it and both its neighbours are plain; else None."""
-    offset = plain_offset(zone, day)
-    if offset is None or None in (
-        plain_offset(zone, day - ONE_DAY),
-        plain_offset(zone, day + ONE_DAY),
-    ):
-        return None
-    return datetime(day.year, day.month, day.day, tzinfo=UTC) - offset
-
-
-def _walked(fields: CronFields, zone: ZoneInfo, after: datetime, until: datetime) -> int:
-    return sum(1 for _ in iter_cron(fields, zone, after, until)) if after < until else 0
 
 
 def _first(item: Item) -> datetime:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 
-from app.calendar.cron import count_cron, iter_cron
+from app.calendar.counting import count_occurrences
+from app.calendar.cron import iter_cron
 from app.calendar.errors import SpecRangeError
 from app.calendar.instants import format_utc, require_utc
 from app.calendar.spec import Interval, Spec
@@ -61,32 +63,33 @@ def counted_run(
     spec: Spec, after: datetime, until: datetime
 ) -> tuple[int, tuple[datetime, datetime], tuple[datetime, datetime]] | None:
     """How many occurrences t with after < t <= until there are, with the first two and the
-    last two, found without listing the ones between: for a spec that is one interval (by
-    arithmetic) or one cron expression (whole days at a time, `count_cron`). None for any
-    other spec, or when there are fewer than four (walking them costs nothing)."""
+    last two, found without listing the ones between (`count_occurrences`: arithmetic for
+    intervals, whole plain days for cron lines). None when there are fewer than four (walking
+    them costs nothing)."""
     window = _window(spec, require_utc(after, ("after",)), require_utc(until, ("until",)))
-    if window is None or len(spec.calendars) + len(spec.intervals) != 1:
+    if window is None:
         return None
     low, high = window
-    if spec.intervals:
-        interval = spec.intervals[0]
-        base = EPOCH + interval.offset
-        # The same positions as _iter_interval: base + k * every for every k in [first, last].
-        first, last = (low - base) // interval.every + 1, (high - base) // interval.every
-        count = last - first + 1
-        head = (base + first * interval.every, base + (first + 1) * interval.every)
-        tail = (base + (last - 1) * interval.every, base + last * interval.every)
-    else:
-        fields = spec.calendars[0]
-        count = count_cron(fields, spec.zone, low, high)
-        head_items = [item[0] for item in islice(iter_cron(fields, spec.zone, low, high), 2)]
-        # The last two: a dense calendar has them in its last two days; a sparse one is walked.
-        near = max(low, high - 2 * ONE_DAY)
-        tail_items = [item[0] for item in iter_cron(fields, spec.zone, near, high)][-2:]
-        if len(head_items) < 2 or len(tail_items) < 2:
-            return None
-        head, tail = (head_items[0], head_items[1]), (tail_items[0], tail_items[1])
-    return (count, head, tail) if count >= 4 else None
+    count = count_occurrences(spec, low, high)
+    if count < 4:
+        return None
+    head = list(islice(occurrences_between(spec, low, high), 2))
+    tail = _last_two(spec, low, high)
+    return count, (head[0], head[1]), tail
+
+
+def _last_two(spec: Spec, low: datetime, high: datetime) -> tuple[datetime, datetime]:
+    """The last two occurrences in (low, high], which holds at least two: walked from a stretch
+    before `high` that widens until it holds two (a dense line finds them at once)."""
+    width = min((2 * interval.every for interval in spec.intervals), default=2 * ONE_DAY)
+    while True:
+        near = max(low, high - width)
+        found = deque(occurrences_between(spec, near, high), maxlen=2)
+        if len(found) == 2:
+            return found[0], found[1]
+        # The caller counted four or more in (low, high]: the whole window holds two.
+        assert near > low, "fewer than two occurrences in a counted window"
+        width *= 4
 
 
 def check_range(spec: Spec, now: datetime) -> None:

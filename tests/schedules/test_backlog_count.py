@@ -1,10 +1,10 @@
-"""A lone interval's or cron line's backlog is counted, not walked, and the count is the walk's.
+"""A schedule's backlog is counted, not walked, and the count is the walk's.
 
-`scan_due` summarizes the occurrences after a schedule's cursor that are due at `now`. For a
-spec that is one interval or one cron expression, it counts those certainly due (at or before
-now - jitter) without listing them (arithmetic; whole plain days); the summary must be exactly
-what walking every occurrence gives: the count, the first, second, previous and last due ones
-with their due times, and the one after them.
+`scan_due` summarizes the occurrences after a schedule's cursor that are due at `now`. It counts
+those certainly due (at or before now - jitter) without listing them (arithmetic for intervals,
+whole plain days for cron lines, both for their unions); the summary must be exactly what
+walking every occurrence gives: the count, the first, second, previous and last due ones with
+their due times, and the one after them.
 """
 
 from __future__ import annotations
@@ -84,9 +84,42 @@ def lone_crons(draw: st.DrawFn) -> tuple[Spec, int, datetime, datetime]:
     return spec, draw(st.sampled_from([0, 0, 30, 3600])), cursor, now
 
 
+@st.composite
+def unions(draw: st.DrawFn) -> tuple[Spec, int, datetime, datetime]:
+    # Several cron lines and intervals that share instants (a whole-minute interval lands on a
+    # minutely grid; two intervals meet at their common multiples), around DST transitions.
+    crons = draw(st.lists(st.sampled_from(CRONS + ["0 * * * *", "*/20 1-3 * * 1-5"]), max_size=3))
+    seconds = [30, 60, 90, 420, 3600, 86399]
+    # Offsets in whole half-minutes, so that intervals land on cron minutes; a period that does
+    # not divide a day (420 s, 86,399 s) meets the grid at a different phase every day.
+    intervals = [
+        Interval(
+            timedelta(seconds=every),
+            timedelta(seconds=30 * draw(st.integers(0, (every - 1) // 30))),
+        )
+        for every in draw(st.lists(st.sampled_from(seconds), max_size=3))
+    ]
+    if len(crons) + len(intervals) < 2:
+        crons.append("*/5 * * * *")
+    year = draw(st.integers(2015, 2027))
+    cursor = datetime(year, draw(st.sampled_from([3, 4, 10, 11])), 1, tzinfo=UTC)
+    cursor += timedelta(seconds=draw(st.integers(0, 30 * 86400)))
+    now = cursor + timedelta(minutes=draw(st.sampled_from([2, 90, 2 * 1440, 9 * 1440])))
+    bounds = {}
+    if draw(st.booleans()):
+        bounds["start_at"] = cursor + timedelta(seconds=draw(st.integers(-50, 4000)))
+    spec = Spec(
+        cron_expressions=tuple(crons),
+        intervals=tuple(intervals),
+        timezone=draw(st.sampled_from(ZONES)),
+        **bounds,
+    )
+    return spec, draw(st.sampled_from([0, 0, 30, 3600])), cursor, now
+
+
 @settings(max_examples=550, deadline=None)
-@given(st.one_of(lone_intervals(), lone_crons()))
-def test_a_lone_lines_counted_backlog_is_its_walked_backlog(
+@given(st.one_of(lone_intervals(), lone_crons(), unions()))
+def test_a_counted_backlog_is_its_walked_backlog(
     case: tuple[Spec, int, datetime, datetime],
 ) -> None:
     spec, jitter, cursor, now = case
@@ -116,3 +149,21 @@ def test_a_month_of_a_one_second_interval_is_counted_whole() -> None:
         assert scan.previous.instant == scan.last.instant - timedelta(seconds=1)
         assert scan.upcoming is not None
         assert scan.upcoming.instant == cursor + timedelta(days=30, seconds=1)
+
+
+def test_ten_years_of_several_lines_are_counted_whole() -> None:
+    # Every minute, again at the top of each hour, and every 30 s (which meets every minute):
+    # 2,880 distinct instants a day. Walked, ten years of them took the tick half a minute.
+    spec = Spec(
+        cron_expressions=("* * * * *", "0 * * * *"),
+        intervals=(Interval(timedelta(seconds=30)),),
+        timezone="Europe/Berlin",
+    )
+    cursor = START
+    now = cursor + timedelta(days=3653, seconds=10)
+    scan = scan_due(spec, "uid-5", 0, cursor, now)
+    assert scan.count == 3653 * 2880
+    assert scan.first is not None and scan.first.instant == cursor + timedelta(seconds=30)
+    assert scan.last is not None and scan.last.instant == cursor + timedelta(days=3653)
+    assert scan.upcoming is not None
+    assert scan.upcoming.instant == cursor + timedelta(days=3653, seconds=30)
