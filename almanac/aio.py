@@ -22,6 +22,7 @@ from almanac.transport import (
     http_options,
     page_body,
     parsed,
+    request_options,
     resend,
     retry_delay,
 )
@@ -39,9 +40,7 @@ class AsyncTransport:
         attempt, resent = 0, False
         while True:
             try:
-                response = await self.http.request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
-                )
+                response = await self.http.request(call.method, call.path, **request_options(call))
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 if resend(call, exc, resent):
                     resent = True

@@ -7,6 +7,7 @@ clients' `repr` leaves the token out.
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,27 @@ class Call:
     params: list[tuple[str, str]] = field(default_factory=list)
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+
+
+def request_options(call: Call) -> dict[str, Any]:
+    """The keyword arguments of httpx's `request` for `call`, with its body encoded here.
+
+    A body is JSON in UTF-8, like httpx's own; one holding a string that is not Unicode text (a
+    lone surrogate, which UTF-8 cannot encode) is sent with escapes instead, so the server
+    answers with the field it refuses rather than the client failing with an encoding error.
+    """
+    options: dict[str, Any] = {"params": call.params, "headers": call.headers}
+    if call.json is None:
+        return options
+    body = json.dumps(call.json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        options["content"] = body.encode("utf-8")
+    except UnicodeEncodeError:
+        options["content"] = json.dumps(
+            call.json, ensure_ascii=True, separators=(",", ":"), allow_nan=False
+        ).encode("ascii")
+    options["headers"] = {**call.headers, "Content-Type": "application/json"}
+    return options
 
 
 def default_headers(token: str | None, source: str) -> dict[str, str]:
@@ -167,9 +189,7 @@ class SyncTransport:
         attempt, resent = 0, False
         while True:
             try:
-                response = self.http.request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
-                )
+                response = self.http.request(call.method, call.path, **request_options(call))
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 if resend(call, exc, resent):
                     resent = True

@@ -246,3 +246,26 @@ def test_an_error_body_without_the_apis_error_shape_names_status_and_content_typ
             assert caught.value.message == (
                 f"the server answered {status} (application/json) without the API's error body"
             )
+
+
+def test_text_that_is_not_unicode_is_refused_by_the_server_naming_its_field(sdk, live, namespace):
+    # A lone surrogate cannot be encoded as UTF-8: it travels escaped, and the server's 422
+    # names where it is (it was a bare UnicodeEncodeError from inside the HTTP library).
+    body = schedule_body("odd", notes="ok \ud800")
+    with pytest.raises(ValidationError) as caught:
+        sdk.save_schedule(body)
+    assert caught.value.details["errors"][0]["loc"] == ["body", "notes"]
+    assert "lone surrogate" in caught.value.details["errors"][0]["msg"]
+
+    async def start() -> None:
+        async with AsyncClient(live.url, live.token, namespace) as client:
+            await client.start_run("noop-flow", input={"k": "\udfff"})
+
+    with pytest.raises(ValidationError) as caught:
+        asyncio.run(start())
+    assert caught.value.details["errors"][0]["loc"] == ["body", "input", "k"]
+    assert [s.id for s in sdk.list_schedules()] == []
+    assert list(sdk.list_runs()) == []
+    # Text beyond the basic plane still travels as UTF-8 and comes back whole.
+    saved = sdk.save_schedule(schedule_body("emoji", notes="\U0001f600 é"))
+    assert saved.notes == "\U0001f600 é"
