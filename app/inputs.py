@@ -109,6 +109,12 @@ def unstorable_at(value: Any, loc: list[str | int]) -> tuple[list[str | int], st
     return None
 
 
+def storable(text: str) -> str:
+    """`text` with each character no database can store as text (NUL, a lone surrogate)
+    replaced by U+FFFD: for messages Almanac writes itself, such as an action's exception."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def _unstorable_message(text: str) -> str:
     return NUL_MESSAGE if "\x00" in text else SURROGATE_MESSAGE
 

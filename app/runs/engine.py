@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from app.calendar import format_utc_or_none
 from app.db import Database, Namespace
 from app.db.runs import Deadline, Run, RunBranch
+from app.inputs import storable, unstorable_at
 from app.runs import deadlines, secrets
 from app.runs.actions import ActionContext, ActionError, get_action
 from app.runs.claimable import (
@@ -258,13 +259,20 @@ def execute(claim: Claim) -> Outcome:
     try:
         output = fn(claim.context)
     except ActionError as exc:
-        return Outcome(False, error={"type": "action_error", "message": str(exc)})
+        return Outcome(False, error={"type": "action_error", "message": storable(str(exc))})
     except Exception as exc:  # noqa: BLE001 - an action's bug fails its step, not the worker
-        return Outcome(False, error={"type": type(exc).__name__, "message": str(exc)})
+        return Outcome(False, error={"type": type(exc).__name__, "message": storable(str(exc))})
     try:
         size = len(json.dumps(output))
     except (TypeError, ValueError) as exc:
-        return Outcome(False, error={"type": "output_not_json", "message": str(exc)})
+        return Outcome(False, error={"type": "output_not_json", "message": storable(str(exc))})
+    # Text no database can store would fail the commit of the whole batch, again at each claim.
+    unstorable = unstorable_at(output, [])
+    if unstorable is not None:
+        path, message = unstorable
+        return Outcome(
+            False, error={"type": "output_not_storable", "message": message, "path": path}
+        )
     if size > MAX_OUTPUT_BYTES:
         return Outcome(
             False,

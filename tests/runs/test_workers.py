@@ -211,3 +211,43 @@ def test_worker_pool_threads_complete_runs_each_step_once(app, scenario, tmp_pat
     assert sorted((e["run"], e["step"]) for e in executions) == sorted(
         (r, f"s{i}") for r in run_ids for i in range(3)
     )
+
+
+def test_an_action_whose_output_or_error_no_database_can_store_fails_alone(app, scenario):
+    # NUL (no PostgreSQL text holds it) or a lone surrogate (not Unicode text) in what an action
+    # returned or raised failed the commit of the worker's whole batch, every time it was
+    # claimed again: the same actions ran over and over and every run of the batch stood still.
+    from app.runs.actions import action
+
+    @action("test-returns-nul")
+    def returns_nul(ctx):
+        return {"report": "a\x00b"}
+
+    @action("test-returns-surrogate-key")
+    def returns_surrogate_key(ctx):
+        return {"k\ud800": 1}
+
+    @action("test-raises-nul")
+    def raises_nul(ctx):
+        raise ValueError("bad \x00 byte \udcff")
+
+    for name in ("test-returns-nul", "test-returns-surrogate-key", "test-raises-nul"):
+        scenario.deploy(name, [{"id": "s", "type": "action", "action": name}])
+    _deploy_pair(scenario)
+    nul = scenario.start("test-returns-nul")["run_id"]
+    key = scenario.start("test-returns-surrogate-key")["run_id"]
+    raised = scenario.start("test-raises-nul")["run_id"]
+    fine = scenario.start("pair")["run_id"]
+    scenario.tick()
+    assert scenario.run(fine)["status"] == "completed"
+    for run_id, where in ((nul, ["report"]), (key, ["k\ufffd"])):
+        run = scenario.run(run_id)
+        assert run["status"] == "failed", run
+        assert run["error"]["type"] == "output_not_storable"
+        assert run["error"]["path"] == where
+    run = scenario.run(raised)
+    assert run["status"] == "failed" and run["error"]["type"] == "ValueError"
+    assert run["error"]["message"] == "bad \ufffd byte \ufffd"
+    # Each action ran once: the runs' histories hold one attempt each.
+    for run_id in (nul, key, raised):
+        assert scenario.types(run_id).count("step_started") == 1
