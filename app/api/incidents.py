@@ -8,7 +8,7 @@ from flask import Blueprint, jsonify, request
 
 from app import context
 from app.api import errors
-from app.api.routing import operation, page_args, page_json, parse_body
+from app.api.routing import command, operation, page_args, page_json, parse_body
 from app.api.run_models import IncidentResolveIn
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.calendar import format_utc
@@ -99,7 +99,14 @@ def resolve_incident(namespace: Namespace, run_id: str, incident_id: str) -> Any
     body = parse_body(IncidentResolveIn)
     session = context.session()
     incident, run = incidents.resolve(
-        session, context.now(), namespace, run_id, incident_id, body.action, body.output
+        session,
+        context.now(),
+        namespace,
+        run_id,
+        incident_id,
+        body.action,
+        body.output,
+        command().to_json(),
     )
     session.commit()
     return jsonify(incident_json(incident, run.run_id))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ from app.auth.grants import check_grants, grants_of_role, require_grant
 from app.db import Namespace, User
 from app.errors import BadRequest, Forbidden, Unauthenticated, ValidationFailed
 from app.paging import decode_cursor, encode_cursor
+from app.schedules.audit import CommandContext, declared_source
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -198,3 +200,12 @@ def page_json(
     """A list's body: its items and the signed cursor of the next page (or null)."""
     cursor = encode_cursor(namespace, collection, key) if key is not None else None
     return {"items": items, "next_cursor": cursor}
+
+
+def command(reason: str | None = None) -> CommandContext:
+    """Who asks for this change (the token's user), through which door (`X-Almanac-Source`:
+    `cli` or `sdk` when declared, else `api`), the request id, and why: the `command_context`
+    of the audit events it writes."""
+    source = declared_source(request.headers.get("X-Almanac-Source"))
+    request_id = (request.headers.get("X-Request-Id") or "")[:128] or str(uuid.uuid4())
+    return CommandContext(current_user().username, source, request_id, reason)

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app import context
 from app.api import errors
-from app.api.routing import current_user, operation, page_args, page_json, parse_body
+from app.api.routing import command, current_user, operation, page_args, page_json, parse_body
 from app.api.run_models import ReasonIn, RunIn, SignalIn, TaskCompleteIn
 from app.auth.grants import RUN_MANAGE, RUN_READ, RUN_START
 from app.calendar import format_utc, format_utc_or_none
@@ -127,7 +127,11 @@ def start_run(namespace: Namespace) -> Any:
     body = parse_body(RunIn)
     session = context.session()
     run, created = service.start(
-        session, context.now(), namespace, service.RunRequest(**body.model_dump())
+        session,
+        context.now(),
+        namespace,
+        service.RunRequest(**body.model_dump()),
+        command().to_json(),
     )
     session.commit()
     return jsonify(run_json(session, run, namespace)), (201 if created else 200)
@@ -239,7 +243,8 @@ def cancel_run(namespace: Namespace, run_id: str) -> Any:
     """Request cancellation; a waiting or pending run is cancelled at once."""
     body = parse_body(ReasonIn)
     session = context.session()
-    run = service.cancel(session, context.now(), namespace, run_id, body.reason)
+    by = command(body.reason).to_json()
+    run = service.cancel(session, context.now(), namespace, run_id, body.reason, by)
     session.commit()
     return jsonify(run_json(session, run, namespace))
 
@@ -257,7 +262,8 @@ def terminate_run(namespace: Namespace, run_id: str) -> Any:
     """End a run now, discarding the result of a step in progress."""
     body = parse_body(ReasonIn)
     session = context.session()
-    run = service.terminate(session, context.now(), namespace, run_id, body.reason)
+    by = command(body.reason).to_json()
+    run = service.terminate(session, context.now(), namespace, run_id, body.reason, by)
     session.commit()
     return jsonify(run_json(session, run, namespace))
 

@@ -4,7 +4,6 @@ backfill, the occurrence ledger and the audit stream."""
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -14,6 +13,7 @@ from flask import Blueprint, Response, jsonify, request
 from app import context
 from app.api import errors
 from app.api.routing import (
+    command,
     current_user,
     operation,
     page_args,
@@ -33,7 +33,6 @@ from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.errors import BadRequest, InvalidCursor, ValidationFailed
 from app.schedules import manual, queries, service, store
-from app.schedules.audit import CommandContext, declared_source
 from app.schedules.config import label_pair
 from app.schedules.errors import invalid
 
@@ -58,12 +57,6 @@ def _if_match() -> int | None:
     if match is None:
         raise BadRequest('If-Match must be a schedule revision, like "3"')
     return int(match.group(1) or match.group(2))
-
-
-def _command(reason: str | None = None) -> CommandContext:
-    source = declared_source(request.headers.get("X-Almanac-Source"))
-    request_id = (request.headers.get("X-Request-Id") or "")[:128] or str(uuid.uuid4())
-    return CommandContext(current_user().username, source, request_id, reason)
 
 
 def _one(
@@ -134,7 +127,7 @@ def save_schedule(namespace: Namespace) -> Any:
     body = parse_body(ScheduleIn).model_dump(exclude_unset=True)
     session, user = context.session(), current_user()
     schedule, created = service.save(
-        session, context.now(), namespace, user, _command(), body, _if_match()
+        session, context.now(), namespace, user, command(), body, _if_match()
     )
     if not created:
         return _one(namespace, schedule)
@@ -175,7 +168,7 @@ def patch_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.now(),
         namespace,
         current_user(),
-        _command(),
+        command(),
         schedule_id,
         body,
         _if_match(),
@@ -190,7 +183,7 @@ def _pause(namespace: Namespace, schedule_id: str) -> Response:
         context.now(),
         namespace,
         current_user(),
-        _command(reason),
+        command(reason),
         schedule_id,
         _if_match(),
         reason,
@@ -214,7 +207,7 @@ def _change(namespace: Namespace, schedule_id: str, change: Callable[..., Schedu
         context.now(),
         namespace,
         current_user(),
-        _command(reason),
+        command(reason),
         schedule_id,
         _if_match(),
     )
@@ -315,7 +308,7 @@ def trigger_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.session(),
         context.now(),
         namespace,
-        _command(body.reason),
+        command(body.reason),
         schedule_id,
         body.overlap_policy,
     )
@@ -340,7 +333,7 @@ def backfill_schedule(namespace: Namespace, schedule_id: str) -> Any:
         context.session(),
         context.now(),
         namespace,
-        _command(body.reason),
+        command(body.reason),
         schedule_id,
         start,
         end,

@@ -16,7 +16,7 @@ from werkzeug.wrappers import Response
 from app import context, inputs
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.console import errors
-from app.console.common import actor, chosen, next_cursor, page_key
+from app.console.common import actor, chosen, command, next_cursor, page_key
 from app.console.gantt import gantt
 from app.console.htmx import is_partial, render, reply
 from app.console.redirects import local_target
@@ -200,10 +200,10 @@ def signal(ns: str, run_id: str) -> Response:
 
 
 def _end(ns: str, run_id: str, operation: Callable[..., Any], done: str) -> Response:
-    """Cancel or terminate the run, recording who asked."""
+    """Cancel or terminate the run, recording who asked (`command_context`)."""
     view = namespace_view(ns, RUN_MANAGE)
     session = context.session()
-    operation(session, context.now(), view.current, run_id, f"console: {actor().username}")
+    operation(session, context.now(), view.current, run_id, None, command().to_json())
     session.commit()
     return reply(done, True, _detail(ns, run_id))
 
@@ -233,7 +233,14 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
     output = _json_field("output") if action == "skip" else None
     session = context.session()
     incident, _run = incidents.resolve(
-        session, context.now(), view.current, run_id, incident_id, action, output
+        session,
+        context.now(),
+        view.current,
+        run_id,
+        incident_id,
+        action,
+        output,
+        command().to_json(),
     )
     session.commit()
     report = incident.report or {}

@@ -19,6 +19,7 @@ from app.db import Namespace, new_uid
 from app.db.runs import ACTIVE_RUN_STATUSES, Run, RunBranch, RunIncident
 from app.errors import Conflict, NotFound
 from app.paging import newest_first, split_page
+from app.runs import lifecycle
 from app.runs.deadlines import refuse_after_run_timeout
 from app.runs.frames import Frame, branch_path_of, branches_of, frame_of_node, settle
 from app.runs.locking import begin_write
@@ -74,8 +75,10 @@ def resolve(
     incident_id: str,
     action: str,
     output: Any = None,
+    by: lifecycle.Actor = None,
 ) -> tuple[RunIncident, Run]:
-    """Resolve an open incident with `action`; the caller checked run.manage and commits."""
+    """Resolve an open incident with `action`; the caller checked run.manage and commits. `by`
+    is who asked (its `command_context`, recorded in `incident_resolved`)."""
     check_size("output", output)
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)
@@ -97,6 +100,7 @@ def resolve(
     payload = {"incident_id": incident.id, "action": action, "report": incident.report}
     if action == "skip":
         payload["output"] = output
+    payload = lifecycle.asked(payload, by)
     record(session, run, frame, now, "incident_resolved", payload, incident.node_id)
     if not still_open:
         run.status = "running"

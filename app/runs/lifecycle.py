@@ -36,6 +36,10 @@ from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaE
 from app.runs.layout import layout_for
 from app.runs.schemas import InputValidator
 
+# The `command_context` of a change someone asked for ({actor, source, request_id, reason}),
+# recorded in the run's history event; None for the engine's own decisions.
+Actor = dict[str, Any] | None
+
 
 @dataclass(frozen=True)
 class RunTarget:
@@ -185,11 +189,13 @@ def start_run(
     search_attributes: dict[str, Any] | None = None,
     queue: str | None = None,
     schedule: tuple[str, str] | None = None,
+    by: Actor = None,
 ) -> Run:
     """Create a pending run, its first history events and its run-timeout deadline.
 
     `origin` is the `ScheduleTriggered` payload when a schedule starts the run; `schedule` is its
-    `(uid, schedule_id)`. The caller checks uniqueness of `run_id` or relies on the constraint.
+    `(uid, schedule_id)`; `by` who asked for a run started by hand. The caller checks uniqueness
+    of `run_id` or relies on the constraint.
     """
     run = Run(
         namespace_id=namespace.id,
@@ -221,12 +227,15 @@ def start_run(
         run,
         now,
         "run_started",
-        {
-            "workflow": target.workflow.name,
-            "version": target.version.version,
-            "activation_id": target.activation.id,
-            "input": run_input,
-        },
+        asked(
+            {
+                "workflow": target.workflow.name,
+                "version": target.version.version,
+                "activation_id": target.activation.id,
+                "input": run_input,
+            },
+            by,
+        ),
     )
     limits = [s for s in (target.version.definition.get("timeout_seconds"), timeout_seconds) if s]
     if limits:
@@ -364,22 +373,31 @@ def _close_incidents(session: Session, run: Run, now: datetime, resolution: str)
         )
 
 
-def terminate_run(session: Session, run: Run, now: datetime, reason: str | None = None) -> None:
-    """End `run` immediately, whatever it is doing."""
+def terminate_run(
+    session: Session, run: Run, now: datetime, reason: str | None = None, by: Actor = None
+) -> None:
+    """End `run` immediately, whatever it is doing; `by` is who asked (`command_context`)."""
     if run.status not in ACTIVE_RUN_STATUSES:
         raise RunFinished(run.run_id, run.status)
-    finish_run(session, run, now, "terminated", "run_terminated", {"reason": reason})
+    finish_run(session, run, now, "terminated", "run_terminated", asked({"reason": reason}, by))
 
 
-def request_cancel(session: Session, run: Run, now: datetime, reason: str | None = None) -> None:
+def request_cancel(
+    session: Session, run: Run, now: datetime, reason: str | None = None, by: Actor = None
+) -> None:
     """Ask `run` to stop at its next step boundary; one not in the middle of a step stops now."""
     if run.status not in ACTIVE_RUN_STATUSES:
         raise RunFinished(run.run_id, run.status)
     if run.cancel_requested_at is None:
         run.cancel_requested_at = now
-        append_event(session, run, now, "cancel_requested", {"reason": reason})
+        append_event(session, run, now, "cancel_requested", asked({"reason": reason}, by))
     if not leased(session, run):
-        finish_run(session, run, now, "cancelled", "run_cancelled", {"reason": reason})
+        finish_run(session, run, now, "cancelled", "run_cancelled", asked({"reason": reason}, by))
+
+
+def asked(payload: dict[str, Any], by: Actor) -> dict[str, Any]:
+    """`payload` with the `command_context` of whoever asked for the change, when known."""
+    return payload if by is None else {**payload, "command_context": by}
 
 
 def leased(session: Session, run: Run) -> bool:

@@ -53,9 +53,14 @@ class RunRequest:
 
 
 def start(
-    session: Session, now: datetime, namespace: Namespace, request: RunRequest
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    request: RunRequest,
+    by: lifecycle.Actor = None,
 ) -> tuple[Run, bool]:
-    """Start a run, or return the existing one with the same `run_id`; `(run, created)`.
+    """Start a run, or return the existing one with the same `run_id`; `(run, created)`; `by`
+    is who asked (its `command_context`, recorded in `run_started`).
 
     The caller commits. Runs count against the namespace's `max_active_runs` (429 CAPACITY).
     """
@@ -120,6 +125,7 @@ def start(
                 memo=request.memo,
                 search_attributes=request.search_attributes,
                 queue=request.queue,
+                by=by,
             )
     except IntegrityError:
         # Another request started the same run id first: answer with that run.
@@ -187,24 +193,34 @@ def history(
 
 
 def cancel(
-    session: Session, now: datetime, namespace: Namespace, run_id: str, reason: str | None
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    run_id: str,
+    reason: str | None,
+    by: lifecycle.Actor = None,
 ) -> Run:
     """Request cancellation (cooperative: a step in progress finishes first); caller commits."""
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)
     _refuse_after_timeout(session, run, now)
-    lifecycle.request_cancel(session, run, now, reason)
+    lifecycle.request_cancel(session, run, now, reason, by)
     return run
 
 
 def terminate(
-    session: Session, now: datetime, namespace: Namespace, run_id: str, reason: str | None
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    run_id: str,
+    reason: str | None,
+    by: lifecycle.Actor = None,
 ) -> Run:
     """End the run immediately; a step in progress has its result discarded. Caller commits."""
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)
     _refuse_after_timeout(session, run, now)
-    lifecycle.terminate_run(session, run, now, reason)
+    lifecycle.terminate_run(session, run, now, reason, by)
     return run
 
 

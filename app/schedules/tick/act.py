@@ -89,10 +89,11 @@ def _end_others(ctx: FiringContext, schedule: Schedule, now: datetime, policy: s
         if run is None or run.status not in ACTIVE_RUN_STATUSES:
             continue
         reason = f"schedule {schedule.schedule_id!r} started a newer run ({policy})"
+        by = ctx.context(schedule).with_reason(reason).to_json()
         if policy == "terminate_other":
-            lifecycle.terminate_run(ctx.session, run, now, reason)
+            lifecycle.terminate_run(ctx.session, run, now, reason, by)
         else:
-            lifecycle.request_cancel(ctx.session, run, now, reason)
+            lifecycle.request_cancel(ctx.session, run, now, reason, by)
         # A leased run asked to cancel finishes its step first (the simulation decides alike).
         if not ends_now(policy, run.lease_owner is not None):
             still_active.append(entry)
