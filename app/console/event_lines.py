@@ -27,8 +27,11 @@ def event_line(event: dict[str, Any]) -> str:
         parts.append(", ".join(str(name).replace("_", " ") for name in changed))
     if payload.get("outcome"):
         parts.append(str(payload["outcome"]))
-    if payload.get("reason"):
-        parts.append(f"({str(payload['reason']).replace('_', ' ')})")
+    reason = payload.get("reason")
+    if reason:
+        # A code (overlap_policy_skip) reads as words; a reason someone typed is quoted as is.
+        typed = reason == context.get("reason")
+        parts.append(f"({reason if typed else str(reason).replace('_', ' ')})")
     text = " ".join(str(part) for part in parts if part)
     if context.get("reason") and context.get("reason") != payload.get("reason"):
         text += f" — because: {context['reason']}"
