@@ -219,10 +219,11 @@ for _verb, _summary in (
 @schedules.command("trigger")
 @click.argument("schedule_id")
 @click.option("--overlap-policy", type=click.Choice(POLICIES))
+@click.option("--reason", help="Why, for the schedule's history.")
 @connected
-def trigger(cli: Cli, schedule_id: str, overlap_policy: str | None) -> None:
+def trigger(cli: Cli, schedule_id: str, overlap_policy: str | None, reason: str | None) -> None:
     """Start a run now under the overlap policy (or the one given)."""
-    result = cli.client.trigger_schedule(schedule_id, overlap_policy=overlap_policy)
+    result = cli.client.trigger_schedule(schedule_id, overlap_policy=overlap_policy, reason=reason)
     emit(cli.output, result.raw, fields)
 
 
@@ -233,8 +234,16 @@ def trigger(cli: Cli, schedule_id: str, overlap_policy: str | None) -> None:
 )
 @click.option("--to", required=True, help="End instant (exclusive).")
 @click.option("--overlap-policy", type=click.Choice(POLICIES))
+@click.option("--reason", help="Why, for the schedule's history.")
 @connected
-def backfill(cli: Cli, schedule_id: str, from_: str, to: str, overlap_policy: str | None) -> None:
+def backfill(
+    cli: Cli,
+    schedule_id: str,
+    from_: str,
+    to: str,
+    overlap_policy: str | None,
+    reason: str | None,
+) -> None:
     """Start one run per occurrence in [from, to); large ranges go in several requests."""
     bar = click.progressbar(length=1000, label="backfill", file=sys.stderr)
     shown = [0]
@@ -250,6 +259,7 @@ def backfill(cli: Cli, schedule_id: str, from_: str, to: str, overlap_policy: st
             from_,
             to,
             overlap_policy=overlap_policy,
+            reason=reason,
             progress=progress if sys.stderr.isatty() else None,
         )
     except ValueError as exc:

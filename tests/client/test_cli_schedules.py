@@ -170,13 +170,37 @@ def test_a_stale_revision_exits_1_naming_the_code_and_the_current_revision(alman
 
 def test_trigger_starts_a_run_and_a_deleted_schedule_refuses(almanac, sdk):
     sdk.save_schedule(schedule_body("manual", overlap_policy="allow_all"))
-    result = almanac("schedules", "trigger", "manual", "-o", "json")
+    result = almanac("schedules", "trigger", "manual", "--reason", "rerun_after_fix", "-o", "json")
     assert result.exit_code == 0, result.stderr
     body = json.loads(result.stdout)
     assert body["outcome"] == "triggered" and body["run_id"].startswith("schedule:manual:manual:")
     assert sdk.get_run(body["run_id"]).schedule_id == "manual"
+    # The reason reaches the schedule's history, as pause/resume/delete's do.
+    triggered = [
+        e for e in sdk.iter_schedule_history("manual") if e.event_type == "ScheduleTriggered"
+    ]
+    context = triggered[0].payload["command_context"]
+    assert context["reason"] == "rerun_after_fix" and context["source"] == "cli"
     ledger = almanac("schedules", "occurrences", "manual", "--all", "-o", "jsonl")
     assert [json.loads(line)["run_id"] for line in ledger.stdout.splitlines()] == [body["run_id"]]
+    backfilled = almanac(
+        "schedules",
+        "backfill",
+        "manual",
+        "--from",
+        "2026-01-01T00:00:00Z",
+        "--to",
+        "2026-01-01T02:00:00Z",
+        "--reason",
+        "missed in outage",
+    )
+    assert backfilled.exit_code == 0, backfilled.stderr
+    reasons = [
+        e.payload["command_context"]["reason"]
+        for e in sdk.iter_schedule_history("manual")
+        if e.event_type == "ScheduleTriggered"
+    ]
+    assert reasons == ["rerun_after_fix", "missed in outage", "missed in outage"]
     sdk.schedule("manual").delete()
     refused = almanac("schedules", "trigger", "manual")
     assert refused.exit_code == 1 and refused.stderr.startswith("error SCHEDULE_DELETED: ")
