@@ -15,9 +15,10 @@ from app.auth.grants import RUN_MANAGE, RUN_READ, RUN_START
 from app.calendar import format_utc, format_utc_or_none
 from app.db import Namespace, Run, RunHistoryEvent, Task, Workflow, WorkflowVersion
 from app.db.runs import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES
-from app.errors import ValidationFailed
+from app.errors import BadRequest, ValidationFailed
 from app.runs import replay, service, signals, tasks
 from app.schedules.config import label_pair
+from app.schedules.queries import parse_after_sequence
 
 bp = Blueprint("api_runs", __name__)
 errors.register(bp)
@@ -177,13 +178,18 @@ def get_run(namespace: Namespace, run_id: str) -> Any:
     summary="A run's history events in order",
     grant=RUN_READ,
     namespaced=True,
-    query=PAGE,
+    query=[*PAGE, ("after_sequence", "the last sequence read: only events after it")],
 )
 def run_history(namespace: Namespace, run_id: str) -> Any:
-    """List a run's history events by sequence."""
+    """List a run's history events by sequence: from a page's `cursor`, or after a sequence
+    already read (`after_sequence`, to follow a run whose last page had no cursor)."""
     session = context.session()
     run = service.get_run(session, namespace, run_id)
     limit, after = page_args(namespace.name, f"run-history:{run.uid}")
+    if request.args.get("after_sequence") is not None:
+        if after is not None:
+            raise BadRequest("give either cursor or after_sequence, not both")
+        after = [parse_after_sequence(request.args.get("after_sequence"))]
     events, key = service.history(session, run, limit, after)
     return jsonify(
         page_json(namespace.name, f"run-history:{run.uid}", [event_json(e) for e in events], key)

@@ -278,6 +278,22 @@ def test_history_is_paged_by_sequence(admin_api, deployed):
         "run_completed",
     ]
     assert rest["next_cursor"] is None
+    # A reader that saw up to a sequence follows the run from there (the last page has no cursor).
+    after = admin_api.get(f"/runs/{run_id}/history?after_sequence=5&limit=1").get_json()
+    assert [e["sequence"] for e in after["items"]] == [6] and after["next_cursor"]
+    following = admin_api.get(f"/runs/{run_id}/history?cursor={after['next_cursor']}").get_json()
+    assert [e["sequence"] for e in following["items"]] == [7]
+    assert admin_api.get(f"/runs/{run_id}/history?after_sequence=7").get_json()["items"] == []
+    assert [
+        e["sequence"]
+        for e in admin_api.get(f"/runs/{run_id}/history?after_sequence=0").get_json()["items"]
+    ] == list(range(1, 8))
+    for bad in ("-1", "x", "1.5"):
+        refused = admin_api.get(f"/runs/{run_id}/history?after_sequence={bad}")
+        assert refused.status_code == 400, bad
+        assert refused.get_json()["error"]["code"] == "INVALID_CURSOR"
+    both = admin_api.get(f"/runs/{run_id}/history?after_sequence=1&cursor={first['next_cursor']}")
+    assert both.status_code == 400 and both.get_json()["error"]["code"] == "BAD_REQUEST"
 
 
 def test_runs_belong_to_their_namespace(admin_api, deployed):
