@@ -239,6 +239,8 @@ def _replace(
     if unblock:
         resolve_pending(w, schedule, now, context)
         schedule.status, schedule.blocked_reason = "active", None
+        # The audit event says the save unblocked it, beside the fields that did.
+        changed = [*changed, "status"]
     if fresh_cursor:
         schedule.cursor_at = max(schedule.cursor_at or now, now)
     for name, value in config.to_json().items():

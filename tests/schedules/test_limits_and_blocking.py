@@ -241,6 +241,13 @@ def test_a_calendar_that_runs_out_blocks_the_schedule(h):
     extended = {"spec": {"end_at": "2026-01-05T13:00:00Z"}}
     later = h.api.request("PATCH", "/schedules/s", json=extended, headers={"If-Match": "3"})
     assert later.status_code == 200 and later.get_json()["status"] == "active"
+    # The audit event says this save unblocked it; the notes-only one did not.
+    updates = [
+        e["payload"]["changed_fields"]
+        for e in h.api.get("/schedules/s/history").get_json()["events"]
+        if e["event_type"] == "ScheduleUpdated"
+    ]
+    assert updates == [["labels", "notes"], ["spec", "status"]]
 
 
 def test_a_paused_schedule_past_its_end_takes_a_notes_patch_and_refuses_to_resume(h):
