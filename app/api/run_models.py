@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from app.api.models import Strict
-from app.schedules.config import LABEL_KEY, LABEL_KEY_RULE, MAX_LABEL_VALUE, MAX_LABELS
+from app.schedules.config import LABEL_KEY, LABEL_KEY_RULE, MAX_LABEL_VALUE, MAX_LABELS, MAX_REASON
 
 
 class StepIn(Strict):
@@ -68,7 +68,7 @@ class SignalIn(Strict):
 
 
 class ReasonIn(Strict):
-    reason: str | None = Field(default=None, max_length=1024)
+    reason: str | None = Field(default=None, max_length=MAX_REASON)
 
 
 class TaskCompleteIn(Strict):

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from app.api.models import Strict
+from app.schedules.config import MAX_REASON
 
 OverlapPolicy = Literal[
     "skip", "buffer_one", "buffer_all", "allow_all", "cancel_other", "terminate_other"
@@ -55,7 +56,7 @@ class SchedulePatchIn(ScheduleIn):
 
 
 class ReasonIn(Strict):
-    reason: str | None = Field(default=None, max_length=1024)
+    reason: str | None = Field(default=None, max_length=MAX_REASON)
 
 
 class TriggerIn(ReasonIn):

@@ -19,8 +19,9 @@ from app.console import errors
 from app.console.common import actor, command
 from app.console.htmx import in_place, reply
 from app.console.session import namespace_view
+from app.errors import ValidationFailed
 from app.schedules import manual, service, store
-from app.schedules.config import OVERLAP_POLICIES
+from app.schedules.config import MAX_REASON, OVERLAP_POLICIES
 
 bp = Blueprint("console_schedule_actions", __name__)
 ONE = "/ns/<ns>/schedules/<schedule_id>"
@@ -49,7 +50,12 @@ def _revision() -> int | None:
 def pause(ns: str, schedule_id: str) -> Response:
     """Pause with an optional reason."""
     view = namespace_view(ns, TRIGGER_MANAGE)
-    reason = request.form.get("reason", "").strip()[:500] or None
+    reason = request.form.get("reason", "").strip() or None
+    if reason is not None and len(reason) > MAX_REASON:
+        # As the API: refused whole rather than cut (nothing is written).
+        raise ValidationFailed(
+            [{"loc": ["reason"], "msg": f"must be at most {MAX_REASON} characters"}]
+        )
     session = context.session()
     service.pause(
         session,

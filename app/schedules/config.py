@@ -74,6 +74,8 @@ SHORTHANDS = {
 MAX_LABELS = 64
 MAX_LABEL_VALUE = 256
 MAX_NOTES = 4096
+# A reason given for a change (pause, trigger, cancel ...), through any face.
+MAX_REASON = 1024
 MAX_JSON_BYTES = 64 * 1024
 MAX_TIMEOUT_SECONDS = 366 * 86400
 MAX_RUNS_LIMIT = 1_000_000_000

@@ -137,6 +137,15 @@ def test_pause_resume_trigger_delete(client, operator, api_for, app):
     make_schedule(api)
     page = client.get("/ns/default/schedules/nightly")
     token = csrf_from(page)
+    assert 'maxlength="1024"' in page.get_data(as_text=True)
+    # A reason longer than the API takes is refused whole, as there, never cut: nothing written.
+    long = client.post(
+        "/ns/default/schedules/nightly/pause",
+        data={"csrf_token": token, "revision": "1", "reason": "x" * 1025},
+        follow_redirects=True,
+    )
+    assert "at most 1024 characters" in long.get_data(as_text=True)
+    assert api.get("/schedules/nightly").get_json()["status"] == "active"
     response = client.post(
         "/ns/default/schedules/nightly/pause",
         data={"csrf_token": token, "revision": "1", "reason": "maintenance"},
