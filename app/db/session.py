@@ -50,7 +50,10 @@ class WriterQueue:
 
     def acquire(self) -> None:
         if not self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
-            raise sqlite3.OperationalError("database is locked")
+            # As SQLAlchemy wraps the driver's own "database is locked", so every face answers
+            # it alike (503 BACKEND_BUSY): raised from a BEGIN hook, it is not wrapped for us.
+            locked = sqlite3.OperationalError("database is locked")
+            raise OperationalError("BEGIN IMMEDIATE", None, locked)
 
     def release(self) -> None:
         self._lock.release()

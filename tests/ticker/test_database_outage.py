@@ -94,3 +94,40 @@ def test_an_unknown_console_page_during_the_outage_is_the_503_page(client, accou
         assert page.status_code == 503 and page.mimetype == "text/html"
         assert "The database is unavailable" in page.get_data(as_text=True)
     assert client.get("/nope").status_code == 404
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_writer_that_waits_out_sqlites_write_lock_gets_503_backend_busy(
+    app, admin_api, monkeypatch
+):
+    # Another thread of this process holds the write lock past the wait (a long tick): the
+    # request waiting behind it is 503 BACKEND_BUSY with Retry-After, as a busy database is,
+    # and never a 500 (the queue's own timeout escaped the error handlers).
+    import threading
+
+    from app.context import database
+    from app.db import session as sessions
+    from app.db.session import begin_write
+
+    monkeypatch.setattr(sessions, "SQLITE_BUSY_TIMEOUT_MS", 200)
+    holding, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with database(app).session() as session:
+            begin_write(session)
+            holding.set()
+            done.wait(10)
+            session.rollback()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        busy = admin_api.post("/namespaces", json={"name": "later"})
+    finally:
+        done.set()
+        holder.join()
+    assert busy.status_code == 503, busy.get_data(as_text=True)[:300]
+    assert busy.get_json()["error"]["code"] == "BACKEND_BUSY"
+    assert busy.headers["Retry-After"] == "1"
+    assert admin_api.post("/namespaces", json={"name": "later"}).status_code == 201
