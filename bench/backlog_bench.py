@@ -8,6 +8,7 @@ occurrence still within its grace. Prints the best of `--rounds` per case: a one
 (counted by arithmetic, so the time does not grow with it), a one-second interval beside an
 hourly cron line and two cron lines beside a 30-second interval (unions: the intervals counted by
 arithmetic, the cron lines a day at a time, their shared instants once per day's pattern), and a
+union of two intervals whose common period holds 259,201 instants (by inclusion-exclusion), and a
 minutely cron (counted a day at a time), without and with jitter (with jitter, each walked
 occurrence's due time is computed).
 docs/benchmarks.md has the figures.
@@ -34,6 +35,7 @@ CASES = {
         "intervals": [{"every": "PT30S"}],
         "cron_expressions": ["* * * * *", "0 * * * *"],
     },
+    "PT1S + P3D intervals": {"intervals": [{"every": "PT1S"}, {"every": "P3D"}]},
     "* * * * * cron": {"cron_expressions": ["* * * * *"]},
 }
 

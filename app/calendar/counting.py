@@ -4,15 +4,17 @@ The union of a spec's lines is split in two: its intervals (instants fixed in UT
 lines (instants fixed in local time). Their count is the intervals' count, plus the cron lines'
 count, minus the cron instants that an interval also yields (counted twice otherwise):
 
-- Intervals: one is arithmetic; several repeat with the least common multiple of their periods,
-  so whole periods are counted from one walked period (when a period is short enough to walk).
+- Intervals: each is a progression, and their union is counted by inclusion-exclusion, the
+  instants several progressions share being a progression again (or none); with very many
+  intervals, a common period at a time (when a period is short enough to walk).
 - Cron lines: a matching day that is plain, between plain days, holds exactly the union of its
   matching lines' hour x minute grids, all within its own 24 hours, and no other day's occurrence
   falls there (a gap shifted to a neighbour's midnight cannot happen beside a plain day): such
   days are counted whole, from a grid counted once per set of matching lines. The two ends and
   the days near a transition are walked, so the count is the walk's.
 - Cron instants on an interval: on a plain day they depend only on the day's grid and on where
-  the day starts within each interval's period, so each such pair is counted once.
+  the day starts within each interval's period, so each such pair is counted once, walking the
+  shorter of the grid and the interval's instants that day.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
-from math import lcm
+from math import gcd, lcm
 from zoneinfo import ZoneInfo
 
 from app.calendar.cron import iter_cron, next_matching_date
@@ -51,15 +53,76 @@ def count_occurrences(spec: Spec, after: datetime, until: datetime) -> int:
 
 
 def count_intervals(intervals: Sequence[Interval], after: datetime, until: datetime) -> int:
-    """How many distinct instants the intervals yield in (after, until]."""
+    """How many distinct instants the intervals yield in (after, until].
+
+    Each interval is a progression (base + k * every, in microseconds). Their union is counted
+    by inclusion-exclusion: the instants two or more progressions share are again a progression
+    (period the least common multiple, base by the Chinese remainder theorem) or none at all, and
+    a set of progressions sharing none has no superset sharing any, so most terms are never
+    reached. Past `TERMS_LIMIT` terms, the union is counted a common period at a time instead.
+    """
     lines = sorted({(interval.every, interval.offset) for interval in intervals})
     if not lines:
         return 0
-    if len(lines) == 1:
-        every, offset = lines[0]
-        base = EPOCH + offset
-        return max(0, (until - base) // every - (after - base) // every)
-    period = timedelta(microseconds=lcm(*(every // ONE_MICROSECOND for every, _ in lines)))
+    progressions = [(_us(offset) % _us(every), _us(every)) for every, offset in lines]
+    low, high = _us(after - EPOCH), _us(until - EPOCH)
+    terms = [0]
+    total = 0
+
+    def include(index: int, base: int, period: int, sign: int) -> None:
+        # Every set of progressions from `index` on joined to the current intersection.
+        nonlocal total
+        for position in range(index, len(progressions)):
+            joined = _intersection(base, period, *progressions[position])
+            if joined is None:
+                continue
+            terms[0] += 1
+            if terms[0] > TERMS_LIMIT:
+                raise _TooManyTerms
+            total += sign * _count_progression(*joined, low, high)
+            include(position + 1, *joined, -sign)
+
+    try:
+        include(0, 0, 1, 1)
+    except _TooManyTerms:
+        return _count_by_periods(lines, after, until)
+    return total
+
+
+class _TooManyTerms(Exception):
+    pass
+
+
+# Inclusion-exclusion stops past this many non-empty intersections (32 intervals could have
+# 2^32 of them; a handful of intervals has a few dozen).
+TERMS_LIMIT = 4096
+
+
+def _us(value: timedelta) -> int:
+    return value // ONE_MICROSECOND
+
+
+def _intersection(base: int, period: int, other: int, every: int) -> tuple[int, int] | None:
+    """The progression of x = base (mod period) and x = other (mod every), or None."""
+    common = gcd(period, every)
+    if (other - base) % common:
+        return None
+    joined = period // common * every
+    # base + period * k = other (mod every), solved for k modulo every / common.
+    step = every // common
+    k = ((other - base) // common * pow(period // common, -1, step)) % step if step > 1 else 0
+    return (base + period * k) % joined, joined
+
+
+def _count_progression(base: int, period: int, low: int, high: int) -> int:
+    """How many x = base (mod period) with low < x <= high."""
+    return (high - base) // period - (low - base) // period
+
+
+def _count_by_periods(
+    lines: Sequence[tuple[timedelta, timedelta]], after: datetime, until: datetime
+) -> int:
+    period = timedelta(microseconds=lcm(*(_us(every) for every, _ in lines)))
     per_period = sum(period // every for every, _ in lines)
     whole = (until - after) // period
     if whole == 0 or per_period > PERIOD_WALK_LIMIT:
@@ -105,7 +168,7 @@ def _count_calendars(
 ) -> tuple[int, int]:
     """(distinct cron instants in (after, until], how many of them an interval also yields)."""
     periods = [(interval.every, EPOCH + interval.offset) for interval in intervals]
-    grids: dict[tuple[int, ...], tuple[timedelta, ...]] = {}
+    grids: dict[tuple[int, ...], frozenset[timedelta]] = {}
     shared_by: dict[tuple[tuple[int, ...], tuple[timedelta, ...]], int] = {}
     total = shared = 0
     walked_from = after
@@ -130,35 +193,45 @@ def _count_calendars(
             phases = tuple((start - base) % every for every, base in periods)
             key = (matching, phases)
             if key not in shared_by:
-                shared_by[key] = sum(1 for moment in grid if _on_interval(phases, periods, moment))
+                shared_by[key] = _shared(grid, phases, periods)
             shared += shared_by[key]
         walked_from = start + ONE_DAY - TINY
     count, on = _walked(calendars, periods, zone, walked_from, until)
     return total + count, shared + on
 
 
-def _grid(calendars: Sequence[CronFields]) -> tuple[timedelta, ...]:
+def _grid(calendars: Sequence[CronFields]) -> frozenset[timedelta]:
     """The wall times after midnight at which any of the lines fires on a day they all match."""
-    return tuple(
-        sorted(
-            {
-                timedelta(hours=hour, minutes=minute)
-                for fields in calendars
-                for hour in fields.hours
-                for minute in fields.minutes
-            }
-        )
+    return frozenset(
+        timedelta(hours=hour, minutes=minute)
+        for fields in calendars
+        for hour in fields.hours
+        for minute in fields.minutes
     )
 
 
-def _on_interval(
+def _shared(
+    grid: frozenset[timedelta],
     phases: Sequence[timedelta],
     periods: Sequence[tuple[timedelta, datetime]],
-    moment: timedelta,
-) -> bool:
-    return any(
-        (phase + moment) % every == ZERO for phase, (every, _) in zip(phases, periods, strict=True)
-    )
+) -> int:
+    """How many of a plain day's grid moments an interval also yields, the day starting at
+    `phases[i]` into interval i's period: whichever of the grid and the interval's instants
+    within the day is the shorter list is walked against the other."""
+    found: set[timedelta] = set()
+    for phase, (every, _) in zip(phases, periods, strict=True):
+        first = -phase % every
+        if first >= ONE_DAY:
+            continue
+        if (ONE_DAY - first) // every < len(grid):
+            moment = first
+            while moment < ONE_DAY:
+                if moment in grid:
+                    found.add(moment)
+                moment += every
+        else:
+            found.update(moment for moment in grid if (phase + moment) % every == ZERO)
+    return len(found)
 
 
 def _walked(

@@ -9,16 +9,20 @@ their due times, and the one after them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.calendar import Interval, Spec
+from app.calendar import Interval, Spec, counting
+from app.calendar.counting import count_occurrences
 from app.calendar.occurrences import HORIZON
 from app.schedules.tick.policy import DueScan, due_occurrences, scan_due, summarize_due
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def walked(spec: Spec, uid: str, jitter: int, cursor: datetime, now: datetime) -> DueScan:
@@ -167,3 +171,62 @@ def test_ten_years_of_several_lines_are_counted_whole() -> None:
     assert scan.last is not None and scan.last.instant == cursor + timedelta(days=3653)
     assert scan.upcoming is not None
     assert scan.upcoming.instant == cursor + timedelta(days=3653, seconds=30)
+
+
+@st.composite
+def interval_sets(draw: st.DrawFn) -> tuple[list[Interval], datetime, datetime]:
+    seconds = [1, 2, 3, 7, 30, 90, 420, 3600, 86399, 259200]
+    intervals = []
+    for every in draw(st.lists(st.sampled_from(seconds), min_size=1, max_size=5)):
+        offset = draw(st.integers(0, every - 1)) if draw(st.booleans()) else 0
+        intervals.append(Interval(timedelta(seconds=every), timedelta(seconds=offset)))
+    after = START + timedelta(
+        seconds=draw(st.integers(0, 10**6)), microseconds=draw(st.integers(0, 1))
+    )
+    return intervals, after, after + timedelta(seconds=draw(st.integers(0, 20000)))
+
+
+@contextmanager
+def terms_limit(limit: int) -> Iterator[None]:
+    saved, counting.TERMS_LIMIT = counting.TERMS_LIMIT, limit
+    try:
+        yield
+    finally:
+        counting.TERMS_LIMIT = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(interval_sets(), st.booleans())
+def test_a_union_of_intervals_counts_what_listing_them_finds(case, by_periods):
+    # Inclusion-exclusion, and the common-period count it falls back on past its term limit.
+    intervals, after, until = case
+    listed = set()
+    for interval in intervals:
+        base = EPOCH + interval.offset
+        instant = base + ((after - base) // interval.every + 1) * interval.every
+        while instant <= until:
+            listed.add(instant)
+            instant += interval.every
+    with terms_limit(0 if by_periods else counting.TERMS_LIMIT):
+        assert counting.count_intervals(intervals, after, until) == len(listed)
+
+
+def test_ten_years_of_a_one_second_interval_beside_a_three_day_one_are_counted_whole():
+    # Their common period holds 259,201 instants: walked, a tester's tick took 134 s.
+    spec = Spec(intervals=(Interval(timedelta(seconds=1)), Interval(timedelta(days=3))))
+    cursor = START
+    scan = scan_due(spec, "uid-6", 0, cursor, cursor + timedelta(days=3650, milliseconds=10))
+    assert scan.count == 3650 * 86400
+    # An interval one second short of a day meets a minutely grid at a new phase each day; it
+    # lands on a whole minute every 60th time (every 5,183,940 s since the epoch).
+    minutely = Spec(cron_expressions=("* * * * *",), timezone="America/New_York")
+    off_grid = Spec(
+        intervals=(Interval(timedelta(seconds=86399)),),
+        cron_expressions=("* * * * *",),
+        timezone="America/New_York",
+    )
+    now = cursor + timedelta(days=3650)
+    low, high = int((cursor - EPOCH).total_seconds()), int((now - EPOCH).total_seconds())
+    interval, shared = high // 86399 - low // 86399, high // 5183940 - low // 5183940
+    expected = count_occurrences(minutely, cursor, now) + interval - shared
+    assert count_occurrences(off_grid, cursor, now) == expected
