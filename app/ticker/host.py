@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 from datetime import UTC, datetime
+from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
@@ -139,4 +140,24 @@ def start_if_enabled(app: Flask) -> None:
         return
     if app.debug and os.environ.get("WERKZEUG_RUN_MAIN") != "true":
         return
+    if _loading_in_gunicorns_master():
+        # `gunicorn --preload`: the master only forks the workers. Threads started here would be
+        # forked mid-step (a child inheriting SQLite's allocator lock hangs for good), so each
+        # worker starts its own ticker once forked, as it does without --preload.
+        os.register_at_fork(after_in_child=lambda: start(app))
+        return
     start(app)
+
+
+def _loading_in_gunicorns_master() -> bool:
+    """Whether gunicorn's master is loading the app (`--preload`), not a worker."""
+    arbiter = sys.modules.get("gunicorn.arbiter")
+    if arbiter is None:
+        return False
+    setup = arbiter.Arbiter.setup.__code__
+    frame: FrameType | None = sys._getframe()
+    while frame is not None:
+        if frame.f_code is setup:
+            return True
+        frame = frame.f_back
+    return False

@@ -19,7 +19,12 @@ from app.db.session import begin_write
 from app.ticker import rotation, runs, schedules
 from app.ticker.types import Phase, TickContext, TickResult
 
-TICKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+
+def ticker_id() -> str:
+    """This process's name in `ticker_beats`: read at each beat, since a process that loaded
+    the app may fork the ones that tick (gunicorn --preload)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
 
 # The tick's phases in order: buffers drain before new firings can fill them again.
 PHASES: list[Phase] = [
@@ -66,12 +71,12 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
 def _record_beat(db: Database, now: datetime, duration_ms: int) -> None:
     with db.session() as session:
         begin_write(session)
-        beat = session.get(TickerBeat, TICKER_ID)
+        beat = session.get(TickerBeat, ticker_id())
         wall = datetime.now(UTC)
         if beat is None:
             session.add(
                 TickerBeat(
-                    ticker_id=TICKER_ID,
+                    ticker_id=ticker_id(),
                     last_tick_at=wall,
                     last_tick_clock=now,
                     duration_ms=duration_ms,

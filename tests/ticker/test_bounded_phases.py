@@ -16,7 +16,7 @@ from app.context import ticker_database
 from app.db import normalize_url
 from app.ticker import rotation
 from app.ticker.host import warn_if_discovery_refused
-from app.ticker.tick import TICKER_ID
+from app.ticker.tick import ticker_id
 from tests.conftest import make_test_app
 from tests.support.schedules_harness import Harness
 
@@ -115,7 +115,7 @@ def test_a_ticker_on_the_app_login_may_not_discover_and_says_so(h, db_url):
 def _beat(owner) -> object:
     with owner.connect() as conn:
         return conn.scalar(
-            text("SELECT last_tick_at FROM ticker_beats WHERE ticker_id = :id"), {"id": TICKER_ID}
+            text("SELECT last_tick_at FROM ticker_beats WHERE ticker_id = :id"), {"id": ticker_id()}
         )
 
 

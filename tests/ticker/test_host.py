@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -154,7 +155,7 @@ def test_the_hosted_ticker_is_aligned_to_the_second(db_url):
 def _beat(app) -> datetime | None:
     with database(app).session() as session:
         return session.scalar(
-            select(TickerBeat.last_tick_at).where(TickerBeat.ticker_id == tick.TICKER_ID)
+            select(TickerBeat.last_tick_at).where(TickerBeat.ticker_id == tick.ticker_id())
         )
 
 
@@ -177,3 +178,57 @@ def test_a_tick_whose_every_phase_fails_records_no_beat(app, admin_api, monkeypa
     # The real phases reach the due schedule, and the beat moves.
     assert [row["schedule_id"] for row in h.tick()] == ["s"]
     assert _beat(app) not in (None, before)
+
+
+def test_gunicorn_preload_starts_the_ticker_in_each_worker_never_in_the_master(tmp_path):
+    # With --preload the master loads the app and forks the workers: a ticker started there
+    # was forked mid-step, and a worker that inherited SQLite's allocator lock hung for good.
+    import concurrent.futures
+    import os
+    import signal
+    import socket
+    import sqlite3
+    import subprocess
+
+    import requests
+
+    from tests.live import BIN, ROOT, free_port, wait_until_up
+
+    path = tmp_path / "a.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    env |= {"ALMANAC_DATABASE_URL": f"sqlite:///{path}", "ALMANAC_SECRET_KEY": "x"}
+    flask = [str(BIN / "flask"), "--app", "wsgi", "db", "upgrade"]
+    subprocess.run(flask, cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
+    port = free_port()
+    command = [str(BIN / "gunicorn"), "--preload", "--workers", "2", "--threads", "4"]
+    proc = subprocess.Popen(
+        [*command, "--bind", f"127.0.0.1:{port}", "wsgi:app"],
+        cwd=ROOT,
+        env=env | {"ALMANAC_SCHEDULER": "on"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def beating() -> set[str]:
+        with sqlite3.connect(path) as conn:
+            return {row[0] for row in conn.execute("SELECT ticker_id FROM ticker_beats")}
+
+    try:
+        wait_until_up(url, proc)
+        workers = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        assert len(workers) == 2
+        # Each worker ticks under its own name; the master never does.
+        expected = {f"{socket.gethostname()}:{pid}" for pid in workers}
+        _eventually(lambda: beating() == expected)
+
+        def health(_: int) -> int:
+            return requests.get(url + "/api/v1/health", timeout=10).status_code
+
+        with concurrent.futures.ThreadPoolExecutor(24) as pool:
+            for _round in range(3):
+                assert list(pool.map(health, range(24))) == [200] * 24
+        assert f"{socket.gethostname()}:{proc.pid}" not in beating()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
