@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -201,11 +202,7 @@ def cancel(
     by: lifecycle.Actor = None,
 ) -> Run:
     """Request cancellation (cooperative: a step in progress finishes first); caller commits."""
-    begin_write(session)
-    run = get_run(session, namespace, run_id, lock=True)
-    _refuse_after_timeout(session, run, now)
-    lifecycle.request_cancel(session, run, now, reason, by)
-    return run
+    return _end(session, now, namespace, run_id, lifecycle.request_cancel, reason, by)
 
 
 def terminate(
@@ -217,10 +214,22 @@ def terminate(
     by: lifecycle.Actor = None,
 ) -> Run:
     """End the run immediately; a step in progress has its result discarded. Caller commits."""
+    return _end(session, now, namespace, run_id, lifecycle.terminate_run, reason, by)
+
+
+def _end(
+    session: Session,
+    now: datetime,
+    namespace: Namespace,
+    run_id: str,
+    ending: Callable[[Session, Run, datetime, str | None, lifecycle.Actor], None],
+    reason: str | None,
+    by: lifecycle.Actor,
+) -> Run:
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)
     _refuse_after_timeout(session, run, now)
-    lifecycle.terminate_run(session, run, now, reason, by)
+    ending(session, run, now, reason, by)
     return run
 
 
