@@ -24,9 +24,15 @@ def segment(value: str) -> str:
     """One path segment: ids may hold ':' and '.', never '/'.
 
     A segment of only `.` or `..` is sent as `%2E`s: left as is, URL normalization would drop it
-    (or the segment before it) and the request would reach another resource.
+    (or the segment before it) and the request would reach another resource. A segment that is
+    not Unicode text (a lone surrogate, which no id can hold) is a `ValueError` naming it.
     """
-    text = quote(str(value), safe=":@")
+    try:
+        text = quote(str(value), safe=":@")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{value!r} is not valid Unicode text (it holds a lone surrogate): no id can hold it"
+        ) from None
     return text.replace(".", "%2E") if text in (".", "..") else text
 
 
