@@ -54,7 +54,8 @@ def test_terminate_during_an_action_discards_its_result(app, scenario):
     assert scenario.tick().steps == 0
     types = scenario.types(run_id)
     assert types == ["run_started", "step_started", "run_terminated"]
-    assert scenario.events(run_id)[-1]["payload"] == {"reason": "stop now"}
+    payload = scenario.events(run_id)[-1]["payload"]
+    assert payload["reason"] == "stop now" and payload["command_context"]["reason"] == "stop now"
     again = scenario.api.post(f"/runs/{run_id}/terminate", json={})
     assert (
         again.status_code == 409 and again.get_json()["error"]["details"]["status"] == "terminated"
