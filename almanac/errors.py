@@ -22,6 +22,11 @@ class AlmanacError(Exception):
         self.status = status
 
 
+class NotUnicode(ValueError):
+    """A string that is not Unicode text (a lone surrogate) where no request can carry it, such
+    as an id in the path: raised before any request."""
+
+
 class ConnectionFailed(AlmanacError):
     """The server could not be reached (refused, timed out, bad URL): no HTTP status."""
 

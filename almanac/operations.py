@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from almanac import models as m
+from almanac.errors import NotUnicode
 from almanac.transport import Call
 
 T = TypeVar("T")
@@ -25,12 +26,12 @@ def segment(value: str) -> str:
 
     A segment of only `.` or `..` is sent as `%2E`s: left as is, URL normalization would drop it
     (or the segment before it) and the request would reach another resource. A segment that is
-    not Unicode text (a lone surrogate, which no id can hold) is a `ValueError` naming it.
+    not Unicode text (a lone surrogate, which no id can hold) is `NotUnicode` naming it.
     """
     try:
         text = quote(str(value), safe=":@")
     except UnicodeEncodeError:
-        raise ValueError(
+        raise NotUnicode(
             f"{value!r} is not valid Unicode text (it holds a lone surrogate): no id can hold it"
         ) from None
     return text.replace(".", "%2E") if text in (".", "..") else text

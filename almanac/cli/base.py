@@ -20,7 +20,7 @@ import click
 
 from almanac.cli.config import resolve
 from almanac.cli.output import inert
-from almanac.errors import AlmanacError, ConnectionFailed, RevisionConflict
+from almanac.errors import AlmanacError, ConnectionFailed, NotUnicode, RevisionConflict
 
 if TYPE_CHECKING:
     from almanac.client import Client
@@ -93,12 +93,12 @@ class Root(click.Group):
         except AlmanacError as exc:
             click.echo(describe(exc), err=True)
             ctx.exit(API_ERROR)
-        except UnicodeEncodeError as exc:
+        except (UnicodeEncodeError, NotUnicode) as exc:
             # An argument the terminal could not decode, or a lone surrogate from a JSON escape:
             # no request can carry it.
+            reason = exc.reason if isinstance(exc, UnicodeEncodeError) else "a lone surrogate"
             raise click.UsageError(
-                f"an argument holds text that is not valid Unicode ({exc.reason}); "
-                "it cannot be sent"
+                f"an argument holds text that is not valid Unicode ({reason}); it cannot be sent"
             ) from exc
 
 

@@ -15,6 +15,7 @@ from almanac import (
     Client,
     ConnectionFailed,
     NotFound,
+    NotUnicode,
     RevisionConflict,
     Schedule,
     ScheduleHistoryEvent,
@@ -268,7 +269,7 @@ def test_text_that_is_not_unicode_is_refused_by_the_server_naming_its_field(sdk,
     assert list(sdk.list_runs()) == []
     # In a path (an id), where the server cannot be asked: a ValueError naming it, no request.
     for call in (lambda: sdk.get_run("r\ud800"), lambda: sdk.get_schedule("s\udfff")):
-        with pytest.raises(ValueError, match="lone surrogate"):
+        with pytest.raises(NotUnicode, match="lone surrogate"):
             call()
     # Text beyond the basic plane still travels as UTF-8 and comes back whole.
     saved = sdk.save_schedule(schedule_body("emoji", notes="\U0001f600 é"))
