@@ -19,7 +19,7 @@ from app.auth.grants import check_grants, grants_of_role, require_grant
 from app.db import Namespace, User
 from app.errors import BadRequest, Forbidden, Unauthenticated, ValidationFailed
 from app.paging import decode_cursor, encode_cursor
-from app.schedules.audit import CommandContext, declared_source
+from app.schedules.audit import CommandContext, declared_request_id, declared_source
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -207,5 +207,5 @@ def command(reason: str | None = None) -> CommandContext:
     `cli` or `sdk` when declared, else `api`), the request id, and why: the `command_context`
     of the audit events it writes."""
     source = declared_source(request.headers.get("X-Almanac-Source"))
-    request_id = (request.headers.get("X-Request-Id") or "")[:128] or str(uuid.uuid4())
+    request_id = declared_request_id(request.headers.get("X-Request-Id")) or str(uuid.uuid4())
     return CommandContext(current_user().username, source, request_id, reason)

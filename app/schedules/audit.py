@@ -51,11 +51,27 @@ RUN_ORIGIN_KEYS = frozenset(
 SOURCES = ("api", "console", "cli", "sdk", "scheduler")
 # What a client may declare with `X-Almanac-Source`; informational, never a permission.
 DECLARABLE_SOURCES = ("cli", "sdk")
+# The longest `X-Request-Id` an audit event keeps, in characters.
+MAX_REQUEST_ID = 128
 
 
 def declared_source(header: str | None) -> str:
     """The audit source of an API request: `cli` or `sdk` when the client says so, else `api`."""
     return header if header in DECLARABLE_SOURCES else "api"
+
+
+def declared_request_id(header: str | None) -> str | None:
+    """The `X-Request-Id` a client sent, as it typed it: WSGI hands header bytes over as
+    latin-1, so UTF-8 is decoded again (bytes that are not UTF-8 become U+FFFD), control
+    characters are dropped, and the id is cut at 128 characters. None when nothing is left."""
+    if not header:
+        return None
+    try:
+        text = header.encode("latin-1").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        text = header
+    text = "".join(c for c in text if c.isprintable()).strip()[:MAX_REQUEST_ID]
+    return text or None
 
 
 class AuditPayloadError(TypeError):

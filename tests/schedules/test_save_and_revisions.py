@@ -375,6 +375,26 @@ def test_the_command_source_and_request_id_come_from_the_request(h):
     assert context == {"actor": "olga", "source": "cli", "request_id": "req-42", "reason": None}
 
 
+def test_a_request_id_keeps_the_utf8_the_client_sent_and_at_most_128_characters(h):
+    activation = h.workflow()
+    # A header's bytes reach the app as latin-1 text: 'réq' sent as UTF-8 arrives as 'rÃ©q'.
+    sent = ("réq-Ω-" + "x" * 200).encode().decode("latin-1")
+    h.api.post(
+        "/schedules",
+        json={"id": "s", "cron": "* * * * *", "activation_id": activation},
+        headers={"X-Request-Id": sent},
+    )
+    revision = str(h.read()["revision"])
+    pause = h.api.post(
+        "/schedules/s/pause", json={}, headers={"If-Match": revision, "X-Request-Id": "\t\x7f "}
+    )
+    assert pause.status_code == 200, pause.get_json()
+    first, second = (event["payload"]["command_context"] for event in h.history())
+    assert first["request_id"] == ("réq-Ω-" + "x" * 200)[:128]
+    # Nothing printable left: a generated id, as when none is sent.
+    assert len(second["request_id"]) == 36 and second["request_id"].count("-") == 4
+
+
 def test_concurrent_creates_of_one_id_exactly_one_wins(h, db_url):
     activation = h.workflow()
     apps = [make_test_app(db_url) for _ in range(2)]
