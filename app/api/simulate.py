@@ -65,7 +65,8 @@ def simulate_stored(namespace: Namespace, schedule_id: str) -> Any:
 
 def _answer(start: Start, window: simulate_start.Window) -> Any:
     grace = timedelta(seconds=float(current_app.config["MISFIRE_GRACE_SECONDS"]))
+    period = timedelta(seconds=float(current_app.config["TICK_SECONDS"]))
     # Reads only: end the read transaction without committing anything.
     context.session().rollback()
-    result = simulate(start, (window.begin, window.end), window.run_duration, grace)
+    result = simulate(start, (window.begin, window.end), window.run_duration, grace, period)
     return jsonify(result.to_json())

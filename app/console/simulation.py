@@ -145,7 +145,8 @@ def _run(start: Start, begin: datetime, end: datetime, minutes: int) -> Result:
     # Reads only: end the read transaction without committing anything.
     context.session().rollback()
     grace = timedelta(seconds=float(current_app.config["MISFIRE_GRACE_SECONDS"]))
-    return simulate(start, (window.begin, window.end), window.run_duration, grace)
+    period = timedelta(seconds=float(current_app.config["TICK_SECONDS"]))
+    return simulate(start, (window.begin, window.end), window.run_duration, grace, period)
 
 
 def _summary(result: Result | None) -> dict[str, int]:

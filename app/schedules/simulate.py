@@ -1,10 +1,10 @@
 """Simulation: what a schedule would do over a window of time, computed and never done.
 
 A pure event loop over the schedule's state (cursor, pending occurrence, buffer, remaining runs,
-active runs) that ticks exactly when something can happen: at `from`, at every due time, and at
-every run end while an occurrence waits in the buffer. Each tick does what the ticker's tick does,
-in its order: runs that end at or before the tick end first, then the buffer drains (one
-occurrence), then the due occurrences are decided. Every decision is one of the ticker's pure
+active runs) that ticks exactly when something can happen: at `from`, at every due time, and,
+while an occurrence waits in the buffer, at the ticker's first tick after a run ended. Each tick
+does what the ticker's tick does, in its order: the buffer drains (one occurrence), then runs whose
+time is up end, then the due occurrences are decided. Every decision is one of the ticker's pure
 functions in app/schedules/tick/policy.py, so the simulation and the ticker cannot disagree.
 Namespace capacity is assumed free and every run lasts `run_duration` unless a newer start
 cancels or terminates it. docs/schedules.md describes the answer.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from itertools import chain
 from typing import Any
@@ -38,6 +38,8 @@ from app.schedules.tick.policy import (
 
 MAX_ITEMS = 1000
 TINY = timedelta(microseconds=1)
+# Ticks fall on multiples of the tick period since the Unix epoch.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # An item's instants repeat (a start is often its due time, an end the next start).
 _text = lru_cache(maxsize=8192)(format_utc_or_none)
 
@@ -134,17 +136,28 @@ def simulate(
     window: tuple[datetime, datetime],
     run_duration: timedelta,
     grace: timedelta,
+    tick_period: timedelta = timedelta(seconds=1),
     limit: int = MAX_ITEMS,
 ) -> Result:
-    """Decide every occurrence the ticker would decide in `window` = [from, to)."""
-    return _Simulation(start, run_duration, grace, limit).run(*window)
+    """Decide every occurrence the ticker would decide in `window` = [from, to), the ticker
+    ticking every `tick_period` (on its multiples since the Unix epoch) and never late."""
+    return _Simulation(start, run_duration, grace, tick_period, limit).run(*window)
 
 
 class _Simulation:
     """The state one simulation moves forward; a tick at a time, as the ticker would."""
 
-    def __init__(self, start: Start, run_duration: timedelta, grace: timedelta, limit: int):
+    def __init__(
+        self,
+        start: Start,
+        run_duration: timedelta,
+        grace: timedelta,
+        tick_period: timedelta,
+        limit: int,
+    ):
         self.s, self.duration, self.grace, self.limit = start, run_duration, grace, limit
+        self.period = tick_period
+        self.now: datetime | None = None
         self.cursor, self.remaining, self.live = start.cursor, start.remaining_runs, start.active
         self.pending, self.pending_until = start.pending, start.pending_until
         self.buffer: deque[tuple[Buffered, Item]] = deque(
@@ -170,25 +183,35 @@ class _Simulation:
         now: datetime | None = begin
         while now is not None and now < end and len(self.items) <= self.limit:
             self._tick(now)
+            self.now = now
             now = self._next_tick()
         self.items.sort(key=lambda item: item.occurrence_time)
         truncated = len(self.items) > self.limit
         return Result(self.items[: self.limit], truncated, self.max_concurrent)
 
     def _next_tick(self) -> datetime | None:
-        """The next instant something can happen: a due time, or a run end the buffer awaits."""
+        """The next instant something can happen: a due time, or, while an occurrence waits
+        in the buffer, the first tick after the earliest run end (a run that ended at the last
+        tick ended in its deadline phase, after that tick's drain)."""
         if not self.live:
             return None
         candidates = [self.upcoming.due] if self.upcoming is not None else []
-        if self.buffer and self.runs:
-            candidates.append(min(run.ends_at for run in self.runs))
+        if self.buffer:
+            ended = min((run.ends_at for run in self.runs), default=self.now)
+            if ended is not None:
+                candidates.append(self._tick_after(ended))
         return min(candidates, default=None)
+
+    def _tick_after(self, instant: datetime) -> datetime:
+        """The ticker's first tick strictly after `instant`: the next multiple of its period."""
+        since = instant - EPOCH
+        return EPOCH + (since // self.period + 1) * self.period
 
     def _tick(self, now: datetime) -> None:
         """One tick in the ticker's order: the buffer drains, then runs whose time is up end
         (its deadline phase: a run ending at this very instant was still active while the
         buffer drained), then the due occurrences are decided. A buffer that a run ending now
-        freed drains at the next tick, which a ticker that never lags holds at once."""
+        freed drains at the next tick, one tick period later."""
         self.runs = [run for run in self.runs if run.ends_at >= now]
         if not self.live:
             return
@@ -198,8 +221,6 @@ class _Simulation:
         due = self.upcoming is not None and self.upcoming.due <= now
         if self.live and (due or self.pending is not None):
             self._fire(now)
-        if self.live:
-            self._drain(now)
 
     def _drain(self, now: datetime) -> None:
         """The oldest buffered occurrence starts once no run of the schedule is active."""

@@ -57,13 +57,20 @@ def test_every_ten_minutes_with_skip_and_25_minute_runs_starts_at_00_and_30_only
     assert result["truncated"] is False
 
 
+def clock_time(instant: str | None) -> str | None:
+    """`12:25`, or `12:25:01` off the minute."""
+    if instant is None:
+        return None
+    return instant[11:16] if instant[17:19] == "00" else instant[11:19]
+
+
 def runs_of(result) -> list[tuple[str, str | None, str | None, str | None, list[str]]]:
     return [
         (
             i["occurrence_time"][11:16],
             i["outcome"],
-            i["starts_at"] and i["starts_at"][11:16],
-            i["ends_at"] and i["ends_at"][11:16],
+            clock_time(i["starts_at"]),
+            clock_time(i["ends_at"]),
             [r[-7:-3] for r in i["ends_runs"]],
         )
         for i in result["items"]
@@ -80,13 +87,13 @@ def test_buffer_one_keeps_one_waiting_and_drains_it_when_the_run_ends(h):
         ("12:40", "skipped", "buffer_full"),
         ("12:50", "skipped", "buffer_full"),
     ]
-    # 12:10 starts when the 12:00 run ends. The 12:10 run ends at 12:50, in that tick's deadline
-    # phase: 12:50 is decided while 12:30 still fills the buffer, which then drains at once.
+    # 12:10 starts a tick after the 12:00 run ends (12:25:01). That run ends at 12:50:01, so
+    # 12:50 is decided while 12:30 still fills the buffer, which drains at 12:50:02.
     assert [(t, s, e) for t, _, s, e, _ in runs_of(result)] == [
         ("12:00", "12:00", "12:25"),
-        ("12:10", "12:25", "12:50"),
+        ("12:10", "12:25:01", "12:50:01"),
         ("12:20", None, None),
-        ("12:30", "12:50", "13:15"),
+        ("12:30", "12:50:02", "13:15:02"),
         ("12:40", None, None),
         ("12:50", None, None),
     ]
@@ -99,8 +106,8 @@ def test_buffer_all_queues_everything_and_drains_in_order(h):
     result = simulate(h, body(h, overlap_policy="buffer_all", run_duration="PT25M"))
     assert [(t, o, s) for t, o, s, _, _ in runs_of(result)] == [
         ("12:00", "started", "12:00"),
-        ("12:10", "buffered", "12:25"),
-        ("12:20", "buffered", "12:50"),
+        ("12:10", "buffered", "12:25:01"),
+        ("12:20", "buffered", "12:50:02"),
         ("12:30", "buffered", None),
         ("12:40", "buffered", None),
         ("12:50", "buffered", None),
@@ -144,7 +151,8 @@ def test_max_runs_reached_while_draining_drops_the_rest_of_the_buffer(h):
         ("12:10", "buffered", None),
         ("12:20", "skipped", "deleted"),
     ]
-    assert result["items"][1]["starts_at"] == "2026-01-05T12:25:00Z"
+    # The run ends at 12:25 in that tick's deadline phase; the buffer drains at the next tick.
+    assert result["items"][1]["starts_at"] == "2026-01-05T12:25:01Z"
     assert result["items"][1]["run_id"] == "schedule:b:20260105T121000Z"
 
 
@@ -397,12 +405,12 @@ def test_buffer_one_agrees_with_the_ticker_when_a_run_ends_on_a_due_time(h):
         ("12:20", "buffered", None),
         ("12:25", "skipped", "buffer_full"),
     ]
-    # The simulated ticker drains the buffer at the run's end; the real one a tick later.
-    assert [(i["starts_at"] or "")[11:16] for i in predicted["items"]] == [
-        "12:05",
-        "12:15",
+    # A run ends in its tick's deadline phase; the buffer it freed drains a tick later.
+    assert [(i["starts_at"] or "")[11:19] for i in predicted["items"]] == [
+        "12:05:00",
+        "12:15:01",
         "",
-        "12:25",
+        "12:25:02",
         "",
     ]
     for instant in (
@@ -425,3 +433,7 @@ def test_buffer_one_agrees_with_the_ticker_when_a_run_ends_on_a_due_time(h):
         ("12:25", "skipped", "buffer_full"),
     ]
     assert [row[3] for row in ledger] == [i["run_id"] for i in predicted["items"]]
+    for item in predicted["items"]:
+        if item["run_id"] is not None:
+            run = h.api.get(f"/runs/{item['run_id']}").get_json()
+            assert run["created_at"] == item["starts_at"]
