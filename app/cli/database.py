@@ -25,6 +25,10 @@ from app.db.roles import create_roles, grant_privileges
 from app.settings import ROOT
 
 
+class MigrationRefused(Exception):
+    """A migration found it would break the data; its transaction is rolled back."""
+
+
 def alembic_config(url: str) -> Config:
     """An Alembic config for `migrations/` pointed at `url`."""
     config = Config()
@@ -85,7 +89,7 @@ def upgrade(revision: str) -> None:
     """Upgrade the database to REVISION (default: head), checking privileges first."""
     try:
         done = upgrade_database(migration_url(), revision)
-    except (CommandError, RevisionError) as exc:
+    except (CommandError, RevisionError, MigrationRefused) as exc:
         raise click.ClickException(f"upgrade refused, nothing was changed: {exc}") from None
     except PermissionError as exc:
         click.echo("upgrade refused, nothing was changed; this login lacks:", err=True)
@@ -103,7 +107,7 @@ def downgrade(revision: str) -> None:
     """Downgrade the database to REVISION (`base` removes every table)."""
     try:
         command.downgrade(alembic_config(migration_url()), revision)
-    except (CommandError, RevisionError) as exc:
+    except (CommandError, RevisionError, MigrationRefused) as exc:
         raise click.ClickException(f"downgrade refused, nothing was changed: {exc}") from None
     except ProgrammingError as exc:
         # PostgreSQL runs the revisions in one transaction: a refusal changes nothing.
