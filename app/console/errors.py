@@ -19,9 +19,12 @@ from flask import (
     flash,
     g,
     make_response,
+    redirect,
     render_template,
     request,
+    url_for,
 )
+from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
@@ -31,6 +34,7 @@ from app import context
 from app.calendar import CalendarError, SpecRangeError
 from app.console import typed
 from app.console.htmx import is_partial, reply
+from app.console.redirects import local_target
 from app.errors import AlmanacError
 from app.schedules.errors import RevisionConflict
 
@@ -70,6 +74,10 @@ def http_page(exc: HTTPException) -> Response:
     """Framework refusals (an unknown path, a missing or stale CSRF token, a wrong method) on the
     console's error page, with their status and headers (`Allow` for a 405)."""
     status = exc.code or 500
+    if isinstance(exc, CSRFError) and not is_partial() and request.method == "POST":
+        signed_out = _signed_out_form()
+        if signed_out is not None:
+            return signed_out
     if isinstance(exc, CSRFError) and is_partial():
         # An htmx action whose token went stale (the session ended in another tab, or the page
         # was open too long): swapping an error page in would show nothing; reload the page,
@@ -88,6 +96,20 @@ def http_page(exc: HTTPException) -> Response:
         if name.lower() != "content-type":
             response.headers[name] = value
     return response
+
+
+def _signed_out_form() -> Response | None:
+    """A form whose token went stale because its browser is no longer signed in (signed out in
+    another tab), or is signed in again (a second tab's sign-in page): nothing was written, so
+    sign in, or go where the sign-in would have gone. None when the token is simply wrong."""
+    if request.endpoint == "console_auth.login_post":
+        if current_user.is_authenticated:
+            return redirect(local_target(request.form.get("next", "")))
+        flash("The sign-in form had expired; please sign in again.", "error")
+        return redirect(url_for("console_auth.login", next=request.form.get("next", "")))
+    if not current_user.is_authenticated:
+        return current_app.login_manager.unauthorized()  # type: ignore[attr-defined,no-any-return]
+    return None
 
 
 def unavailable(exc: OperationalError) -> tuple[str, int]:

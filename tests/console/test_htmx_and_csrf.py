@@ -129,3 +129,53 @@ def test_a_live_refresh_after_the_session_ended_navigates_to_sign_in(seeded, cli
     assert plain.headers["Location"] == "/login?next=%2Fns%2Fdefault%2Fruns%3Fstatus%3Dfailed"
     landing = client.get("/login?next=%2Fns%2Fdefault%2Fschedules").get_data(as_text=True)
     assert "Please sign in." in landing
+
+
+def test_a_form_posted_after_sign_out_elsewhere_signs_in_back_to_its_page(seeded, client):
+    # The form's action URL answers only POST: sign-in used to come back to it (405, or 404 for
+    # a run's resolve/cancel), and a form whose token died with the session showed a 400 page.
+    page = client.get("/ns/default/schedules/nightly")
+    token = csrf_from(page)
+    assert client.post("/logout", data={"csrf_token": token}).status_code == 302
+    referer = {"Referer": "http://localhost/ns/default/schedules/nightly"}
+    paused = client.post(
+        "/ns/default/schedules/nightly/pause",
+        data={"csrf_token": token, "reason": "typed"},
+        headers=referer,
+    )
+    assert paused.status_code == 302
+    assert paused.headers["Location"] == "/login?next=%2Fns%2Fdefault%2Fschedules%2Fnightly"
+    # A signed-out browser with a fresh token (the login page's) is sent back the same way.
+    fresh = csrf_from(client.get("/login"))
+    again = client.post(
+        "/ns/default/schedules/nightly/pause", data={"csrf_token": fresh}, headers=referer
+    )
+    assert again.headers["Location"] == "/login?next=%2Fns%2Fdefault%2Fschedules%2Fnightly"
+    # Nothing was paused.
+    assert seeded.get("/schedules/nightly").get_json()["status"] == "active"
+    # Without a referrer from this site: the console's home.
+    elsewhere = client.post(
+        "/ns/default/schedules/nightly/pause",
+        data={"csrf_token": fresh},
+        headers={"Referer": "https://evil.example/x"},
+    )
+    assert elsewhere.headers["Location"] == "/login?next=%2F"
+
+
+def test_a_second_tabs_sign_in_after_the_first_signed_in_goes_where_it_was_going(
+    seeded, client, accounts
+):
+    stale = csrf_from(client.get("/login"))
+    account = accounts.create("ivan", role="viewer")
+    sign_in(client, "ivan", account.password)
+    second = client.post(
+        "/login",
+        data={
+            "username": "ivan",
+            "password": account.password,
+            "csrf_token": stale,
+            "next": "/ns/default/runs",
+        },
+    )
+    assert second.status_code == 302 and second.headers["Location"] == "/ns/default/runs"
+    assert client.get("/ns/default/runs").status_code == 200
