@@ -183,6 +183,69 @@
     }
   });
 
+  // Every other htmx request that fails says so. An action's result area ([data-action-result]:
+  // trigger, backfill) tells what happened to the action; anything else (a live refresh, Load
+  // more) puts a notice at the top of the page until a request succeeds again, so a page whose
+  // server is gone never goes on looking fine.
+  const handled = (target) => target instanceof Element &&
+    (target.hasAttribute("data-swap-refusals") || target.id === "modal-body" ||
+     target.id === "history-events");
+
+  function refusal(xhr) {
+    // A refusal is the console's error page: its heading and message say why.
+    let reason = "";
+    try {
+      const page = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+      const message = page.querySelector("main section p");
+      if (message) reason = message.textContent.trim();
+    } catch (error) { reason = ""; }
+    return "Error " + xhr.status + (reason ? ": " + reason : ".");
+  }
+
+  function failure(event) {
+    if (event.type === "htmx:sendError") return { why: "could not reach the server", sent: null };
+    if (event.type === "htmx:timeout") return { why: "the server did not answer in time", sent: null };
+    return { why: refusal(event.detail.xhr), sent: false };
+  }
+
+  function notice(text) {
+    let line = document.getElementById("request-failed");
+    if (!line) {
+      const main = document.getElementById("main");
+      if (!main) return;
+      main.insertAdjacentHTML("afterbegin",
+        '<p id="request-failed" class="flash flash-error" role="alert"></p>');
+      line = document.getElementById("request-failed");
+    }
+    line.textContent = text;
+  }
+
+  for (const name of ["htmx:responseError", "htmx:sendError", "htmx:timeout"]) {
+    document.addEventListener(name, (event) => {
+      const target = event.detail.target;
+      if (handled(target)) return;
+      const { why, sent } = failure(event);
+      if (target instanceof Element && target.hasAttribute("data-action-result")) {
+        const line = document.createElement("p");
+        line.className = "field-error";
+        line.setAttribute("role", "alert");
+        line.textContent = sent === false ? "Not done. " + why
+          : "Could not tell whether it was done: " + why +
+            ". Check the history before trying again.";
+        target.replaceChildren(line);
+        return;
+      }
+      const at = new Date().toLocaleTimeString();
+      notice("Could not update this page at " + at + " (" + why + "): what it shows may be " +
+        "out of date." + (sent === null ? " It keeps trying where it refreshes itself." : ""));
+    });
+  }
+
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const line = document.getElementById("request-failed");
+    if (line && event.detail.successful) line.remove();
+  });
+
   // Focus returns to the button that opened the modal (found by id: a live refresh may
   // have replaced the element itself).
   document.addEventListener("close", (event) => {

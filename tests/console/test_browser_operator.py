@@ -101,6 +101,40 @@ def test_pause_resume_trigger_and_delete(live_server, live_api, workflows, page,
     assert live_api.get("/schedules/ops-daily")["status"] == "deleted"
 
 
+def test_a_trigger_that_fails_says_whether_it_was_done(
+    live_server, live_api, workflows, page, artifacts
+):
+    # A refused or unsent trigger used to leave the result area empty: nobody could tell.
+    live_api.post(
+        "/schedules",
+        {"schedule_id": "ops-flaky", "cron": "0 6 * * *", "action": {"workflow": "report"}},
+    )
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/ops-flaky")
+    result = page.locator("#action-result")
+    trigger_url = "**/schedules/ops-flaky/trigger"
+    page.route(trigger_url, lambda route: route.abort())
+    page.get_by_role("button", name="Trigger now").click()
+    expect(result).to_contain_text("Could not tell whether it was done: could not reach the server")
+    page.unroute(trigger_url)
+    # A refusal: the console's own 404 page for this schedule, answered to the trigger.
+    refused = page.request.get(live_server.url + "/ns/default/schedules/no-such-schedule")
+    assert refused.status == 404
+    page.route(
+        trigger_url,
+        lambda route: route.fulfill(status=404, body=refused.text(), content_type="text/html"),
+    )
+    page.get_by_role("button", name="Trigger now").click()
+    expect(result).to_contain_text("Not done. Error 404: ")
+    expect(result).to_contain_text("no-such-schedule")
+    page.screenshot(path=str(artifacts / "console-trigger-refused.png"))
+    assert live_api.get("/schedules/ops-flaky")["fires_count"] == 0
+    page.unroute(trigger_url)
+    page.get_by_role("button", name="Trigger now").click()
+    result.get_by_text("schedule:ops-flaky:manual:").wait_for()
+    assert live_api.get("/schedules/ops-flaky")["fires_count"] == 1
+
+
 def test_history_modal_loads_every_page(live_server, live_api, workflows, page, artifacts):
     live_api.post(
         "/schedules",
