@@ -25,6 +25,7 @@ from app.cli import demo_data as data
 from app.context import clock, database
 from app.db import ClockState, Database, Namespace, Task, User
 from app.db.clock import ManualClock
+from app.db.rls import Scope
 from app.db.session import begin_write
 from app.runs import incidents, tasks, workflows
 from app.runs import service as runs_service
@@ -209,7 +210,9 @@ def replay_day(replay: Replay) -> int:
 def seed(hours: int) -> None:
     """Fill an empty database with the demo namespace and a replayed day of history."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    db = database(app)
+    # A trusted tool seeding every table: on PostgreSQL an unscoped session may write no
+    # namespace's rows under row security.
+    db = database(app).bound(Scope.all())
     with db.session() as session:
         if session.scalar(select(Namespace.id).where(Namespace.name == data.NAMESPACE)):
             raise click.ClickException(f"namespace {data.NAMESPACE!r} exists: use a fresh file")

@@ -6,6 +6,7 @@ import click
 from flask.cli import AppGroup
 
 from app import context
+from app.db.rls import Scope
 from app.runs.secret_store import rotate_all
 from app.runs.secrets import SecretUnavailable
 
@@ -18,7 +19,9 @@ def rotate() -> None:
 
     Put the new key first and keep the old ones after it until this has run.
     """
-    with context.database().session() as session:
+    # Every namespace's rows: under PostgreSQL's row security an unscoped session sees none, and
+    # the rotation reported 0 rows while the old key stayed needed.
+    with context.database().bound(Scope.all()).session() as session:
         try:
             count = rotate_all(session)
         except SecretUnavailable as exc:

@@ -34,15 +34,19 @@ def _rotate_column(session: Session, column: InstrumentedAttribute[Any]) -> int:
     model = column.class_
     changed, after = 0, 0
     while True:
+        # Read and write in one write transaction, the rows locked: a save committed between
+        # the read and the write would otherwise be overwritten by the stale value re-encrypted.
+        begin_write(session)
         rows = session.execute(
             select(model.id, column)
             .where(model.id > after, cast(column, Text).like(f"%{secrets.PREFIX}%"))
             .order_by(model.id)
             .limit(BATCH)
+            .with_for_update()
         ).all()
         if not rows:
+            session.commit()
             return changed
-        begin_write(session)
         for pk, value in rows:
             session.execute(
                 update(model).where(model.id == pk).values({column.key: secrets.rotate(value)})

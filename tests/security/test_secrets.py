@@ -160,11 +160,16 @@ def test_secret_written_through_api_and_console_is_hidden_everywhere(
         assert secret.encode() not in dumped
 
 
-def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner):
+def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner, monkeypatch):
     from cryptography.fernet import Fernet
 
+    from app.db import rls
     from app.runs import secrets
 
+    # A command's session has no namespace scope of its own (the fixtures give every test
+    # session all of them): under PostgreSQL's row security rotate saw no row, said "0 rows",
+    # and dropping the old key then lost every secret.
+    monkeypatch.setattr(database(app), "scope", rls.NOTHING)
     deploy(admin_api, "pay", SCHEMA, STEPS)
     old_key = app.config.get("ENCRYPTION_KEYS") or None
     first = Fernet.generate_key().decode()
@@ -177,13 +182,54 @@ def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner):
         result = runner.invoke(args=["secrets", "rotate"])
         assert result.exit_code == 0, result.output
         assert "re-encrypted" in result.output and API_SECRET not in result.output
+        assert "in 0 row" not in result.output
         secrets.configure([second])  # the old key is gone: everything must still decrypt
-        with database(app).session() as session:
+        with database(app).session(rls.Scope.all()) as session:
             stored = session.scalar(select(Run.input).where(Run.run_id == "r1"))
         assert secrets.unseal(stored) == {"token": API_SECRET}
     finally:
         if old_key:
             secrets.configure(old_key.split(","))
+
+
+def test_rotate_holds_the_rows_it_rewrites_so_a_concurrent_save_waits(
+    app, admin_api, runner, monkeypatch
+):
+    # Rotation read a batch, then wrote each row's re-encrypted old value back: a schedule
+    # saved in between got its whole action reverted. It now reads and writes in one write
+    # transaction holding the rows, so another writer waits (here: gives up at once).
+    from sqlalchemy import create_engine, text
+
+    from app.db.session import normalize_url
+    from app.runs import secrets
+
+    deploy(admin_api, "pay", SCHEMA, STEPS)
+    body = {"workflow": "pay", "run_id": "r1", "input": {"token": API_SECRET}}
+    assert admin_api.post("/runs", json=body).status_code == 201
+    url = normalize_url(app.config["DATABASE_URL"])
+    other = create_engine(url, connect_args={"timeout": 0} if url.startswith("sqlite") else {})
+    blocked: list[str] = []
+    rotate = secrets.rotate
+
+    def rotate_while_another_writes(value):
+        if not blocked:
+            with other.connect() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SET lock_timeout = '100ms'"))
+                    conn.execute(text("SELECT set_config('almanac.all_namespaces', 'on', false)"))
+                try:
+                    conn.execute(text("UPDATE runs SET labels = labels WHERE run_id = 'r1'"))
+                    conn.commit()
+                    blocked.append("wrote")
+                except Exception as exc:  # noqa: BLE001 - the lock is what is asserted
+                    blocked.append(type(exc).__name__)
+        return rotate(value)
+
+    monkeypatch.setattr(secrets, "rotate", rotate_while_another_writes)
+    result = runner.invoke(args=["secrets", "rotate"])
+    other.dispose()
+    assert result.exit_code == 0, result.output
+    assert blocked == ["OperationalError"]
 
 
 def test_rotate_without_the_old_key_says_so_in_one_line(app, admin_api, runner):
