@@ -7,6 +7,7 @@ from collections import Counter
 
 from sqlalchemy import select
 
+from app.calendar import Spec, due_time
 from app.context import database
 from app.db import Namespace
 from app.schedules.queries import upcoming_starts
@@ -39,7 +40,10 @@ def test_grouped_expansion_agrees_with_one_by_one(h):
     assert grouped == one_by_one and upcoming.approximate == 0
     # 3 hourly × 24 + 3 daily + 96 jittered + 3 limited; nothing of the paused one.
     assert sum(grouped.values()) == 72 + 3 + 96 + 3
-    assert grouped[at("13:00")] == 3
+    # The herd's three hourly starts, and the jittered one's when its offset there is zero.
+    jittered = h.read("jittered")
+    offset = due_time(Spec.from_dict(jittered["spec"]), jittered["uid"], 600, at("13:00"))
+    assert grouped[at("13:00")] == 3 + (offset == at("13:00"))
 
     # Beyond the bound the rest is counted at canonical times, and says how many.
     _, bounded, upcoming = _both(h, now, exact_limit=1)
