@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -204,23 +204,63 @@ def plaintexts(value: Any) -> list[Any]:
 
 def scrub(value: Any, sealed_input: Any) -> Any:
     """`value` (an action's output or error) with the run's secret plaintexts replaced by `***`,
-    so an action that echoes its input does not write the secret into history."""
-    secrets = [json.dumps(s) if not isinstance(s, str) else s for s in plaintexts(sealed_input)]
-    secrets = [s for s in secrets if s]
-    if not secrets:
+    so an action that echoes its input does not write the secret into history.
+
+    A secret that is an object or an array is hidden whole where it appears whole, and each of
+    its texts and numbers wherever they appear (an echo may copy a part of it, or a message may
+    quote it as Python would); dictionary keys are cleaned too."""
+    values = plaintexts(sealed_input)
+    if not values:
         return value
+    wholes = [v for v in values if isinstance(v, (dict, list))]
+    texts: set[str] = set()
+    for secret in values:
+        texts.update(_secret_texts(secret))
+    texts.discard("")
+    # Longest first: a secret containing another is hidden whole, not piecewise.
+    ordered = sorted(texts, key=len, reverse=True)
+
+    def text(item: str) -> str:
+        for secret in ordered:
+            if secret in item:
+                item = item.replace(secret, MASK)
+        return item
 
     def clean(item: Any) -> Any:
+        if isinstance(item, (dict, list)) and item in wholes:
+            return MASK
         if isinstance(item, dict):
-            return {key: clean(sub) for key, sub in item.items()}
+            return {text(str(key)): clean(sub) for key, sub in item.items()}
         if isinstance(item, list):
             return [clean(sub) for sub in item]
         if isinstance(item, str):
-            for secret in secrets:
-                item = item.replace(secret, MASK)
-            return item
-        if not isinstance(item, bool) and json.dumps(item) in secrets:
+            return text(item)
+        if not isinstance(item, bool) and json.dumps(item) in texts:
             return MASK
         return item
 
     return clean(value)
+
+
+# A number inside a secret object is hidden inside other text only from this many characters
+# on: a lone digit would otherwise be masked in every message.
+MIN_NUMBER_TEXT = 4
+
+
+def _secret_texts(secret: Any, inside: bool = False) -> Iterator[str]:
+    """The texts an echo of `secret` may carry: a text or number secret itself; an object's or
+    array's serialization, and each of its texts and (long enough) numbers."""
+    if isinstance(secret, str):
+        yield secret
+    elif isinstance(secret, dict):
+        yield json.dumps(secret)
+        for item in secret.values():
+            yield from _secret_texts(item, True)
+    elif isinstance(secret, list):
+        yield json.dumps(secret)
+        for item in secret:
+            yield from _secret_texts(item, True)
+    elif secret is not None and not isinstance(secret, bool):
+        number = json.dumps(secret)
+        if not inside or len(number) >= MIN_NUMBER_TEXT:
+            yield number

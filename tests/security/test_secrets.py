@@ -160,6 +160,56 @@ def test_secret_written_through_api_and_console_is_hidden_everywhere(
         assert secret.encode() not in dumped
 
 
+@action("keys-and-raise")
+def keys_and_raise(ctx: ActionContext) -> Any:
+    """Return the input's texts as dictionary keys, or raise quoting the input (Python repr)."""
+    if ctx.input.get("raise"):
+        raise RuntimeError(f"boom with input {ctx.input}")
+    return {str(value): 1 for value in ctx.input.values()}
+
+
+def test_object_and_array_secrets_are_hidden_in_what_actions_return_or_raise(app, admin_api):
+    # The scrub compared a secret object's whole serialization and then walked the output leaf
+    # by leaf, so an echoed object or array secret was stored and shown in plaintext.
+    schema = {
+        "type": "object",
+        "properties": {
+            "creds": {"type": "object", "x-secret": True},
+            "tokens": {"type": "array", "x-secret": True},
+            "pw": {"type": "string", "x-secret": True},
+            "raise": {"type": "boolean"},
+        },
+    }
+    secret_input = {
+        "creds": {"user": "svc", "key": "obj-secret-5c1e", "n": 987654},
+        "tokens": ["arr-secret-77aa", "arr-secret-88bb"],
+        "pw": "key-secret-19fe",
+    }
+    steps = [
+        {"id": "echo", "type": "action", "action": "echo"},
+        {"id": "keys", "type": "action", "action": "keys-and-raise"},
+    ]
+    assert deploy(admin_api, "objsec", schema, steps).status_code == 201
+    body = {"workflow": "objsec", "run_id": "o1", "input": secret_input}
+    assert admin_api.post("/runs", json=body).status_code == 201
+    raising = {"workflow": "objsec", "run_id": "o2", "input": secret_input | {"raise": True}}
+    assert admin_api.post("/runs", json=raising).status_code == 201
+    from app.ticker.tick import run_tick
+
+    run_tick(app, work=True)
+    assert admin_api.get("/runs/o1").get_json()["status"] == "completed"
+    assert admin_api.get("/runs/o2").get_json()["status"] in ("failed", "suspended")
+    shown = _everything_shown(admin_api, "o1") + _everything_shown(admin_api, "o2")
+    dumped = _database_bytes(app)
+    for secret in ("obj-secret-5c1e", "987654", "arr-secret-77aa", "arr-secret-88bb"):
+        assert secret not in shown, secret
+        assert secret.encode() not in dumped, secret
+    assert "key-secret-19fe" not in shown and b"key-secret-19fe" not in dumped
+    history = admin_api.get("/runs/o1/history").get_json()["items"]
+    (echoed,) = [e["payload"]["output"] for e in history if e["event_type"] == "step_completed"][:1]
+    assert echoed["creds"] == "***" and echoed["tokens"] == "***" and echoed["pw"] == "***"
+
+
 def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner, monkeypatch):
     from cryptography.fernet import Fernet
 
