@@ -104,6 +104,15 @@ def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -
         if secrets.secret_path(schema, error.absolute_path):
             # jsonschema quotes the offending value; never echo a secret back.
             message = f"the secret value fails the schema's {error.validator!r} rule"
+        else:
+            # A value holding secrets (an object too big, say) is quoted whole: hide them in it.
+            inside = secrets.secret_values(
+                secrets.schema_at(schema, error.absolute_path), error.instance
+            )
+            if inside:
+                message = secrets.masked_message(message, inside) or (
+                    f"the value holding secrets fails the schema's {error.validator!r} rule"
+                )
         raise InputSchemaError(
             f"{'.'.join(map(str, where))}: {message}",
             errors=[{"loc": where, "msg": message}],

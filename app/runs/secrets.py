@@ -97,6 +97,44 @@ def secret_path(schema: Any, path: Iterable[Any]) -> bool:
     return False
 
 
+def schema_at(schema: Any, path: Iterable[Any]) -> Any:
+    """The part of `schema` that describes `path` into an instance (through `properties`), or
+    None where the path leaves them."""
+    for part in path:
+        props, _ = _secret_properties(schema)
+        schema = props.get(part) if isinstance(part, str) else None
+        if schema is None:
+            return None
+    return schema
+
+
+def secret_values(schema: Any, value: Any) -> list[Any]:
+    """The values of `value` that `schema` marks secret, at any depth of properties."""
+    props, secret = _secret_properties(schema)
+    if not isinstance(value, dict):
+        return []
+    found: list[Any] = []
+    for name, item in value.items():
+        if name in secret:
+            found.append(item)
+        elif name in props:
+            found.extend(secret_values(props[name], item))
+    return found
+
+
+def masked_message(message: str, secret_items: Iterable[Any]) -> str | None:
+    """`message` (which may quote a value holding secrets, as Python or JSON prints it) with
+    each secret replaced by `***`; None if a secret still shows (the caller says less)."""
+    items = [item for item in secret_items if item is not None]
+    texts = sorted(
+        {form for item in items for form in (repr(item), json.dumps(item))}, key=len, reverse=True
+    )
+    for text in texts:
+        message = message.replace(text, repr(MASK))
+    leaves = {leaf for item in items for leaf in _secret_texts(item)}
+    return None if any(leaf and leaf in message for leaf in leaves) else message
+
+
 # --- sealing on the way in ---------------------------------------------------------------------
 
 

@@ -210,6 +210,38 @@ def test_object_and_array_secrets_are_hidden_in_what_actions_return_or_raise(app
     assert echoed["creds"] == "***" and echoed["tokens"] == "***" and echoed["pw"] == "***"
 
 
+def test_a_schema_error_about_a_value_holding_secrets_does_not_quote_them(admin_api):
+    # maxProperties quotes the whole object (Python's repr), secrets included.
+    schema = {
+        "type": "object",
+        "maxProperties": 3,
+        "properties": {
+            "pw": {"type": "string", "x-secret": True},
+            "nested": {
+                "type": "object",
+                "maxProperties": 1,
+                "properties": {"key": {"type": "object", "writeOnly": True}},
+            },
+        },
+    }
+    assert deploy(admin_api, "quoted", schema, STEPS).status_code == 201
+    cases = [
+        {"pw": "quoted-secret-a1", "x": 1, "y": 2, "z": 3},
+        {"pw": "p", "nested": {"key": {"deep": "quoted-secret-b2"}, "other": 1}},
+    ]
+    for value in cases:
+        for path in ("/runs", "/schedules/simulate"):
+            body = {"workflow": "quoted", "input": value}
+            if path != "/runs":
+                window = {"from": "2026-01-05T12:00:00Z", "to": "2026-01-05T13:00:00Z"}
+                body |= {"cron": "0 * * * *"} | window
+            refused = admin_api.post(path, json=body)
+            text = refused.get_data(as_text=True)
+            assert refused.status_code == 422, text
+            assert "quoted-secret" not in text, text
+            assert "has too many properties" in text and "'***'" in text
+
+
 def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner, monkeypatch):
     from cryptography.fernet import Fernet
 
