@@ -250,3 +250,25 @@ def test_a_failed_apply_reports_what_it_applied_and_where_it_stopped(almanac, sd
         ("d", True),
     ]
     assert revisions(sdk) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_a_body_the_server_would_refuse_is_never_unchanged(almanac, sdk, tmp_path):
+    file = tmp_path / "tp.json"
+    body = {"schedule_id": "tp", "cron": "0 6 * * *", "workflow": "noop-flow"}
+    file.write_text(json.dumps(body))
+    _, actions = plan_of(almanac("schedules", "apply", str(file), "-o", "json"))
+    assert actions == {"tp": "create"}
+    # Python's `False == 0` and a dropped unknown key made both look unchanged.
+    file.write_text(json.dumps(body | {"overlap_polcy": "allow_all", "jitter_seconds": False}))
+    for args in (["--dry-run"], []):
+        result = almanac("schedules", "apply", str(file), *args)
+        assert result.exit_code == 1, result.stdout
+        assert result.stdout.splitlines()[0] == "update     tp  (jitter_seconds, overlap_polcy)"
+        assert result.stderr.startswith("error VALIDATION: ")
+        assert "overlap_polcy" in result.stderr and "jitter_seconds" in result.stderr
+    for edit in ({"jitter_seconds": 0.0}, {"id": "other"}, {"action": {"workflow": "noop-flow"}}):
+        file.write_text(json.dumps(body | edit))
+        result = almanac("schedules", "apply", str(file))
+        assert result.exit_code == 1, result.stdout
+        assert result.stderr.startswith("error VALIDATION: ")
+    assert revisions(sdk) == {"tp": 1}
