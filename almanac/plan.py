@@ -2,8 +2,10 @@
 
 A body and a stored schedule are compared after both are brought to one normal form: the
 shorthands (`cron`, `timezone`, `workflow`, `activation_id`, `input`, `id`) expanded, defaults
-filled in, durations compared by length and instants by the moment they name. Equal
-configurations are left alone, so applying the same files twice writes no revision.
+filled in, durations compared by length and instants by the moment they name, values compared
+as JSON (`false` is not `0`). Equal configurations are left alone, so applying the same files
+twice writes no revision; what the normal form cannot hold (unknown keys, a shorthand beside its
+long form, an `id` naming another schedule) counts as changed, so the server judges it.
 """
 
 from __future__ import annotations
@@ -57,6 +59,20 @@ SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 # A dry run checks a body by simulating it over one second: the server parses and checks it as a
 # save would and writes nothing; the window only has to be valid, so any fixed one will do.
 CHECK_WINDOW = ("2000-01-01T00:00:00Z", "2000-01-01T00:00:01Z")
+# The keys a save body may hold at each level; the server refuses any other.
+BODY_KEYS = frozenset(
+    {"schedule_id", "id", "cron", "timezone", "workflow", "activation_id", "input", *CONFIG_FIELDS}
+)
+SPEC_KEYS = frozenset({"cron_expressions", "cron", "intervals", "timezone", "start_at", "end_at"})
+INTERVAL_KEYS = frozenset({"every", "offset"})
+# Top-level shorthand -> (the field it fills, the keys there a save refuses it beside).
+SHORTHAND_KEYS = {
+    "cron": ("spec", ("cron_expressions", "cron")),
+    "timezone": ("spec", ("timezone",)),
+    "workflow": ("action", ("workflow",)),
+    "activation_id": ("action", ("activation_id",)),
+    "input": ("action", ("input",)),
+}
 # Keys the simulation takes beside the save body: a save refuses them, so the check must too.
 WINDOW_KEYS = ("from", "to", "run_duration")
 
@@ -83,45 +99,107 @@ def _instant(value: Any) -> Any:
     return moment.astimezone(UTC) if moment.tzinfo else moment
 
 
-def _spec(spec: Mapping[str, Any], cron: Any = None, timezone: Any = None) -> dict[str, Any]:
-    expressions = [" ".join(str(e).split()) for e in spec.get("cron_expressions") or []]
-    if cron is not None:
-        expressions.append(" ".join(str(cron).split()))
-    intervals = [
-        (_duration(i.get("every")), _duration(i.get("offset") or "PT0S"))
-        for i in spec.get("intervals") or []
-        if isinstance(i, Mapping)
-    ]
+def _or(value: Any, default: Any) -> Any:
+    """`default` for a missing or null value only: `false`, `0` or `""` are values a save checks."""
+    return default if value is None else value
+
+
+def _expressions(spec: Mapping[str, Any], cron: Any) -> Any:
+    listed = _or(spec.get("cron_expressions"), [])
+    if not isinstance(listed, list):
+        return listed
+    expressions = [*listed, *(e for e in (spec.get("cron"), cron) if e is not None)]
+    if not all(isinstance(e, str) for e in expressions):
+        return expressions
+    return list(dict.fromkeys(" ".join(e.split()) for e in expressions))
+
+
+def _interval(interval: Any) -> Any:
+    if not isinstance(interval, Mapping):
+        return interval
+    return (_duration(interval.get("every")), _duration(_or(interval.get("offset"), "PT0S")))
+
+
+def _spec(spec: Any, cron: Any = None, timezone: Any = None) -> Any:
+    if spec is not None and not isinstance(spec, Mapping):
+        return spec
+    spec = spec or {}
+    intervals = _or(spec.get("intervals"), [])
     return {
-        "cron_expressions": list(dict.fromkeys(expressions)),
-        "intervals": intervals,
-        "timezone": timezone or spec.get("timezone") or "UTC",
+        "cron_expressions": _expressions(spec, cron),
+        "intervals": [_interval(i) for i in intervals]
+        if isinstance(intervals, list)
+        else intervals,
+        "timezone": _or(timezone, _or(spec.get("timezone"), "UTC")),
         "start_at": _instant(spec.get("start_at")),
         "end_at": _instant(spec.get("end_at")),
     }
 
 
-def normalize(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The comparable configuration of a save body or a stored schedule."""
-    action = dict(body.get("action") or {})
+def _action(body: Mapping[str, Any]) -> Any:
+    action = body.get("action")
+    if action is not None and not isinstance(action, Mapping):
+        return action
+    action = dict(action or {})
     for short in ("workflow", "activation_id", "input"):
         if short in body and short not in action:
             action[short] = body[short]
-    action = {key: action.get(key, default) for key, default in ACTION_DEFAULTS.items()}
-    action["input"] = {} if action["input"] is None else action["input"]
-    config = {key: body.get(key, default) for key, default in DEFAULTS.items()}
-    for key in ("labels", "memo", "search_attributes"):
-        config[key] = config[key] or {}
-    config["jitter_seconds"] = config["jitter_seconds"] or 0
-    config["overlap_policy"] = config["overlap_policy"] or "skip"
-    config["missed_policy"] = config["missed_policy"] or "skip"
-    spec = _spec(body.get("spec") or {}, body.get("cron"), body.get("timezone"))
-    return {"spec": spec, "action": action, **config}
+    return {key: _or(action.get(key), default) for key, default in ACTION_DEFAULTS.items()}
+
+
+def normalize(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The comparable configuration of a save body or a stored schedule.
+
+    A value of the wrong shape (`false` for a number, a list for the spec) is kept as it is, so
+    it compares unequal to what the server stores and the server, not this form, refuses it.
+    """
+    config = {key: _or(body.get(key), default) for key, default in DEFAULTS.items()}
+    spec = _spec(body.get("spec"), body.get("cron"), body.get("timezone"))
+    return {"spec": spec, "action": _action(body), **config}
+
+
+def same(mine: Any, theirs: Any) -> bool:
+    """Equal as JSON values: unlike Python's `==`, `false`, `0` and `0.0` are all different."""
+    if isinstance(mine, Mapping) and isinstance(theirs, Mapping):
+        return mine.keys() == theirs.keys() and all(same(mine[k], theirs[k]) for k in mine)
+    if isinstance(mine, list | tuple) and isinstance(theirs, list | tuple):
+        return len(mine) == len(theirs) and all(map(same, mine, theirs))
+    return type(mine) is type(theirs) and mine == theirs
+
+
+def unheld_fields(body: Mapping[str, Any]) -> list[str]:
+    """The body's fields that the normal form drops: unknown keys (at the top, in the spec, its
+    intervals or the action) and shorthands beside their long form. A save refuses them."""
+    fields = [str(key) for key in body if key not in BODY_KEYS]
+    spec, action = body.get("spec"), body.get("action")
+    if isinstance(spec, Mapping):
+        intervals = spec.get("intervals")
+        nested = (
+            [i for i in intervals if isinstance(i, Mapping)] if isinstance(intervals, list) else []
+        )
+        if set(spec) - SPEC_KEYS or any(set(i) - INTERVAL_KEYS for i in nested):
+            fields.append("spec")
+    if isinstance(action, Mapping) and set(action) - set(ACTION_DEFAULTS):
+        fields.append("action")
+    for short, (field_name, keys) in SHORTHAND_KEYS.items():
+        container = body.get(field_name)
+        given = short in body and not (short == "cron" and body[short] is None)
+        if given and isinstance(container, Mapping) and any(k in container for k in keys):
+            fields.append(short)
+    return fields
 
 
 def changed_fields(body: Mapping[str, Any], stored: Mapping[str, Any]) -> list[str]:
+    """The fields a save of `body` would change in `stored`.
+
+    What the normal form cannot hold counts as changed (the fields of `unheld_fields`, an `id`
+    naming another schedule), so the update is sent and the server says what it makes of it.
+    """
     mine, theirs = normalize(body), normalize(stored)
-    return [name for name in CONFIG_FIELDS if mine[name] != theirs[name]]
+    changed = [name for name in CONFIG_FIELDS if not same(mine[name], theirs[name])]
+    ids = [k for k in ("schedule_id", "id") if body.get(k) is not None]
+    changed += [k for k in ids if not same(body[k], stored.get("schedule_id"))]
+    return changed + [name for name in unheld_fields(body) if name not in changed]
 
 
 @dataclass

@@ -29,7 +29,7 @@ def load_bodies(path: Path) -> list[tuple[str, dict[str, Any]]]:
     bodies: list[tuple[str, dict[str, Any]]] = []
     seen: dict[str, Path] = {}
     for file in files:
-        document = parse_document(read_text(str(file)), file.name)
+        document = parse_document(read_text(str(file)), str(file))
         for body in document if isinstance(document, list) else [document]:
             schedule_id = body_id(body) if isinstance(body, dict) else None
             if schedule_id is None:
@@ -124,4 +124,6 @@ def show_step(step: Step, failure: str) -> None:
     click.echo(f"{step.action:<10} {step.schedule_id}{changed}")
     if step.error is not None:
         text = describe(step.error).replace("\n", "\n  ")
-        click.echo(f"  {failure} ({inert(step.file or '')}): {text}")
+        # A --prune delete comes from no file: name the step instead.
+        where = inert(step.file) if step.file else f"delete {step.schedule_id}"
+        click.echo(f"  {failure} ({where}): {text}")

@@ -27,7 +27,14 @@ def read_profiles(path: Path) -> dict[str, dict[str, str]]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise click.UsageError(f"cannot read {path}: {exc}") from exc
-    return {name: dict(v) for name, v in data.items() if isinstance(v, dict)}
+    for name, values in data.items():
+        if not isinstance(values, dict):
+            raise click.UsageError(f"cannot read {path}: profile {name!r} is not a table")
+        # The key is named, never the value: it may be a token.
+        wrong = next((key for key in KEYS if not isinstance(values.get(key, ""), str)), None)
+        if wrong is not None:
+            raise click.UsageError(f"cannot read {path}: profile {name!r}: {wrong} is not a string")
+    return {name: dict(values) for name, values in data.items()}
 
 
 TOML_ESCAPES = {

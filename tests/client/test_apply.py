@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import yaml
+from click.testing import CliRunner
 
-from tests.client.conftest import schedule_body
+from almanac.cli import cli
+from tests.client.conftest import JsonHandler, schedule_body, serving
 
 
 def write_folder(folder, count=20):
@@ -250,3 +252,81 @@ def test_a_failed_apply_reports_what_it_applied_and_where_it_stopped(almanac, sd
         ("d", True),
     ]
     assert revisions(sdk) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_a_body_the_server_would_refuse_is_never_unchanged(almanac, sdk, tmp_path):
+    file = tmp_path / "tp.json"
+    body = {"schedule_id": "tp", "cron": "0 6 * * *", "workflow": "noop-flow"}
+    file.write_text(json.dumps(body))
+    _, actions = plan_of(almanac("schedules", "apply", str(file), "-o", "json"))
+    assert actions == {"tp": "create"}
+    # Python's `False == 0` and a dropped unknown key made both look unchanged.
+    file.write_text(json.dumps(body | {"overlap_polcy": "allow_all", "jitter_seconds": False}))
+    for args in (["--dry-run"], []):
+        result = almanac("schedules", "apply", str(file), *args)
+        assert result.exit_code == 1, result.stdout
+        assert result.stdout.splitlines()[0] == "update     tp  (jitter_seconds, overlap_polcy)"
+        assert result.stderr.startswith("error VALIDATION: ")
+        assert "overlap_polcy" in result.stderr and "jitter_seconds" in result.stderr
+    for edit in ({"jitter_seconds": 0.0}, {"id": "other"}, {"action": {"workflow": "noop-flow"}}):
+        file.write_text(json.dumps(body | edit))
+        result = almanac("schedules", "apply", str(file))
+        assert result.exit_code == 1, result.stdout
+        assert result.stderr.startswith("error VALIDATION: ")
+    assert revisions(sdk) == {"tp": 1}
+
+
+class ForbidsDeletes(JsonHandler):
+    """A stand-in server holding one schedule, `stray`, that the caller may not delete."""
+
+    stray = {
+        "schedule_id": "stray",
+        "uid": "u-1",
+        "namespace": "default",
+        "revision": 1,
+        "status": "active",
+        "spec": {"cron_expressions": ["0 * * * *"]},
+        "action": {"workflow": "noop-flow"},
+        "overlap_policy": "skip",
+        "missed_policy": "skip",
+        "jitter_seconds": 0,
+        "fires_count": 0,
+    }
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        self.send_json(200, {"items": [self.stray], "next_cursor": None})
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server naming
+        error = {"code": "FORBIDDEN", "message": "you may not delete schedules here"}
+        self.send_json(403, {"error": error})
+
+
+def test_a_failed_prune_delete_names_the_step_it_failed_at(tmp_path):
+    folder = tmp_path / "schedules"
+    folder.mkdir()
+    with serving(ForbidsDeletes) as url:
+        env = {"ALMANAC_URL": url, "ALMANAC_TOKEN": "tok", "XDG_CONFIG_HOME": str(tmp_path)}
+        result = CliRunner().invoke(cli, ["schedules", "apply", str(folder), "--prune"], env=env)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [
+        "delete     stray",
+        "  failed (delete stray): error FORBIDDEN: you may not delete schedules here",
+    ]
+    assert lines[2].startswith("stopped at stray: 0 created, 0 updated, 0 unchanged, 0 deleted")
+
+
+def test_every_usage_error_of_apply_names_the_file_as_the_command_line_reaches_it(
+    almanac, tmp_path
+):
+    folder = tmp_path / "mix"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(schedule_body("a")))
+    (folder / "b.json").write_text("{not json")
+    malformed = almanac("schedules", "apply", str(folder))
+    assert malformed.exit_code == 2
+    assert f"Invalid value: {folder / 'b.json'}: " in malformed.stderr
+    (folder / "b.json").write_text(json.dumps(schedule_body("a")))
+    twice = almanac("schedules", "apply", str(folder))
+    assert twice.exit_code == 2
+    assert f"Invalid value: {folder / 'b.json'}: 'a' is also in {folder / 'a.json'}" in twice.stderr

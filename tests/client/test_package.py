@@ -251,3 +251,22 @@ def test_auth_setup_takes_output_like_every_command_and_never_prints_the_token(t
     table = CliRunner().invoke(cli, args, env=env)
     assert table.stdout == f"profile 'default' written to {path}\n"
     assert "tok-secret" not in result.stdout + line.stdout + table.stdout
+
+
+def test_a_profile_value_of_the_wrong_type_is_a_usage_error_naming_file_profile_and_key(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    path = tmp_path / "almanac" / "profiles.toml"
+    path.parent.mkdir()
+    for text, said in (
+        ("[default]\nurl = 5\n", "profile 'default': url is not a string"),
+        (
+            '[default]\nurl = "http://127.0.0.1:9"\ntoken = 5\n',
+            "profile 'default': token is not a string",
+        ),
+        ('[default]\nurl = ["x"]\n', "profile 'default': url is not a string"),
+        ('default = "x"\n', "profile 'default' is not a table"),
+    ):
+        path.write_text(text)
+        result = CliRunner().invoke(cli, ["schedules", "list"], env=env)
+        assert result.exit_code == 2, result.output
+        assert f"Error: cannot read {path}: {said}" in result.stderr.splitlines()
