@@ -176,7 +176,7 @@ def seal(schema: Any, value: Any, previous: Any = None) -> Any:
     for name, item in value.items():
         if name in secret and not is_sealed(item):
             old = previous.get(name)
-            same = is_sealed(old) and _unseal_value(old) == item
+            same = is_sealed(old) and _opens(old) and _unseal_value(old) == item
             result[name] = old if same else _seal_value(item)
         elif name in props:
             result[name] = seal(props[name], item, previous.get(name))
@@ -194,6 +194,25 @@ def _walk(value: Any, leaf: Callable[[str], Any]) -> Any:
     if isinstance(value, list):
         return [_walk(item, leaf) for item in value]
     return value
+
+
+def _opens(text: str) -> bool:
+    try:
+        _unseal_value(text)
+    except SecretUnavailable:
+        return False
+    return True
+
+
+def undecryptable(value: Any, path: tuple[str | int, ...] = ()) -> list[list[str | int]]:
+    """The paths in `value` of the sealed strings no configured key decrypts."""
+    if isinstance(value, str):
+        return [list(path)] if is_sealed(value) and not _opens(value) else []
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in undecryptable(item, (*path, key))]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in undecryptable(item, (*path, i))]
+    return []
 
 
 def unseal(value: Any) -> Any:

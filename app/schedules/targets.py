@@ -102,10 +102,20 @@ def resolve(
         raise TargetNotReady([{"loc": loc, "msg": exc.message}]) from None
     schema = target.definition.get("input_schema")
     prefix: list[str | int] = ["input"] if "input" in data else ["action", "input"]
-    secrets.refuse_sealed_text(_client_input(data), prefix)
+    sent = _client_input(data)
+    secrets.refuse_sealed_text(sent, prefix)
+    if sent is None and secrets.undecryptable(action["input"]):
+        # A save that leaves the input alone keeps it as stored, secrets no configured key
+        # opens included (the runs that need them fail until their values are sent again).
+        return target
     # A merge patch carries the stored (sealed) input: validate the plaintext it stands for.
-    plain = secrets.restore_masked(schema, secrets.unseal(action["input"]), previous_input)
-    plain = secrets.unseal(plain)
+    restored = secrets.restore_masked(schema, action["input"], previous_input)
+    lost = secrets.undecryptable(restored)
+    if lost:
+        raise ValidationFailed(
+            [{"loc": [*prefix, *path], "msg": LOST_SECRET} for path in lost],
+        )
+    plain = secrets.unseal(restored)
     try:
         # A workflow without an input schema accepts any input: no validator to build.
         if schema:
@@ -118,6 +128,12 @@ def resolve(
         raise InputSchemaError(exc.message, errors=errors) from None
     action["input"] = secrets.seal(schema, plain, previous_input)
     return target
+
+
+LOST_SECRET = (
+    "the stored secret cannot be decrypted with the configured keys (its key was dropped or "
+    "changed): send its value again instead of ***"
+)
 
 
 def _client_input(data: Mapping[str, Any]) -> Any:

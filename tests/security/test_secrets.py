@@ -242,6 +242,55 @@ def test_a_schema_error_about_a_value_holding_secrets_does_not_quote_them(admin_
             assert "has too many properties" in text and "'***'" in text
 
 
+def test_a_schedule_whose_secret_no_key_opens_can_still_be_edited_and_given_it_again(
+    app, admin_api
+):
+    # Every save of such a schedule was a 500, even one sending the secret's new value.
+    from cryptography.fernet import Fernet
+
+    from app.runs import secrets
+    from app.ticker.tick import run_tick
+
+    deploy(admin_api, "pay", SCHEMA, STEPS)
+    saved = dict(secrets._keyring)
+    secrets.configure([Fernet.generate_key().decode()])
+    try:
+        body = {
+            "id": "lost",
+            "cron": "0 3 * * *",
+            "workflow": "pay",
+            "input": {"token": API_SECRET, "region": "eu"},
+        }
+        assert admin_api.post("/schedules", json=body).status_code == 201
+        secrets.configure([Fernet.generate_key().decode()])  # the key is gone
+
+        def patch(change: dict[str, Any]) -> Any:
+            revision = admin_api.get("/schedules/lost").get_json()["revision"]
+            return admin_api.request(
+                "PATCH", "/schedules/lost", json=change, headers={"If-Match": str(revision)}
+            )
+
+        notes = patch({"notes": "key lost"})
+        assert notes.status_code == 200, notes.get_json()
+        masked = patch({"input": {"token": "***", "region": "eu"}})
+        assert masked.status_code == 422
+        (error,) = masked.get_json()["error"]["details"]["errors"]
+        assert error["loc"] == ["input", "token"] and "send its value again" in error["msg"]
+        again = patch({"input": {"token": "given-again-42ab", "region": "eu"}})
+        assert again.status_code == 200, again.get_json()
+        revision = admin_api.get("/schedules/lost").get_json()["revision"]
+        fired = admin_api.post(
+            "/schedules/lost/trigger", json={}, headers={"If-Match": str(revision)}
+        )
+        assert fired.status_code in (200, 201), fired.get_json()
+        SEEN.clear()
+        run_tick(app, work=True)
+        assert {"token": "given-again-42ab", "region": "eu"} in SEEN
+    finally:
+        secrets._keyring.clear()
+        secrets._keyring.update(saved)
+
+
 def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner, monkeypatch):
     from cryptography.fernet import Fernet
 
