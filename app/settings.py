@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -187,12 +188,16 @@ def _shown(value: float) -> str:
     return f"{int(value):,}" if value == int(value) else f"{value:g}"
 
 
+FERNET_KEY = re.compile(r"[A-Za-z0-9_-]{43}=")
+
+
 def _encryption_keys(keys: str) -> None:
     for index, key in enumerate(keys.split(","), start=1):
-        try:
+        # Exactly the 44 characters Fernet writes: base64's lenient decoder stops at the first
+        # padding and skips stray characters, so "K1 K2" or "K1;K2" passed as K1 alone.
+        valid = FERNET_KEY.fullmatch(key.strip()) is not None
+        if valid:
             valid = len(base64.urlsafe_b64decode(key.strip().encode())) == 32
-        except ValueError:
-            valid = False
         if not valid:
             # A key is a secret: say which one, never what it holds.
             raise SettingError(

@@ -14,6 +14,10 @@ from app import create_app
 from app.settings import SettingError
 from tests.live import ROOT
 
+# Two Fernet keys (made by Fernet.generate_key()).
+KEY_A = "w8TObvFgNyR7ZTZEd7K1PBmAkfS1CjtgEd38wNHvQvk="
+KEY_B = "0ihyu1QRWMv8Tv5R_ZqMc6XQFpOaBQZwdJCFWDFhS3w="
+
 REFUSED = [
     ("TICK_SECONDS", "abc"),
     ("TICK_SECONDS", "0"),
@@ -35,6 +39,11 @@ REFUSED = [
     ("SCHEDULER", "enabled"),
     ("DATABASE_URL", "garbage"),
     ("ENCRYPTION_KEYS", "notakey"),
+    # Base64's lenient decoder read each of these as the first key alone.
+    ("ENCRYPTION_KEYS", f"{KEY_A} {KEY_B}"),
+    ("ENCRYPTION_KEYS", f"{KEY_A};{KEY_B}"),
+    ("ENCRYPTION_KEYS", KEY_A + KEY_A),
+    ("ENCRYPTION_KEYS", "!!!!" + KEY_A),
     ("ACTION_MODULES", "no.such.module"),
     # Read from the environment as JSON: null, lists and objects are no numbers either.
     ("TICK_BUDGET_SECONDS", None),
@@ -119,3 +128,8 @@ def test_gunicorn_stops_instead_of_booting_its_worker_again_and_again(tmp_path):
     refusal = "almanac: ALMANAC_LEASE_SECONDS must be a number from 1 to 86,400, not 0"
     assert lines.count(refusal) == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+def test_two_fernet_keys_separated_by_a_comma_are_taken(tmp_path):
+    app = create_app(_config(tmp_path, ENCRYPTION_KEYS=f"{KEY_A}, {KEY_B}"))
+    assert app.config["ENCRYPTION_KEYS"] == f"{KEY_A}, {KEY_B}"
