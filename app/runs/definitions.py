@@ -107,6 +107,40 @@ def _check_schema(schema: Any) -> None:
         check_patterns(schema, ["input_schema"])
     except PatternError as exc:
         raise DefinitionInvalid(exc.loc, exc.msg) from None
+    _check_secret_marks(schema, [])
+
+
+SECRET_MARK_RULE = (
+    "a secret is marked on a property reached through 'properties' from the top of the schema "
+    "(x-secret or writeOnly on the property itself); a mark inside $ref targets, $defs, items, "
+    "allOf, anyOf, oneOf and the like would be ignored and its value stored in plaintext"
+)
+
+
+def _check_secret_marks(schema: Any, path: list[str | int]) -> None:
+    """Refuse a secret mark Almanac would not honour (it follows `properties` only)."""
+    if isinstance(schema, list):
+        for index, item in enumerate(schema):
+            _check_secret_marks(item, [*path, index])
+        return
+    if not isinstance(schema, dict):
+        return
+    # A map of names to schemas is no schema itself; its entries are checked one by one.
+    is_map = bool(path) and path[-1] in SCHEMA_MAPS
+    marked = schema.get("x-secret") is True or schema.get("writeOnly") is True
+    through_properties = len(path) % 2 == 0 and all(part == "properties" for part in path[0::2])
+    if marked and not is_map and (not path or not through_properties):
+        raise DefinitionInvalid(["input_schema", *path], SECRET_MARK_RULE)
+    for key, item in schema.items():
+        if is_map or key not in SCHEMA_DATA:
+            _check_secret_marks(item, [*path, key])
+
+
+# Keywords whose value maps names to schemas, and keywords whose value is data, not a schema.
+SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+SCHEMA_DATA = frozenset({"enum", "const", "default", "examples"})
 
 
 def _check_seconds(value: Any, loc: list[str | int], step: str | None) -> None:

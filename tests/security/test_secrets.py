@@ -291,6 +291,50 @@ def test_a_schedule_whose_secret_no_key_opens_can_still_be_edited_and_given_it_a
         secrets._keyring.update(saved)
 
 
+def test_a_secret_mark_almanac_would_not_honour_is_refused_at_deploy(admin_api):
+    # Marks are followed through `properties` only: one under $ref, items or allOf was
+    # accepted and its value stored and shown in plaintext.
+    refused = {
+        "ref": (
+            {
+                "$defs": {"Secret": {"type": "string", "x-secret": True}},
+                "properties": {"pw": {"$ref": "#/$defs/Secret"}},
+            },
+            ["input_schema", "$defs", "Secret"],
+        ),
+        "items": (
+            {
+                "properties": {
+                    "accts": {"type": "array", "items": {"type": "string", "x-secret": True}}
+                }
+            },
+            ["input_schema", "properties", "accts", "items"],
+        ),
+        "allof": (
+            {"properties": {"all": {"allOf": [{"type": "string", "writeOnly": True}]}}},
+            ["input_schema", "properties", "all", "allOf", 0],
+        ),
+        "root": ({"type": "string", "x-secret": True}, ["input_schema"]),
+    }
+    for name, (schema, loc) in refused.items():
+        response = deploy(admin_api, f"mark-{name}", schema, STEPS)
+        assert response.status_code == 422, name
+        (error,) = response.get_json()["error"]["details"]["errors"]
+        assert error["loc"] == loc and "properties" in error["msg"], name
+    honoured = {
+        "type": "object",
+        "properties": {
+            "pw": {"x-secret": True, "$ref": "#/$defs/text"},
+            "nested": {"properties": {"key": {"type": "string", "writeOnly": True}}},
+            # Data that looks like a mark, and a property named like one, are not marks.
+            "mode": {"enum": [{"x-secret": True}], "default": {"writeOnly": True}},
+            "x-secret": True,
+        },
+        "$defs": {"text": {"type": "string"}},
+    }
+    assert deploy(admin_api, "mark-ok", honoured, STEPS).status_code == 201
+
+
 def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner, monkeypatch):
     from cryptography.fernet import Fernet
 
