@@ -18,9 +18,10 @@ from sqlalchemy.orm import Session
 from app.calendar import CalendarError, check_range, parse_duration, parse_instant
 from app.db import Namespace, Schedule
 from app.runs import lifecycle
+from app.runs.errors import ActivationNotFound, ActivationNotReady
 from app.schedules import store, targets
 from app.schedules.config import parse_request
-from app.schedules.errors import invalid
+from app.schedules.errors import ScheduleDeleted, invalid
 from app.schedules.simulate import ActiveRun, Buffered, Start
 
 WINDOW_KEYS = ("from", "to", "run_duration")
@@ -28,6 +29,7 @@ MAX_WINDOW = timedelta(days=366)
 MAX_RUN_DURATION = timedelta(days=366)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(2900, 1, 1, tzinfo=UTC)
+WINDOW_RANGE = "must be from 1970-01-01T00:00:00Z to before 2900-01-01T00:00:00Z"
 # Run ids of a simulated schedule saved without an id (save would generate one).
 UNSAVED_ID = "new"
 
@@ -69,9 +71,12 @@ def from_body(
     jitter matches; a new schedule's uid is only drawn when it is saved, so a stand-in is used.
     """
     schedule_id, config = parse_request(data)
+    existing = store.find(session, namespace, schedule_id) if schedule_id else None
+    if existing is not None and existing.status == "deleted":
+        # A save would be refused: ids are never reused.
+        raise ScheduleDeleted(existing.schedule_id)
     check_range(config.spec, now)
     targets.resolve(session, namespace, config, data)
-    existing = store.find(session, namespace, schedule_id) if schedule_id else None
     return Start(
         schedule_id=schedule_id or UNSAVED_ID,
         uid=existing.uid if existing is not None else _stand_in_uid(namespace, schedule_id),
@@ -105,12 +110,29 @@ def from_stored(session: Session, schedule: Schedule) -> Start:
         missed_policy=schedule.missed_policy,
         jitter_seconds=schedule.jitter_seconds,
         remaining_runs=schedule.remaining_runs,
-        active=schedule.status == "active",
+        # A target that is not ready blocks the schedule at its next tick: nothing fires.
+        active=schedule.status == "active" and _target_ready(session, schedule),
         pending=schedule.pending_occurrence,
         pending_until=schedule.pending_until,
         buffer=buffer,
         runs=runs,
     )
+
+
+def _target_ready(session: Session, schedule: Schedule) -> bool:
+    namespace = session.get(Namespace, schedule.namespace_id)
+    assert namespace is not None
+    action = schedule.action
+    try:
+        lifecycle.resolve_target(
+            session,
+            namespace,
+            workflow=action.get("workflow"),
+            activation_id=action.get("activation_id"),
+        )
+    except (ActivationNotFound, ActivationNotReady):
+        return False
+    return True
 
 
 def _instant(data: Mapping[str, Any], key: str) -> datetime:
@@ -120,9 +142,11 @@ def _instant(data: Mapping[str, Any], key: str) -> datetime:
     try:
         value = parse_instant(raw, (key,))
     except CalendarError as exc:
-        raise invalid([key], exc.msg) from None
-    if not EARLIEST <= value < LATEST:
-        raise invalid([key], "must be between 1970 and 2900")
+        if exc.code != "VALIDATION":
+            raise invalid([key], exc.msg) from None
+        value = None  # out of any instant's range: the window's own range says more
+    if value is None or not EARLIEST <= value < LATEST:
+        raise invalid([key], WINDOW_RANGE)
     return value
 
 

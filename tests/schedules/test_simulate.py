@@ -437,3 +437,43 @@ def test_buffer_one_agrees_with_the_ticker_when_a_run_ends_on_a_due_time(h):
         if item["run_id"] is not None:
             run = h.api.get(f"/runs/{item['run_id']}").get_json()
             assert run["created_at"] == item["starts_at"]
+
+
+def test_a_stored_schedule_whose_target_is_not_ready_does_nothing(h):
+    # The next tick blocks it (activation_not_ready) and nothing starts; the simulation said 4.
+    activation = h.workflow()
+    h.create("s", cron="*/10 * * * *", activation_id=activation)
+    h.retire(activation)
+    window = {"from": utc("12:00"), "to": utc("13:00")}
+    result = simulate(h, window, "s")
+    assert result["items"] == [] and result["summary"]["started"] == 0
+    h.tick("12:10")
+    assert h.read("s")["status"] == "blocked" and h.ledger("s") == []
+
+
+def test_a_body_naming_a_deleted_schedule_is_refused_as_its_save_would_be(h):
+    h.create("s", cron="*/10 * * * *")
+    assert h.post("s", "delete").status_code == 200
+    refused = h.api.post("/schedules/simulate", json=body(h) | {"id": "s"})
+    assert refused.status_code == 409
+    assert refused.get_json()["error"]["code"] == "SCHEDULE_DELETED"
+    saved = h.api.post(
+        "/schedules",
+        json={k: v for k, v in body(h).items() if k not in ("from", "to")} | {"id": "s"},
+    )
+    assert saved.status_code == 409
+
+
+def test_a_window_out_of_range_names_the_windows_own_range(h):
+    h.create("s", cron="*/10 * * * *")
+    for start, end in (
+        ("1969-12-31T00:00:00Z", "1970-01-02T00:00:00Z"),
+        ("2950-01-01T00:00:00Z", "2950-01-02T00:00:00Z"),
+    ):
+        refused = h.api.post("/schedules/s/simulate", json={"from": start, "to": end})
+        assert refused.status_code == 422
+        (error,) = refused.get_json()["error"]["details"]["errors"]
+        assert error == {
+            "loc": ["from"],
+            "msg": "must be from 1970-01-01T00:00:00Z to before 2900-01-01T00:00:00Z",
+        }
