@@ -38,6 +38,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # code, like the firing policy a simulation runs) loads no database, face or ticker host,
     # in 0.5 s and 32 MB instead of 2.5 s and 96 MB. No module imports from `app` itself.
     from app import api, cli, console, context, headers, inputs, redaction
+    from app.auth.first_start import bootstrap_on_start
     from app.runs import secrets as secret_inputs
     from app.ticker.host import start_if_enabled
 
@@ -51,6 +52,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.before_request(inputs.refuse_nul_in_request)
     inputs.bound_streamed_bodies(app)
     cli.init_app(app)
+    bootstrap_on_start(app)
     start_if_enabled(app)
     return app
 

@@ -126,7 +126,7 @@ def stop() -> None:
         pool.stop()
 
 
-def _cli_command_other_than_run() -> bool:
+def cli_command_other_than_run() -> bool:
     """True under `flask ...` unless the command is the dev server (`flask run`)."""
     if os.environ.get("FLASK_RUN_FROM_CLI") != "true":
         return False
@@ -136,7 +136,7 @@ def _cli_command_other_than_run() -> bool:
 
 def start_if_enabled(app: Flask) -> None:
     """Start the ticker when `ALMANAC_SCHEDULER=on`, but not in the reloader's watcher process."""
-    if not scheduler_enabled(app.config) or _cli_command_other_than_run():
+    if not scheduler_enabled(app.config) or cli_command_other_than_run():
         return
     if app.debug and os.environ.get("WERKZEUG_RUN_MAIN") != "true":
         return

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import pytest
+from sqlalchemy import func, select
 
 from app.context import database
 from app.db import Membership, Namespace, User
@@ -79,3 +80,33 @@ def test_commands_on_a_database_without_tables_say_to_upgrade_it(tmp_path):
         result = runner.invoke(args=["db", verb, "bogus"])
         assert result.exit_code == 1, result.output
         assert f"{verb} refused, nothing was changed" in result.output and "bogus" in result.output
+
+
+def test_first_start_creates_the_admin_when_a_password_is_set(db_url, monkeypatch):
+    # The first superuser was made only by `admin bootstrap` (which `make run` calls): a server
+    # started on its own with ALMANAC_ADMIN_PASSWORD and _TOKEN set answered that token 401.
+    from tests.conftest import make_test_app
+
+    settings = {"ADMIN_PASSWORD": "first-start-pw", "ADMIN_TOKEN": "alm_first_start_token_1"}
+    # A flask command other than `run` (it may come before `db upgrade`) creates nobody.
+    monkeypatch.setenv("FLASK_RUN_FROM_CLI", "true")
+    monkeypatch.setattr("sys.argv", ["flask", "--app", "wsgi", "users", "list"])
+    make_test_app(db_url, **settings)
+    monkeypatch.undo()
+    app = make_test_app(db_url, **settings)
+    response = Api(app.test_client(), "alm_first_start_token_1").get("/me")
+    assert response.status_code == 200
+    assert response.get_json()["username"] == "admin" and response.get_json()["superuser"]
+    # Starting again (another worker, a restart) creates nothing more.
+    make_test_app(db_url, **settings | {"ADMIN_TOKEN": "alm_first_start_token_2"})
+    with database(app).session() as session:
+        assert session.scalar(select(func.count()).select_from(User)) == 1
+    assert Api(app.test_client(), "alm_first_start_token_2").get("/me").status_code == 401
+
+
+def test_first_start_with_a_password_the_rules_refuse_does_not_start(db_url):
+    from app.settings import SettingError
+    from tests.conftest import make_test_app
+
+    with pytest.raises(SettingError, match="ALMANAC_ADMIN_USER, _PASSWORD or _TOKEN"):
+        make_test_app(db_url, ADMIN_PASSWORD="short")
