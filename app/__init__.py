@@ -39,8 +39,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # in 0.5 s and 32 MB instead of 2.5 s and 96 MB. No module imports from `app` itself.
     from app import api, cli, console, context, headers, inputs, redaction
     from app.auth.first_start import bootstrap_on_start
+    from app.db.schema_check import require_migrated
     from app.runs import secrets as secret_inputs
-    from app.ticker.host import start_if_enabled
+    from app.ticker.host import serving_process, start_if_enabled
 
     secret_inputs.configure(encryption_keys(app))
     context.init_app(app)
@@ -52,6 +53,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.before_request(inputs.refuse_nul_in_request)
     inputs.bound_streamed_bodies(app)
     cli.init_app(app)
+    if serving_process():
+        # Before anything writes: code on a database `db upgrade` has not reached stops here.
+        require_migrated(context.database(app).engine)
     bootstrap_on_start(app)
     start_if_enabled(app)
     return app

@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -132,6 +133,13 @@ def cli_command_other_than_run() -> bool:
         return False
     words = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
     return "run" not in words or "scheduler" in words
+
+
+def serving_process() -> bool:
+    """Whether this process serves the app: gunicorn, or `flask run`."""
+    if os.environ.get("FLASK_RUN_FROM_CLI") == "true":
+        return not cli_command_other_than_run()
+    return "gunicorn" in Path(sys.argv[0]).name or "gunicorn" in Path(sys.argv[0]).parent.name
 
 
 def start_if_enabled(app: Flask) -> None:

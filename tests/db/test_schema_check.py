@@ -1,0 +1,79 @@
+"""Code started on a database `db upgrade` has not reached stops at start, naming what is missing
+(app/db/schema_check.py): it answered "busy, retry" to everything while /health said ok."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from alembic import command
+
+from app.cli.database import alembic_config
+from app.db import make_engine
+from app.db.schema_check import SchemaBehind, missing, require_migrated
+from tests.conftest import fresh_postgres
+from tests.live import BIN, ROOT, free_port
+
+
+@pytest.fixture
+def empty_url(backend, tmp_path):
+    """An empty database as its owner: a new SQLite file, or a new PostgreSQL database."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'behind.db'}"
+        return
+    with fresh_postgres(migrate=False) as url:
+        yield url
+
+
+def test_a_database_behind_the_code_is_named_and_one_at_head_passes(empty_url):
+    config = alembic_config(empty_url)
+    command.upgrade(config, "0003")
+    engine = make_engine(empty_url)
+    absent = missing(engine)
+    assert "table run_branches" in absent and "column users.last_namespace" in absent
+    with pytest.raises(SchemaBehind, match="flask --app wsgi db upgrade"):
+        require_migrated(engine)
+    command.upgrade(config, "head")
+    assert missing(engine) == []
+    require_migrated(engine)
+    engine.dispose()
+
+
+def _env(url: str) -> dict[str, str]:
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    return kept | {
+        "ALMANAC_DATABASE_URL": url,
+        "ALMANAC_SECRET_KEY": "schema-check-secret",
+        "ALMANAC_SCHEDULER": "on",
+    }
+
+
+def test_servers_tickers_and_workers_refuse_to_start_on_it(tmp_path):
+    url = f"sqlite:///{tmp_path / 'behind.db'}"
+    command.upgrade(alembic_config(url), "0003")
+    before = (tmp_path / "behind.db").read_bytes()
+    for args in (["scheduler", "run"], ["worker"]):
+        done = subprocess.run(
+            [str(BIN / "flask"), "--app", "wsgi", *args],
+            cwd=ROOT,
+            env=_env(url),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, done.stderr
+        assert "not migrated" in done.stderr and "table run_branches" in done.stderr
+        assert "Traceback" not in done.stderr
+    server = subprocess.run(
+        [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{free_port()}", "wsgi:app"],
+        cwd=ROOT,
+        env=_env(url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert server.returncode == 3
+    assert "almanac: the database is not migrated for this version" in server.stderr
+    # Nothing was written: no ticker beat, no first-start admin, no audit event.
+    assert (tmp_path / "behind.db").read_bytes() == before
