@@ -246,6 +246,17 @@
     if (line && event.detail.successful) line.remove();
   });
 
+  // A background preview whose form token had gone stale brings a fresh one
+  // (templates/_paused_preview.html): every form of the page takes it, so Save works again.
+  document.addEventListener("htmx:afterSwap", () => {
+    const fresh = document.querySelector("[data-fresh-csrf]");
+    if (!fresh) return;
+    const token = fresh.getAttribute("data-fresh-csrf");
+    fresh.removeAttribute("data-fresh-csrf");
+    if (!token) return;
+    for (const input of document.querySelectorAll('input[name="csrf_token"]')) input.value = token;
+  });
+
   // Focus returns to the button that opened the modal (found by id: a live refresh may
   // have replaced the element itself).
   document.addEventListener("close", (event) => {

@@ -45,6 +45,10 @@ def _sign_in_first() -> Response:
     timeout) is told to navigate: a redirect would be followed and the login page swapped into
     the table or card being refreshed.
     """
+    if htmx.is_background_preview():
+        # Nobody asked to leave the form: say so in place, keep what was typed.
+        page = request.headers.get("HX-Current-URL") or request.url
+        return htmx.paused_preview(False, urlsplit(page).path)
     flash(login_manager.login_message, login_manager.login_message_category)
     if htmx.is_partial():
         page = request.headers.get("HX-Current-URL") or request.url

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import (
     Blueprint,
@@ -25,7 +26,7 @@ from flask import (
     url_for,
 )
 from flask_login import current_user
-from flask_wtf.csrf import CSRFError
+from flask_wtf.csrf import CSRFError, generate_csrf
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
@@ -33,7 +34,7 @@ from werkzeug.wrappers import Response
 from app import context
 from app.calendar import CalendarError, SpecRangeError
 from app.console import typed
-from app.console.htmx import is_partial, reply
+from app.console.htmx import is_background_preview, is_partial, paused_preview, reply
 from app.console.redirects import local_target
 from app.errors import AlmanacError
 from app.schedules.errors import RevisionConflict
@@ -78,6 +79,11 @@ def http_page(exc: HTTPException) -> Response:
         signed_out = _signed_out_form()
         if signed_out is not None:
             return signed_out
+    if isinstance(exc, CSRFError) and is_background_preview():
+        typed_on = urlsplit(request.headers.get("HX-Current-URL") or request.url).path
+        if current_user.is_authenticated:
+            return paused_preview(True, typed_on, generate_csrf())
+        return paused_preview(False, typed_on)
     if isinstance(exc, CSRFError) and is_partial():
         # An htmx action whose token went stale (the session ended in another tab, or the page
         # was open too long): swapping an error page in would show nothing; reload the page,

@@ -54,3 +54,30 @@ def reply(message: str, ok: bool, target: str, link: tuple[str, str] | None = No
         return render(partial, partial, message=message, ok=ok, link=link)
     flash(message, "ok" if ok else "error")
     return navigate(target)
+
+
+# Requests htmx sends by itself while someone types (a form's previews, the backfill count).
+# Navigating away or reloading on their behalf threw away everything typed in the form.
+BACKGROUND_PREVIEWS = frozenset(
+    {
+        "console_simulation.from_form",
+        "console_schedule_forms.live_preview",
+        "console_schedule_actions.backfill_count",
+    }
+)
+
+
+def is_background_preview() -> bool:
+    return is_partial() and request.endpoint in BACKGROUND_PREVIEWS
+
+
+def paused_preview(signed_in: bool, page: str, fresh_token: str | None = None) -> Response:
+    """Answer a background preview in place when its session ended or its token went stale:
+    the form stays as typed. Signed in (a stale token), the page gets a fresh token to go on."""
+    response = make_response(
+        render_template(
+            "_paused_preview.html", signed_in=signed_in, page=page, fresh_token=fresh_token
+        )
+    )
+    response.vary.add("HX-Request")
+    return response

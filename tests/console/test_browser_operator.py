@@ -135,6 +135,31 @@ def test_a_trigger_that_fails_says_whether_it_was_done(
     assert live_api.get("/schedules/ops-flaky")["fires_count"] == 1
 
 
+def test_a_form_typed_across_a_sign_in_elsewhere_keeps_its_text_and_saves(
+    live_server, live_api, workflows, page, artifacts
+):
+    # Signing in again in another tab made this form's token stale: its next preview reloaded
+    # the page (everything typed was lost), and Save showed a 400 page.
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/new")
+    page.get_by_label("Schedule id").fill("kept-typing")
+    page.locator("#workflow").fill("report")
+    page.locator("#input").fill('{"mode": "nightly"}')
+    other = page.context.new_page()
+    sign_in(other, live_server)
+    other.close()
+    page.get_by_label("Cron expressions").fill("15 4 * * *")
+    renewed = page.get_by_text("it was renewed")
+    renewed.first.wait_for()
+    page.screenshot(path=str(artifacts / "console-form-token-renewed.png"), full_page=True)
+    assert page.get_by_label("Schedule id").input_value() == "kept-typing"
+    page.get_by_label("Time zone").fill("UTC")  # the next change brings the preview back
+    page.locator("#preview").get_by_text("04:15:00").first.wait_for()
+    page.get_by_role("button", name="Create schedule").click()
+    page.wait_for_url("**/schedules/kept-typing")
+    assert live_api.get("/schedules/kept-typing")["spec"]["cron_expressions"] == ["15 4 * * *"]
+
+
 def test_history_modal_loads_every_page(live_server, live_api, workflows, page, artifacts):
     live_api.post(
         "/schedules",

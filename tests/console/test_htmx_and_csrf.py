@@ -3,6 +3,8 @@ POST is refused without a CSRF token; backfill counts before it starts anything.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.ticker.tick import run_tick
@@ -179,3 +181,41 @@ def test_a_second_tabs_sign_in_after_the_first_signed_in_goes_where_it_was_going
     )
     assert second.status_code == 302 and second.headers["Location"] == "/ns/default/runs"
     assert client.get("/ns/default/runs").status_code == 200
+
+
+def test_a_background_preview_after_the_session_ended_keeps_the_form(seeded, client, accounts):
+    # The form's previews are sent by htmx as someone types: a redirect to sign-in (session
+    # ended) or a reload (stale token) threw away everything typed.
+    form_page = client.get("/ns/default/schedules/new")
+    token = csrf_from(form_page)
+    typed = {"csrf_token": token, "cron_expressions": "0 9 * * *", "timezone": "UTC"}
+    htmx = {"HX-Request": "true", "HX-Current-URL": "http://localhost/ns/default/schedules/new"}
+    assert client.post("/logout", data={"csrf_token": token}).status_code == 302
+    for path in ("/ns/default/calendar/preview", "/ns/default/schedules/simulate-form"):
+        paused = client.post(path, data=typed, headers=htmx)
+        assert paused.status_code == 200 and "HX-Redirect" not in paused.headers, path
+        assert "HX-Refresh" not in paused.headers
+        text = paused.get_data(as_text=True)
+        assert "What you typed is kept" in text and 'target="_blank"' in text
+        assert "next=/ns/default/schedules/new" in text
+    # Signed in again (in another tab): the old token is stale; the preview renews it in place.
+    account = accounts.create("pia", role="operator")
+    sign_in(client, "pia", account.password)
+    renewed = client.post("/ns/default/schedules/simulate-form", data=typed, headers=htmx)
+    assert renewed.status_code == 200 and "HX-Refresh" not in renewed.headers
+    fresh = re.search(r'data-fresh-csrf="([^"]+)"', renewed.get_data(as_text=True))
+    assert fresh and fresh.group(1) != token
+    # With the renewed token the form saves.
+    body = {
+        "csrf_token": fresh.group(1),
+        "schedule_id": "typed-before",
+        "cron_expressions": "0 9 * * *",
+        "timezone": "UTC",
+        "workflow": "invoice-sync",
+        "input": "{}",
+        "overlap_policy": "skip",
+        "missed_policy": "skip",
+    }
+    saved = client.post("/ns/default/schedules/new", data=body)
+    assert saved.status_code == 302, saved.get_data(as_text=True)[:500]
+    assert seeded.get("/schedules/typed-before").status_code == 200
