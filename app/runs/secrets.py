@@ -183,6 +183,21 @@ def seal(schema: Any, value: Any, previous: Any = None) -> Any:
     return result
 
 
+def keep_sealed(previous: Any, value: Any) -> Any:
+    """`value` with every path that was sealed in the `previous` stored value sealed again (the
+    same token when the plaintext is unchanged): a version that no longer marks a property
+    secret must not turn a stored secret into plaintext on an unrelated save."""
+    if is_sealed(previous) and not is_sealed(value):
+        same = _opens(previous) and _unseal_value(previous) == value
+        return previous if same else _seal_value(value)
+    if isinstance(previous, dict) and isinstance(value, dict):
+        return {
+            key: keep_sealed(previous[key], item) if key in previous else item
+            for key, item in value.items()
+        }
+    return value
+
+
 # --- reading ------------------------------------------------------------------------------------
 
 

@@ -8,11 +8,12 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db import Namespace
+from app.db import Namespace, Schedule
 from app.db.runs import Activation, Workflow, WorkflowVersion
 from app.errors import ValidationFailed
 from app.inputs import ascii_int
 from app.paging import created_key, keyset, newest_first, split_page
+from app.runs import secrets
 from app.runs.definitions import validate_definition
 from app.runs.errors import ActivationNotFound, WorkflowNotFound, WorkflowVersionNotFound
 from app.runs.locking import begin_write, for_update
@@ -134,7 +135,33 @@ def activate(
     )
     session.add(activation)
     session.flush()
+    _seal_following_schedules(session, namespace, flow, found)
     return activation, flow, found
+
+
+def _seal_following_schedules(
+    session: Session, namespace: Namespace, flow: Workflow, version: WorkflowVersion
+) -> None:
+    """Schedules that follow this workflow start the new version from now on: what it marks
+    secret in their stored input is sealed now, not left in plaintext until their next save.
+    Only the representation changes (as `secrets rotate` does): no revision, no audit event."""
+    schema = version.definition.get("input_schema")
+    if not secrets.has_secrets(schema):
+        return
+    following = session.scalars(
+        select(Schedule).where(
+            Schedule.namespace_id == namespace.id,
+            Schedule.workflow_name == flow.name,
+            Schedule.status != "deleted",
+        )
+    )
+    for schedule in following:
+        action = schedule.action
+        if action.get("activation_id"):
+            continue
+        sealed = secrets.seal(schema, action.get("input"))
+        if sealed != action.get("input"):
+            schedule.action = {**action, "input": sealed}
 
 
 def _after_newest(session: Session, flow: Workflow, now: datetime) -> datetime:

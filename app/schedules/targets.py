@@ -126,7 +126,9 @@ def resolve(
             for err in exc.details.get("errors", [])
         ]
         raise InputSchemaError(exc.message, errors=errors) from None
-    action["input"] = secrets.seal(schema, plain, previous_input)
+    action["input"] = secrets.keep_sealed(
+        previous_input, secrets.seal(schema, plain, previous_input)
+    )
     return target
 
 

@@ -335,6 +335,43 @@ def test_a_secret_mark_almanac_would_not_honour_is_refused_at_deploy(admin_api):
     assert deploy(admin_api, "mark-ok", honoured, STEPS).status_code == 201
 
 
+def test_a_property_a_newer_version_marks_secret_is_sealed_and_stays_sealed(app, admin_api):
+    # Secretness was decided only when something was saved: a schedule saved under a version
+    # where `pw` was plain started runs of the version marking it secret with it in plaintext,
+    # and a notes-only save under a version no longer marking `creds` decrypted it for good.
+    from app.ticker.tick import run_tick
+
+    plain = {"type": "object", "properties": {"pw": {"type": "string"}}}
+    marked = {"type": "object", "properties": {"pw": {"type": "string", "x-secret": True}}}
+    assert deploy(admin_api, "versions", plain, STEPS).status_code == 201
+    body = {"id": "v", "cron": "0 3 * * *", "workflow": "versions", "input": {"pw": "ver-3c9d"}}
+    assert admin_api.post("/schedules", json=body).status_code == 201
+    assert deploy(admin_api, "versions", marked, STEPS).status_code == 201  # deploy + activate
+    assert admin_api.get("/schedules/v").get_json()["action"]["input"] == {"pw": "***"}
+    revision = admin_api.get("/schedules/v").get_json()["revision"]
+    trigger = admin_api.post("/schedules/v/trigger", json={}, headers={"If-Match": str(revision)})
+    run_id = trigger.get_json()["run_id"]
+    SEEN.clear()
+    run_tick(app, work=True)
+    assert {"pw": "ver-3c9d"} in SEEN
+    assert admin_api.get(f"/runs/{run_id}").get_json()["input"] == {"pw": "***"}
+    with database(app).session() as session:
+        stored = session.scalar(select(Run.input).where(Run.run_id == run_id))
+        action = session.scalar(select(Schedule.action).where(Schedule.schedule_id == "v"))
+    assert stored["pw"].startswith("enc:v1:") and action["input"]["pw"].startswith("enc:v1:")
+    # A version that no longer marks it: an unrelated save keeps the stored secret sealed.
+    assert deploy(admin_api, "versions", plain, STEPS).status_code == 201
+    revision = admin_api.get("/schedules/v").get_json()["revision"]
+    notes = admin_api.request(
+        "PATCH", "/schedules/v", json={"notes": "n"}, headers={"If-Match": str(revision)}
+    )
+    assert notes.status_code == 200, notes.get_json()
+    assert notes.get_json()["action"]["input"] == {"pw": "***"}
+    with database(app).session() as session:
+        action = session.scalar(select(Schedule.action).where(Schedule.schedule_id == "v"))
+    assert action["input"]["pw"].startswith("enc:v1:")
+
+
 def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner, monkeypatch):
     from cryptography.fernet import Fernet
 
