@@ -19,7 +19,7 @@ from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy.exc import ProgrammingError
 
-from app.db import make_engine, normalize_url
+from app.db import make_engine, normalize_url, schema_check
 from app.db.privileges import missing_privileges, unreadable_version
 from app.db.roles import create_roles, grant_privileges
 from app.settings import ROOT
@@ -98,6 +98,22 @@ def upgrade(revision: str) -> None:
         sys.exit(1)
     for line in done:
         click.echo(line)
+    if revision == "head":
+        # A database whose recorded revision lies (made by a development build whose revision
+        # ids meant other steps) is "at head" without the tables: say so, never "upgraded".
+        engine = make_engine(migration_url())
+        try:
+            absent = schema_check.missing(engine)
+        finally:
+            engine.dispose()
+        if absent:
+            raise click.ClickException(
+                "the database records the newest revision but lacks "
+                f"{', '.join(absent[: schema_check.SHOWN])}"
+                f"{' and more' if len(absent) > schema_check.SHOWN else ''}: it was made by a "
+                "build whose migrations differ from these; restore it from a backup taken "
+                "before that build, or migrate a copy by hand"
+            )
     click.echo(f"database upgraded to {revision}")
 
 

@@ -77,3 +77,21 @@ def test_servers_tickers_and_workers_refuse_to_start_on_it(tmp_path):
     assert "almanac: the database is not migrated for this version" in server.stderr
     # Nothing was written: no ticker beat, no first-start admin, no audit event.
     assert (tmp_path / "behind.db").read_bytes() == before
+
+
+def test_an_upgrade_that_leaves_tables_missing_says_so_instead_of_upgraded(empty_url):
+    # A database made by a development build whose revision ids meant other steps was told
+    # "upgraded to head" while it lacked tables; here one is dropped behind Alembic's back.
+    from sqlalchemy import text
+
+    from tests.conftest import make_test_app
+
+    command.upgrade(alembic_config(empty_url), "head")
+    engine = make_engine(empty_url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE run_rollup"))
+    engine.dispose()
+    app = make_test_app(empty_url, MIGRATION_DATABASE_URL=empty_url)
+    result = app.test_cli_runner().invoke(args=["db", "upgrade"])
+    assert result.exit_code == 1
+    assert "lacks table run_rollup" in result.output and "upgraded" not in result.output
