@@ -79,7 +79,7 @@ def http_page(exc: HTTPException) -> Response:
         signed_out = _signed_out_form()
         if signed_out is not None:
             return signed_out
-    if isinstance(exc, CSRFError) and is_background_preview():
+    if isinstance(exc, CSRFError) and is_background_preview() and request.form.get("csrf_token"):
         typed_on = urlsplit(request.headers.get("HX-Current-URL") or request.url).path
         if current_user.is_authenticated:
             return paused_preview(True, typed_on, generate_csrf())
@@ -107,7 +107,10 @@ def http_page(exc: HTTPException) -> Response:
 def _signed_out_form() -> Response | None:
     """A form whose token went stale because its browser is no longer signed in (signed out in
     another tab), or is signed in again (a second tab's sign-in page): nothing was written, so
-    sign in, or go where the sign-in would have gone. None when the token is simply wrong."""
+    sign in, or go where the sign-in would have gone. None when the token is simply wrong, or
+    missing altogether (no form of ours sends none: that is a 400)."""
+    if not request.form.get("csrf_token"):
+        return None
     if request.endpoint == "console_auth.login_post":
         if current_user.is_authenticated:
             return redirect(local_target(request.form.get("next", "")))
