@@ -318,6 +318,10 @@ def _carry_out(client: Client, step: Step) -> None:
     if step.action == "create":
         client.save_schedule(step.body or {})
     elif step.action == "update":
-        client.save_schedule(step.body or {}, step.revision)
+        saved = client.save_schedule(step.body or {}, step.revision)
+        if saved.revision == step.revision:
+            # The server found nothing to change (a secret compares only as `***` here, so the
+            # plan could not tell) and wrote nothing: report it as it is.
+            step.action, step.changed_fields = "unchanged", []
     elif step.action == "delete":
         client.delete_schedule(step.schedule_id, step.revision or 0, "removed by apply --prune")

@@ -228,10 +228,14 @@ def _replace(
             ["max_runs"],
             f"must be more than the {schedule.fires_count} runs this schedule already started",
         )
-    w = Writes()
     unblock = (
         schedule.status == "blocked" and target_ready and not _stays_finished(schedule, config)
     )
+    if not changed and not unblock and schedule.principal_id == actor.id:
+        # The same configuration saved again by its principal (an apply re-run, a secret sent
+        # again in plaintext, which seals to the same token): a no-op writes nothing.
+        return
+    w = Writes()
     fresh_cursor = unblock or (schedule.status == "active" and "spec" in changed)
     if schedule.status == "active" and "spec" in changed:
         # The old calendar's period ends now; the new one starts from a fresh future cursor.

@@ -330,3 +330,32 @@ def test_every_usage_error_of_apply_names_the_file_as_the_command_line_reaches_i
     twice = almanac("schedules", "apply", str(folder))
     assert twice.exit_code == 2
     assert f"Invalid value: {folder / 'b.json'}: 'a' is also in {folder / 'a.json'}" in twice.stderr
+
+
+def test_an_apply_of_a_schedule_with_a_secret_input_settles(almanac, sdk, tmp_path):
+    # The server shows a secret as ***, so the plan cannot compare it and sends an update each
+    # time: every re-run wrote a revision and an audit event. The server now writes nothing
+    # for a save that changes nothing, and apply reports the step as unchanged.
+    schema = {"type": "object", "properties": {"pw": {"type": "string", "x-secret": True}}}
+    steps = [{"id": "a", "type": "action", "action": "noop"}]
+    sdk.deploy_workflow({"name": "secret-flow", "input_schema": schema, "steps": steps})
+    sdk.create_activation("secret-flow")
+    folder = tmp_path / "secret"
+    folder.mkdir()
+    body = schedule_body("with-secret", "0 4 * * *")
+    body["action"] = {"workflow": "secret-flow", "input": {"pw": "apply-secret-7e1f"}}
+    (folder / "s.json").write_text(json.dumps(body))
+    first, _ = plan_of(almanac("schedules", "apply", str(folder), "-o", "json"))
+    assert first["summary"]["created"] == 1
+    history = len(list(sdk.iter_schedule_history("with-secret")))
+    for _ in range(2):
+        again, actions = plan_of(almanac("schedules", "apply", str(folder), "-o", "json"))
+        assert actions == {"with-secret": "unchanged"}, again
+        assert again["summary"] == {"created": 0, "updated": 0, "unchanged": 1, "deleted": 0}
+    assert revisions(sdk)["with-secret"] == 1
+    assert len(list(sdk.iter_schedule_history("with-secret"))) == history
+    # A changed secret is still sent and taken.
+    body["action"]["input"]["pw"] = "apply-secret-changed"
+    (folder / "s.json").write_text(json.dumps(body))
+    changed, actions = plan_of(almanac("schedules", "apply", str(folder), "-o", "json"))
+    assert actions == {"with-secret": "update"} and revisions(sdk)["with-secret"] == 2
