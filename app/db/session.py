@@ -139,6 +139,9 @@ def _configure_sqlite(engine: Engine, queue: WriterQueue) -> None:
 def make_engine(url: str, **kwargs: Any) -> Engine:
     """Create an engine for `url` with the settings each backend needs."""
     url = normalize_url(url)
+    # A failed statement's message never carries its parameters into a log (a token's hash,
+    # a secret's ciphertext, a user's input).
+    kwargs.setdefault("hide_parameters", True)
     if url.startswith("sqlite"):
         prepare_sqlite_file(url)
         connect_args = {"check_same_thread": False, "factory": _SQLiteConnection}

@@ -38,7 +38,11 @@ def health(
         return report
     lag = None if last is None else round((datetime.now(UTC) - last).total_seconds(), 3)
     stale = lag is None or lag > max(5.0, 5 * float(config["TICK_SECONDS"]))
-    if scheduler_enabled(config) and stale:
+    # A process that hosts no ticker still reports a dead one (the tickers are `scheduler run`
+    # processes elsewhere): once any ticker has beaten, silence means none is alive. On the
+    # manual clock ticks come only when asked for, so silence says nothing there.
+    watched = scheduler_enabled(config) or (last is not None and not clock.manual)
+    if watched and stale:
         report["status"] = "degraded"
     report["ticker"] = {
         "enabled": scheduler_enabled(config),
