@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, select, text
+from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc_or_none
@@ -28,8 +29,11 @@ def health(
         with db.session() as session:
             session.execute(text("SELECT 1"))
             last = _last_beat(session)
-    except Exception as exc:  # noqa: BLE001 - any failure means the database is unreachable
-        report.update(status="degraded", database=f"unreachable: {type(exc).__name__}")
+    except Exception as exc:  # noqa: BLE001 - any failure means the database cannot be used
+        # It answered but refused (a login without its grants, a schema not migrated), or it
+        # did not answer at all: the operator's next step differs.
+        state = "refused" if isinstance(exc, ProgrammingError) else "unreachable"
+        report.update(status="degraded", database=f"{state}: {type(exc).__name__}")
         report["ticker"] = {
             "enabled": scheduler_enabled(config),
             "last_tick_at": None,

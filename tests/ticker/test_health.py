@@ -32,3 +32,22 @@ def test_a_web_process_without_a_ticker_reports_the_deployments_dead_ticker(app)
     assert dead["status"] == "degraded" and dead["ticker"]["lag_seconds"] >= 30
     # On the manual clock ticks come only when asked for: silence says nothing.
     assert ticker_health.health(db, ManualClock(), OFF)["status"] == "ok"
+
+
+def test_a_database_that_refuses_is_told_apart_from_one_that_does_not_answer(app, monkeypatch):
+    # A login without its grants got "unreachable", though the database answered.
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    db = database(app)
+    for error, said in (
+        (ProgrammingError("SELECT", {}, Exception("permission denied")), "refused"),
+        (OperationalError("SELECT", {}, Exception("connection refused")), "unreachable"),
+    ):
+
+        def failing(_session, error=error):
+            raise error
+
+        monkeypatch.setattr(ticker_health, "_last_beat", failing)
+        report = ticker_health.health(db, SystemClock(), OFF)
+        assert report["database"] == f"{said}: {type(error).__name__}"
+        assert report["status"] == "degraded"
