@@ -7,6 +7,7 @@ activate and retire actions go back to the page with the reason, via app/console
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from flask import Blueprint, flash, redirect, request, url_for
@@ -86,8 +87,14 @@ def _refusal(exc: ValidationFailed) -> dict[str, Any]:
     return {
         "message": first["msg"],
         "step": exc.details.get("step"),
-        "where": ".".join(str(part) for part in first["loc"]) or "definition",
+        "where": _where(first["loc"]),
+        # A deploy names every mistake it found: the others, listed under the first.
+        "more": [{"where": _where(e["loc"]), "message": e["msg"]} for e in exc.errors[1:]],
     }
+
+
+def _where(loc: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in loc) or "definition"
 
 
 @bp.post("/ns/<ns>/workflows")

@@ -49,25 +49,45 @@ STEP_KEYS = {
 
 
 def validate_definition(definition: Any) -> dict[str, Any]:
-    """Return `definition` if it is valid, else raise DefinitionInvalid naming the step."""
+    """Return `definition` if it is valid, else raise DefinitionInvalid naming every field and
+    top-level step that is wrong (the first mistake of each), so one deploy reports them all."""
     if not isinstance(definition, dict):
         raise DefinitionInvalid([], "a workflow definition must be a JSON object")
-    for key in definition:
-        if key not in TOP_LEVEL_KEYS:
-            raise DefinitionInvalid([key], "unknown field")
-    name = definition.get("name")
+    found: list[DefinitionInvalid] = []
+
+    def check(test: Callable[..., None], *args: Any) -> None:
+        try:
+            test(*args)
+        except DefinitionInvalid as exc:
+            found.append(exc)
+
+    found.extend(
+        DefinitionInvalid([key], "unknown field") for key in definition if key not in TOP_LEVEL_KEYS
+    )
+    check(_check_name, definition.get("name"))
+    check(_check_description, definition, [])
+    check(_check_schema, definition.get("input_schema", {}))
+    if "timeout_seconds" in definition:
+        check(_check_seconds, definition["timeout_seconds"], ["timeout_seconds"], None)
+    if definition.get("on_step_failure", "fail") not in ON_STEP_FAILURE:
+        found.append(DefinitionInvalid(["on_step_failure"], "must be 'fail' or 'incident'"))
+    steps = definition.get("steps")
+    if isinstance(steps, list) and 1 <= len(steps) <= MAX_STEPS:
+        seen: set[str] = set()
+        for index, step in enumerate(steps):
+            check(_check_step, step, ["steps", index], seen, 0)
+    else:
+        check(_check_steps, steps, ["steps"], set(), 0)
+    if found:
+        raise DefinitionInvalid.combined(found)
+    return definition
+
+
+def _check_name(name: Any) -> None:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise DefinitionInvalid(
             ["name"], "must be 1-128 letters, digits, '.', '_' or '-', starting alphanumeric"
         )
-    _check_description(definition, [])
-    _check_schema(definition.get("input_schema", {}))
-    if "timeout_seconds" in definition:
-        _check_seconds(definition["timeout_seconds"], ["timeout_seconds"], None)
-    if definition.get("on_step_failure", "fail") not in ON_STEP_FAILURE:
-        raise DefinitionInvalid(["on_step_failure"], "must be 'fail' or 'incident'")
-    _check_steps(definition.get("steps"), ["steps"], set(), 0)
-    return definition
 
 
 def _check_description(item: dict[str, Any], loc: list[str | int]) -> None:

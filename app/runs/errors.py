@@ -90,6 +90,17 @@ class DefinitionInvalid(ValidationFailed):
         if step is not None:
             self.details["step"] = step
 
+    @classmethod
+    def combined(cls, found: list[DefinitionInvalid]) -> DefinitionInvalid:
+        """One refusal listing every mistake found; its message and `step` are the first's."""
+        first = found[0]
+        if len(found) == 1:
+            return first
+        first.errors = [error for exc in found for error in exc.errors]
+        first.details["errors"] = first.errors
+        first.message = f"{first.message} (and {len(found) - 1} more: see details.errors)"
+        return first
+
 
 class PayloadTooLarge(AlmanacError):
     code = "PAYLOAD_TOO_LARGE"

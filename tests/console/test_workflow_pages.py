@@ -52,6 +52,11 @@ def test_deploy_error_is_inline_naming_the_step_then_succeeds(client, accounts, 
     assert api_error["details"]["step"] == "cool-down"
     assert api_error["details"]["errors"][0]["msg"] in html_module.unescape(html)
 
+    # Every mistake is named, not only the first.
+    bad["steps"][0]["action"] = "no-such-action"
+    both = deploy(client, json.dumps(bad)).get_data(as_text=True)
+    assert "steps.0.action" in both and "steps.1.duration" in both
+
     broken = deploy(client, '{"name": "x",')
     assert broken.status_code == 422
     assert "That is not valid JSON" in broken.get_data(as_text=True)

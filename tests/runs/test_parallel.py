@@ -371,3 +371,30 @@ def test_a_result_whose_lease_lapsed_is_discarded_and_the_step_runs_again(app, s
         if e["node_id"] == "s" and e["event_type"] in ("step_started", "step_failed")
     ]
     assert attempts == [1, 1, 1]  # started, lost its lease (same attempt again), started again
+
+
+def test_a_deploy_names_every_mistake_not_only_the_first(scenario):
+    # One mistake per answer made a user resubmit four times.
+    definition = {
+        "name": "multi",
+        "timeout_seconds": 0,
+        "steps": [
+            {"id": "a", "type": "action", "action": "nosuch"},
+            {"id": "b", "type": "wait", "duration": "xx"},
+            {"id": "a", "type": "task"},
+            {"id": "fine", "type": "action", "action": "noop"},
+        ],
+    }
+    refused = scenario.api.post("/workflows", json=definition)
+    assert refused.status_code == 422
+    error = refused.get_json()["error"]
+    locs = [e["loc"] for e in error["details"]["errors"]]
+    assert locs == [
+        ["timeout_seconds"],
+        ["steps", 0, "action"],
+        ["steps", 1, "duration"],
+        ["steps", 2, "id"],
+    ]
+    assert error["message"].startswith("timeout_seconds: ")
+    assert error["message"].endswith("(and 3 more: see details.errors)")
+    assert scenario.api.get("/workflows/multi").status_code == 404
