@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import rls
@@ -264,5 +264,15 @@ def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
         state = getattr(getattr(exc, "orig", None), "sqlstate", None)
         kind = "lock conflict" if state in LOCK_CONFLICTS else "database unavailable"
         log.warning("%s: %s: %s", what, kind, cause[0] if cause else type(exc).__name__)
+    elif isinstance(exc, ProgrammingError):
+        # The database refused the statement (a login without its grants, a schema not
+        # migrated): it repeats every turn until an operator acts; one line says what to fix.
+        cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        log.error(
+            "%s: the database refused it: %s (check this login's grants: db upgrade as the "
+            "owner grants them; and that the database is migrated)",
+            what,
+            cause[0] if cause else type(exc).__name__,
+        )
     else:
         log.error(what, exc_info=exc)

@@ -39,3 +39,19 @@ def test_a_deadlock_is_a_lock_conflict_not_an_outage(caplog):
     (line,) = caplog.records
     assert line.levelno == logging.WARNING and line.exc_info is None
     assert line.getMessage() == "worker step failed: lock conflict: deadlock detected"
+
+
+def test_a_refused_statement_is_one_error_line_naming_what_to_check(caplog):
+    # A login without its grants logged a 30-line traceback every second.
+    from sqlalchemy.exc import ProgrammingError
+
+    caplog.set_level(logging.INFO, logger="tests.log_failure")
+    cause = Exception("permission denied for table ticker_beats\nDETAIL: x")
+    log_failure(log, "tick failed", ProgrammingError("UPDATE ticker_beats", {}, cause))
+    (line,) = caplog.records
+    assert line.levelno == logging.ERROR and line.exc_info is None
+    message = line.getMessage()
+    assert message.startswith(
+        "tick failed: the database refused it: permission denied for table ticker_beats"
+    )
+    assert "grants" in message and "migrated" in message
