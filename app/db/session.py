@@ -274,5 +274,7 @@ def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
             what,
             cause[0] if cause else type(exc).__name__,
         )
+        # A bug's statement is refused too: its traceback stays one log level away.
+        log.debug(what, exc_info=exc)
     else:
         log.error(what, exc_info=exc)
