@@ -137,23 +137,33 @@ SECRET_MARK_RULE = (
 )
 
 
-def _check_secret_marks(schema: Any, path: list[str | int]) -> None:
-    """Refuse a secret mark Almanac would not honour (it follows `properties` only)."""
+def _check_secret_marks(
+    schema: Any, path: list[str | int], honoured: bool = False, root: bool = True
+) -> None:
+    """Refuse a secret mark Almanac would not honour: it follows `properties` from the top only.
+
+    Walks schemas knowing what each node is (a schema, a map of names to schemas, or data), so
+    a `$defs` entry named like a keyword is still a schema. `honoured`: this schema is a
+    property reached through `properties` from the top."""
     if isinstance(schema, list):
         for index, item in enumerate(schema):
-            _check_secret_marks(item, [*path, index])
+            _check_secret_marks(item, [*path, index], False, False)
         return
     if not isinstance(schema, dict):
         return
-    # A map of names to schemas is no schema itself; its entries are checked one by one.
-    is_map = bool(path) and path[-1] in SCHEMA_MAPS
     marked = schema.get("x-secret") is True or schema.get("writeOnly") is True
-    through_properties = len(path) % 2 == 0 and all(part == "properties" for part in path[0::2])
-    if marked and not is_map and (not path or not through_properties):
+    if marked and (root or not honoured):
         raise DefinitionInvalid(["input_schema", *path], SECRET_MARK_RULE)
     for key, item in schema.items():
-        if is_map or key not in SCHEMA_DATA:
-            _check_secret_marks(item, [*path, key])
+        if key in SCHEMA_DATA:
+            continue
+        if key in SCHEMA_MAPS and isinstance(item, dict):
+            # Entries of a map are schemas; only those of a followed `properties` are honoured.
+            follows = key == "properties" and (root or honoured)
+            for name, entry in item.items():
+                _check_secret_marks(entry, [*path, key, name], follows, False)
+        else:
+            _check_secret_marks(item, [*path, key], False, False)
 
 
 # Keywords whose value maps names to schemas, and keywords whose value is data, not a schema.

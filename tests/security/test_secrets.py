@@ -315,6 +315,32 @@ def test_a_secret_mark_almanac_would_not_honour_is_refused_at_deploy(admin_api):
             ["input_schema", "properties", "all", "allOf", 0],
         ),
         "root": ({"type": "string", "x-secret": True}, ["input_schema"]),
+        # Entries named like the keywords that hold maps are still schemas.
+        "defs-named-properties": (
+            {
+                "$defs": {"properties": {"type": "string", "x-secret": True}},
+                "properties": {"pw": {"$ref": "#/$defs/properties"}},
+            },
+            ["input_schema", "$defs", "properties"],
+        ),
+        "defs-named-defs": (
+            {
+                "$defs": {"$defs": {"type": "string", "writeOnly": True}},
+                "properties": {"pw": {"$ref": "#/$defs/$defs"}},
+            },
+            ["input_schema", "$defs", "$defs"],
+        ),
+        "pattern-named-properties": (
+            {
+                "properties": {
+                    "cfg": {
+                        "type": "object",
+                        "patternProperties": {"properties": {"type": "string", "x-secret": True}},
+                    }
+                }
+            },
+            ["input_schema", "properties", "cfg", "patternProperties", "properties"],
+        ),
     }
     for name, (schema, loc) in refused.items():
         response = deploy(admin_api, f"mark-{name}", schema, STEPS)
