@@ -8,7 +8,7 @@ from flask.cli import AppGroup
 from app import context
 from app.db.rls import Scope
 from app.runs.secret_store import rotate_all
-from app.runs.secrets import SecretUnavailable
+from app.runs.secrets import LOST_KEY
 
 secrets_group = AppGroup("secrets", help="Encrypted secret inputs.")
 
@@ -21,9 +21,13 @@ def rotate() -> None:
     """
     # Every namespace's rows: under PostgreSQL's row security an unscoped session sees none, and
     # the rotation reported 0 rows while the old key stayed needed.
+    unopened: list[str] = []
     with context.database().bound(Scope.all()).session() as session:
-        try:
-            count = rotate_all(session)
-        except SecretUnavailable as exc:
-            raise click.ClickException(str(exc)) from None
+        count = rotate_all(session, unopened)
     click.echo(f"re-encrypted secrets in {count} row(s) with the first key")
+    if unopened:
+        # Everything that could be opened was rotated; these could not, and say what to do.
+        raise click.ClickException(
+            f"{len(unopened)} stored secret value(s) were left as they are: {LOST_KEY}; if that "
+            "key is lost, those values are lost too (send them again where they are still used)"
+        )

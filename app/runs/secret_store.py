@@ -22,15 +22,18 @@ SEALED_COLUMNS: tuple[InstrumentedAttribute[Any], ...] = (
 BATCH = 500
 
 
-def rotate_all(session: Session) -> int:
-    """Re-encrypt every sealed value with the first configured key; returns the rows changed."""
+def rotate_all(session: Session, unopened: list[str]) -> int:
+    """Re-encrypt every sealed value with the first configured key; returns the rows changed.
+    Values no configured key opens are left as they are and listed in `unopened`."""
     changed = 0
     for column in SEALED_COLUMNS:
-        changed += _rotate_column(session, column)
+        changed += _rotate_column(session, column, unopened)
     return changed
 
 
-def _rotate_column(session: Session, column: InstrumentedAttribute[Any]) -> int:
+def _rotate_column(
+    session: Session, column: InstrumentedAttribute[Any], unopened: list[str]
+) -> int:
     model = column.class_
     changed, after = 0, 0
     while True:
@@ -49,7 +52,9 @@ def _rotate_column(session: Session, column: InstrumentedAttribute[Any]) -> int:
             return changed
         for pk, value in rows:
             session.execute(
-                update(model).where(model.id == pk).values({column.key: secrets.rotate(value)})
+                update(model)
+                .where(model.id == pk)
+                .values({column.key: secrets.rotate(value, unopened)})
             )
         session.commit()
         changed += len(rows)

@@ -235,19 +235,26 @@ def unseal(value: Any) -> Any:
     return _walk(value, _unseal_value)
 
 
-def rotate(value: Any) -> Any:
-    """`value` with every sealed string re-encrypted with the first key."""
+def rotate(value: Any, unopened: list[str] | None = None) -> Any:
+    """`value` with every sealed string re-encrypted with the first key. A string no configured
+    key opens is left as it is and appended to `unopened` (without it: SecretUnavailable)."""
 
     def again(text: str) -> str:
         try:
             return PREFIX + _fernet().rotate(text[len(PREFIX) :].encode()).decode()
         except InvalidToken:
-            raise SecretUnavailable(
-                "a stored secret cannot be decrypted with the configured keys: keep the key it "
-                "was sealed with after the new one in ALMANAC_ENCRYPTION_KEYS until rotate has run"
-            ) from None
+            if unopened is None:
+                raise SecretUnavailable(LOST_KEY) from None
+            unopened.append(text)
+            return text
 
     return _walk(value, again)
+
+
+LOST_KEY = (
+    "a stored secret cannot be decrypted with the configured keys: keep the key it was sealed "
+    "with after the new one in ALMANAC_ENCRYPTION_KEYS until rotate has run"
+)
 
 
 def mask(value: Any) -> Any:

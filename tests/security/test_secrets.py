@@ -449,7 +449,7 @@ def test_rotate_holds_the_rows_it_rewrites_so_a_concurrent_save_waits(
     blocked: list[str] = []
     rotate = secrets.rotate
 
-    def rotate_while_another_writes(value):
+    def rotate_while_another_writes(value, *rest):
         if not blocked:
             with other.connect() as conn:
                 if conn.dialect.name == "postgresql":
@@ -461,7 +461,7 @@ def test_rotate_holds_the_rows_it_rewrites_so_a_concurrent_save_waits(
                     blocked.append("wrote")
                 except Exception as exc:  # noqa: BLE001 - the lock is what is asserted
                     blocked.append(type(exc).__name__)
-        return rotate(value)
+        return rotate(value, *rest)
 
     monkeypatch.setattr(secrets, "rotate", rotate_while_another_writes)
     result = runner.invoke(args=["secrets", "rotate"])
@@ -486,6 +486,38 @@ def test_rotate_without_the_old_key_says_so_in_one_line(app, admin_api, runner):
         assert result.exit_code == 1
         assert "keep the key it was sealed with" in result.output
         assert "Traceback" not in result.output and API_SECRET not in result.output
+    finally:
+        secrets._keyring.clear()
+        secrets._keyring.update(saved)
+
+
+def test_rotate_re_encrypts_what_it_can_and_names_what_no_key_opens(app, admin_api, runner):
+    # One secret whose key was lost made rotate give up on every row: the current key could
+    # then never be retired.
+    from cryptography.fernet import Fernet
+
+    from app.runs import secrets
+
+    deploy(admin_api, "pay", SCHEMA, STEPS)
+    saved = dict(secrets._keyring)
+    lost, current, new = (Fernet.generate_key().decode() for _ in range(3))
+    try:
+        secrets.configure([lost])
+        body = {"workflow": "pay", "run_id": "gone", "input": {"token": API_SECRET}}
+        assert admin_api.post("/runs", json=body).status_code == 201
+        secrets.configure([current])
+        body = {"workflow": "pay", "run_id": "kept", "input": {"token": API_SECRET + "2"}}
+        assert admin_api.post("/runs", json=body).status_code == 201
+        secrets.configure([new, current])
+        result = runner.invoke(args=["secrets", "rotate"])
+        assert result.exit_code == 1
+        assert "re-encrypted secrets in" in result.output
+        assert "2 stored secret value(s) were left as they are" in result.output  # input, event
+        assert "keep the key it was sealed with" in result.output
+        secrets.configure([new])  # the current key retired: what it sealed still opens
+        with database(app).session() as session:
+            kept = session.scalar(select(Run.input).where(Run.run_id == "kept"))
+        assert secrets.unseal(kept) == {"token": API_SECRET + "2"}
     finally:
         secrets._keyring.clear()
         secrets._keyring.update(saved)
