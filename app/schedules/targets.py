@@ -111,6 +111,11 @@ def resolve(
     # A merge patch carries the stored (sealed) input: validate the plaintext it stands for.
     restored = secrets.restore_masked(schema, action["input"], previous_input)
     lost = secrets.undecryptable(restored)
+    if lost and restored == previous_input:
+        # The stored input sent back as shown (*** for the lost secret, as the console's edit
+        # form does): the input is left alone, so it is kept as stored.
+        action["input"] = previous_input
+        return target
     if lost:
         raise ValidationFailed(
             [{"loc": [*prefix, *path], "msg": LOST_SECRET} for path in lost],

@@ -272,7 +272,11 @@ def test_a_schedule_whose_secret_no_key_opens_can_still_be_edited_and_given_it_a
 
         notes = patch({"notes": "key lost"})
         assert notes.status_code == 200, notes.get_json()
-        masked = patch({"input": {"token": "***", "region": "eu"}})
+        # The input sent back as shown (the console's edit form does): left alone, kept.
+        shown = patch({"input": {"token": "***", "region": "eu"}, "notes": "again"})
+        assert shown.status_code == 200, shown.get_json()
+        # Changed beside the lost secret: it must be given again.
+        masked = patch({"input": {"token": "***", "region": "us"}})
         assert masked.status_code == 422
         (error,) = masked.get_json()["error"]["details"]["errors"]
         assert error["loc"] == ["input", "token"] and "send its value again" in error["msg"]
