@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Flask, current_app, flash, redirect, request, send_from_directory, url_for
+from flask import Flask, current_app, flash, redirect, request, send_from_directory
 from flask_login import LoginManager, login_url
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.wrappers import Response
@@ -28,6 +28,7 @@ from app.console import (
     typed,
     workflows,
 )
+from app.console.redirects import page_path
 from app.console.session import ConsoleUser
 
 login_manager = LoginManager()
@@ -53,19 +54,7 @@ def _sign_in_first() -> Response:
     if htmx.is_partial():
         page = request.headers.get("HX-Current-URL") or request.url
         return htmx.navigate(login_url(login_manager.login_view, page))
-    return redirect(login_url(login_manager.login_view, page_of_request()))
-
-
-def page_of_request() -> str:
-    """The page to come back to after signing in: the one asked for, or, for a form posted to
-    an action (pause, resolve, sign out), the page the form was on; an action's own URL answers
-    only POST, so coming back to it would be a 405 or 404."""
-    if request.method in ("GET", "HEAD"):
-        return request.url
-    referrer = request.referrer
-    if referrer and urlsplit(referrer).netloc == request.host:
-        return referrer
-    return url_for("console_auth.home")
+    return redirect(login_url(login_manager.login_view, page_path()))
 
 
 @login_manager.user_loader

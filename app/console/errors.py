@@ -35,7 +35,7 @@ from app import context
 from app.calendar import CalendarError, SpecRangeError
 from app.console import typed
 from app.console.htmx import is_background_preview, is_partial, paused_preview, reply
-from app.console.redirects import local_target
+from app.console.redirects import local_target, page_path
 from app.errors import AlmanacError
 from app.schedules.errors import RevisionConflict
 
@@ -118,7 +118,14 @@ def _signed_out_form() -> Response | None:
         return redirect(url_for("console_auth.login", next=request.form.get("next", "")))
     if not current_user.is_authenticated:
         return current_app.login_manager.unauthorized()  # type: ignore[attr-defined,no-any-return]
-    return None
+    # Signed in again elsewhere since the page was loaded: back to the page, which now carries
+    # a fresh token, as an htmx action is reloaded (a 400 page's "reload" re-posted the form).
+    flash(
+        "The form had expired (you signed in again since this page was loaded); nothing was "
+        "done: try again.",
+        "error",
+    )
+    return redirect(page_path())
 
 
 def unavailable(exc: OperationalError) -> tuple[str, int]:

@@ -12,6 +12,7 @@ from markupsafe import Markup, escape
 
 from app.console.event_lines import event_line
 from app.console.gantt import short_duration
+from app.console.redirects import page_path
 from app.console.timefmt import absolute, in_zone, other, relative, shown_zone, utc
 from app.runs.overview import RecentRun
 from app.schedules.config import MAX_REASON
@@ -62,6 +63,7 @@ def run_squares(runs: list[RecentRun], base: str) -> Markup:
 def register(app: Flask) -> None:
     app.jinja_env.globals["shown_zone"] = shown_zone
     app.jinja_env.globals["max_reason"] = MAX_REASON
+    app.jinja_env.globals["page_path"] = page_path
     app.jinja_env.filters |= {
         "utc": utc,
         "in_zone": in_zone,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import unicodedata
+from urllib.parse import urlsplit
+
+from flask import request
 
 HOME = "/"
 BACKSLASH = chr(92)
@@ -20,3 +23,15 @@ def local_target(raw: str) -> str:
     if any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") for char in raw):
         return HOME
     return raw
+
+
+def page_path() -> str:
+    """The page this request belongs to, as a local path with its query: the page itself for a
+    GET, else (a form posted to an action, which answers only POST) the page the form was on,
+    its same-site `Referer`, or home. Sign-in and the time switch come back here."""
+    if request.method in ("GET", "HEAD"):
+        return request.full_path if request.query_string else request.path
+    referrer = urlsplit(request.referrer or "")
+    if referrer.netloc != request.host or not referrer.path:
+        return HOME
+    return local_target(referrer.path + (f"?{referrer.query}" if referrer.query else ""))

@@ -219,3 +219,33 @@ def test_a_background_preview_after_the_session_ended_keeps_the_form(seeded, cli
     saved = client.post("/ns/default/schedules/new", data=body)
     assert saved.status_code == 302, saved.get_data(as_text=True)[:500]
     assert seeded.get("/schedules/typed-before").status_code == 200
+
+
+def test_a_plain_form_stale_after_signing_in_elsewhere_goes_back_to_its_page(
+    seeded, client, accounts
+):
+    # It was a 400 page at the action's URL, whose "reload" posted the stale token again and
+    # whose time switch pointed at that POST-only URL (405).
+    page = client.get("/ns/default/schedules/nightly")
+    stale = csrf_from(page)
+    account = accounts.create("nia", role="operator")
+    sign_in(client, "nia", account.password)  # another tab signed in again
+    referer = {"Referer": "http://localhost/ns/default/schedules/nightly"}
+    paused = client.post(
+        "/ns/default/schedules/nightly/pause",
+        data={"csrf_token": stale, "reason": "x"},
+        headers=referer,
+    )
+    assert paused.status_code == 302
+    assert paused.headers["Location"] == "/ns/default/schedules/nightly"
+    landed = client.get("/ns/default/schedules/nightly").get_data(as_text=True)
+    assert "The form had expired" in landed and "nothing was done" in landed
+    assert seeded.get("/schedules/nightly").get_json()["status"] == "active"
+    # An error page answered to a POST: its time switch points at the page the form was on.
+    refused = client.post(
+        "/ns/no-such-namespace/schedules/nightly/pause",
+        data={"csrf_token": csrf_from(client.get("/ns/default/schedules/nightly"))},
+        headers=referer,
+    )
+    assert refused.status_code == 404
+    assert 'name="next" value="/ns/default/schedules/nightly"' in refused.get_data(as_text=True)
