@@ -27,6 +27,9 @@ def read_profiles(path: Path) -> dict[str, dict[str, str]]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise click.UsageError(f"cannot read {path}: {exc}") from exc
+    except UnicodeDecodeError:
+        # Never quote the bytes: the file holds tokens.
+        raise click.UsageError(f"cannot read {path}: it is not UTF-8 text") from None
     for name, values in data.items():
         if not isinstance(values, dict):
             raise click.UsageError(f"cannot read {path}: profile {name!r} is not a table")

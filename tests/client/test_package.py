@@ -270,3 +270,13 @@ def test_a_profile_value_of_the_wrong_type_is_a_usage_error_naming_file_profile_
         result = CliRunner().invoke(cli, ["schedules", "list"], env=env)
         assert result.exit_code == 2, result.output
         assert f"Error: cannot read {path}: {said}" in result.stderr.splitlines()
+
+
+def test_a_profile_file_that_is_not_utf8_is_a_usage_error(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    path = tmp_path / "almanac" / "profiles.toml"
+    path.parent.mkdir()
+    path.write_bytes(b"\xff\xfe[default]\n")
+    result = CliRunner().invoke(cli, ["schedules", "list"], env=env)
+    assert result.exit_code == 2, result.output
+    assert f"Error: cannot read {path}: it is not UTF-8 text" in result.stderr.splitlines()
