@@ -331,6 +331,9 @@ def _secret_texts(secret: Any, inside: bool = False) -> Iterator[str]:
     array's serialization, and each of its texts and (long enough) numbers."""
     if isinstance(secret, str):
         yield secret
+        # As Python's repr and JSON print it inside quotes: escapes (\n, \', \u00e4) included.
+        yield repr(secret)[1:-1]
+        yield json.dumps(secret)[1:-1]
     elif isinstance(secret, dict):
         yield json.dumps(secret)
         for item in secret.values():

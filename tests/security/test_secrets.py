@@ -183,7 +183,8 @@ def test_object_and_array_secrets_are_hidden_in_what_actions_return_or_raise(app
     secret_input = {
         "creds": {"user": "svc", "key": "obj-secret-5c1e", "n": 987654},
         "tokens": ["arr-secret-77aa", "arr-secret-88bb"],
-        "pw": "key-secret-19fe",
+        # Printed escaped by repr and JSON: a quote, a line break, non-ASCII letters.
+        "pw": "key-secret-19fe'q\"\nß-ü",
     }
     steps = [
         {"id": "echo", "type": "action", "action": "echo"},
@@ -205,6 +206,7 @@ def test_object_and_array_secrets_are_hidden_in_what_actions_return_or_raise(app
         assert secret not in shown, secret
         assert secret.encode() not in dumped, secret
     assert "key-secret-19fe" not in shown and b"key-secret-19fe" not in dumped
+    assert "19fe" not in json.dumps(admin_api.get("/runs/o2").get_json()["error"])
     history = admin_api.get("/runs/o1/history").get_json()["items"]
     (echoed,) = [e["payload"]["output"] for e in history if e["event_type"] == "step_completed"][:1]
     assert echoed["creds"] == "***" and echoed["tokens"] == "***" and echoed["pw"] == "***"
