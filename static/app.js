@@ -49,10 +49,21 @@
   for (const name of ["htmx:responseError", "htmx:sendError", "htmx:timeout"]) {
     document.addEventListener(name, (event) => {
       const target = event.detail.target;
-      if (target instanceof Element && target.hasAttribute("data-swap-refusals")) {
-        target.innerHTML = '<p class="field-error" role="alert">Could not load this; ' +
-          "change an input to try again.</p>";
+      if (!(target instanceof Element) || !target.hasAttribute("data-swap-refusals")) return;
+      if (posted(event)) {
+        // An action (completing a task): keep the form and what was typed; say what happened.
+        let line = target.querySelector(":scope > .request-outcome");
+        if (!line) {
+          line = document.createElement("p");
+          line.className = "field-error request-outcome";
+          line.setAttribute("role", "alert");
+          target.prepend(line);
+        }
+        line.textContent = outcome(event);
+        return;
       }
+      target.innerHTML = '<p class="field-error" role="alert">Could not load this; ' +
+        "change an input to try again.</p>";
     });
   }
 
@@ -208,6 +219,18 @@
     return { why: refusal(event.detail.xhr), sent: false };
   }
 
+  // Whether the failed request was an action (a POST), and what to tell of it.
+  const posted = (event) => {
+    const config = event.detail.requestConfig;
+    return Boolean(config && String(config.verb).toLowerCase() === "post");
+  };
+
+  function outcome(event) {
+    const { why, sent } = failure(event);
+    return sent === false ? "Not done. " + why
+      : "Could not tell whether it was done: " + why + ". Check before trying again.";
+  }
+
   function notice(text) {
     let line = document.getElementById("request-failed");
     if (!line) {
@@ -233,6 +256,10 @@
           : "Could not tell whether it was done: " + why +
             ". Check the history before trying again.";
         target.replaceChildren(line);
+        return;
+      }
+      if (posted(event)) {
+        notice(outcome(event));
         return;
       }
       const at = new Date().toLocaleTimeString();

@@ -301,6 +301,28 @@ def test_task_inbox_completes_task(live_server, live_api, workflows, page, artif
     assert live_api.get("/runs/review-1")["status"] == "completed"
 
 
+def test_a_task_completion_that_fails_says_so_and_keeps_the_output(
+    live_server, live_api, workflows, page, artifacts
+):
+    # The card was replaced by "Could not load this; change an input to try again", output lost.
+    live_api.post("/runs", {"workflow": "review", "run_id": "review-unsent"})
+    live_api.work()
+    sign_in(page, live_server)
+    page.get_by_role("link", name="Tasks", exact=True).click()
+    task = page.locator("article.task", has_text="review-unsent")
+    task.get_by_label("Output").fill('{"ok": "typed"}')
+    page.route("**/tasks/*/complete", lambda route: route.abort())
+    task.get_by_role("button", name="Complete task").click()
+    expect(task.locator(".request-outcome")).to_contain_text(
+        "Could not tell whether it was done: could not reach the server"
+    )
+    assert task.get_by_label("Output").input_value() == '{"ok": "typed"}'
+    page.screenshot(path=str(artifacts / "console-task-unsent.png"), full_page=True)
+    page.unroute("**/tasks/*/complete")
+    task.get_by_role("button", name="Complete task").click()
+    page.get_by_text("Task completed.").wait_for()
+
+
 def test_load_chart_shows_busiest_slots(live_server, live_api, workflows, page, artifacts):
     for index in range(3):
         live_api.post(
