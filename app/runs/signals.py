@@ -79,19 +79,41 @@ def send(
 def _route(
     session: Session, run: Run, layout: Layout, signal: Signal, now: datetime
 ) -> SignalOutcome:
-    """Deliver to a step waiting for it, keep it for one not reached yet, or ignore it."""
+    """Deliver to a step waiting for it, keep it for one not reached yet, or ignore it.
+
+    A waiting step whose deadline has passed no longer waits, scanned or not: one that fails
+    the run at its timeout makes the signal too late; one that continues is passed over, so the
+    signal goes where it would go had the scanner already moved the run on (another step
+    waiting in time, or a step not reached yet). How late the ticker runs never decides."""
     named = [
         node
         for node in layout.nodes.values()
         if node.step["type"] == "signal" and node.step["signal"] == signal.name
     ]
+    # The first step passed over at its deadline: the one a too-late signal was for.
+    late: tuple[Frame, dict[str, Any], datetime] | None = None
     for node in named:
         frame = frame_of_node(session, run, layout, node.step["id"])
-        if frame is not None and is_waiting_at(frame, node.step["id"], node.step):
-            return _to_waiting_step(session, run, frame, node.step, signal, now)
+        if frame is None or not is_waiting_at(frame, node.step["id"], node.step):
+            continue
+        deadline = _open_deadline(session, run, node.step["id"])
+        due = deadline.due_at if deadline is not None else None
+        # Strictly before: a signal accepted exactly at the deadline is too late. This holds
+        # during an incident too: a signal in time wins and its continuation is held.
+        if due is None or now < due:
+            if deadline is not None:
+                deadline.consumed_at = now
+            deliver_signal(session, run, frame, node.step, signal, now, due)
+            return SignalOutcome(signal, "delivered")
+        if node.step.get("on_timeout", "fail") != "continue":
+            return _ignore(session, run, signal, now, "too_late", due, node.step["id"], frame)
+        late = late or (frame, node.step, due)
     entered = _entered(session, run, [node.step["id"] for node in named])
     if any(node.step["id"] not in entered for node in named):
         return SignalOutcome(signal, "buffered")
+    if late is not None:
+        frame, step, due = late
+        return _ignore(session, run, signal, now, "too_late", due, step["id"], frame)
     passed = [node.step["id"] for node in named]
     reason = (
         "too_late" if passed and _deadline_passed(session, run, passed, now) else "not_expected"
@@ -111,26 +133,16 @@ def _entered(session: Session, run: Run, node_ids: list[str]) -> set[str]:
     return {node_id for node_id in session.scalars(query.distinct()) if node_id}
 
 
-def _to_waiting_step(
-    session: Session, run: Run, frame: Frame, step: dict[str, Any], signal: Signal, now: datetime
-) -> SignalOutcome:
-    deadline = session.scalar(
+def _open_deadline(session: Session, run: Run, node_id: str) -> Deadline | None:
+    """The unconsumed timeout of the signal step `node_id` (none without `timeout_seconds`)."""
+    return session.scalar(
         select(Deadline).where(
             Deadline.run_pk == run.id,
             Deadline.kind == "signal",
-            Deadline.node_id == step["id"],
+            Deadline.node_id == node_id,
             Deadline.consumed_at.is_(None),
         )
     )
-    due = deadline.due_at if deadline is not None else None
-    # Strictly before: a signal accepted exactly at the deadline is too late. This holds during
-    # an incident too: a signal in time wins and its continuation is held.
-    if due is not None and now >= due:
-        return _ignore(session, run, signal, now, "too_late", due, step["id"], frame)
-    if deadline is not None:
-        deadline.consumed_at = now
-    deliver_signal(session, run, frame, step, signal, now, due)
-    return SignalOutcome(signal, "delivered")
 
 
 def _deadline_passed(session: Session, run: Run, node_ids: list[str], now: datetime) -> bool:

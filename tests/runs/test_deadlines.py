@@ -332,3 +332,64 @@ def test_a_step_due_after_the_run_timeout_never_starts(app, scenario):
     run = scenario.run(run_id)
     assert run["status"] == "timed_out", run
     assert "step_started" not in scenario.types(run_id)
+
+
+def _waits_for(step_id, seconds, on_timeout="continue"):
+    return {
+        "id": step_id,
+        "type": "signal",
+        "signal": "x",
+        "timeout_seconds": seconds,
+        "on_timeout": on_timeout,
+    }
+
+
+def test_a_signal_passes_over_a_branch_past_its_deadline_to_one_still_waiting_in_time(scenario):
+    """Two branches wait for the same name; the first one's deadline has passed, unscanned.
+    The signal goes to the second as it would after a scan: how late the ticker runs must not
+    decide (it was ignored as too late for the first branch)."""
+    branches = [
+        {"id": "p", "steps": [_waits_for("p1", 600)]},
+        {"id": "q", "steps": [_waits_for("q1", 3600)]},
+    ]
+    scenario.deploy("two", [{"id": "fan", "type": "parallel", "branches": branches}])
+    unscanned = scenario.start("two")["run_id"]
+    scanned = scenario.start("two")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=600))
+    body = scenario.signal(unscanned, "x", 2).get_json()
+    assert body["status"] == "delivered"
+    scenario.tick()
+    assert scenario.signal(scanned, "x", 1).get_json()["status"] == "delivered"
+    for run_id in (unscanned, scanned):
+        assert scenario.run(run_id)["status"] == "completed"
+        received = [e for e in scenario.events(run_id) if e["event_type"] == "signal_received"]
+        assert [e["node_id"] for e in received] == ["q1"]
+        assert "signal_ignored" not in scenario.types(run_id)
+
+
+def test_a_signal_for_a_later_step_is_kept_when_the_current_one_passed_its_deadline(scenario):
+    scenario.deploy("seq", [_waits_for("s1", 600), _waits_for("s2", 3600)])
+    run_id = scenario.start("seq")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=600))
+    # s1 still waits (no scan yet), but its deadline has passed and it continues: s2 takes it.
+    assert scenario.signal(run_id, "x", "late for s1").get_json()["status"] == "buffered"
+    scenario.tick()
+    run = scenario.run(run_id)
+    assert run["status"] == "completed"
+    received = [e for e in scenario.events(run_id) if e["event_type"] == "signal_received"]
+    assert [(e["node_id"], e["payload"]["payload"]) for e in received] == [("s2", "late for s1")]
+
+
+def test_a_signal_past_a_deadline_that_fails_the_run_is_too_late_even_if_a_later_step_waits(
+    scenario,
+):
+    scenario.deploy("seq-fail", [_waits_for("s1", 600, "fail"), _waits_for("s2", 3600)])
+    run_id = scenario.start("seq-fail")["run_id"]
+    scenario.tick()
+    scenario.set_clock(FIXED_NOW + timedelta(seconds=600))
+    body = scenario.signal(run_id, "x").get_json()
+    assert body["status"] == "ignored" and body["reason"] == "too_late"
+    scenario.tick()
+    assert scenario.run(run_id)["status"] == "failed"
