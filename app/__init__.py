@@ -37,7 +37,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # Every layer loads here, not when the package is imported: `import app.calendar` (pure
     # code, like the firing policy a simulation runs) loads no database, face or ticker host,
     # in 0.5 s and 32 MB instead of 2.5 s and 96 MB. No module imports from `app` itself.
-    from app import api, cli, console, context, headers, inputs, redaction
+    from app import api, cli, console, context, headers, heap, inputs, redaction
     from app.auth.first_start import bootstrap_on_start
     from app.db.schema_check import require_migrated
     from app.runs import secrets as secret_inputs
@@ -57,6 +57,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         # Before anything writes: code on a database `db upgrade` has not reached stops here.
         require_migrated(context.database(app).engine)
     bootstrap_on_start(app)
+    if serving_process():
+        heap.settle()
     start_if_enabled(app)
     return app
 

@@ -13,6 +13,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from app import heap
 from app.cli.schema import migrated
 from app.db.session import log_failure
 from app.ticker.host import aligned_start, warn_if_discovery_refused, worker_pool
@@ -60,6 +61,7 @@ def run(workers: int | None) -> None:
     """
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     migrated(app)
+    heap.settle()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -8,6 +8,7 @@ import threading
 import click
 from flask import current_app
 
+from app import heap
 from app.cli.schema import migrated
 from app.ticker.host import worker_pool
 
@@ -26,6 +27,7 @@ def worker(queue: str | None, threads: int | None) -> None:
     """Claim and run workflow steps until interrupted (SIGINT/SIGTERM finish the current step)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     migrated(app)
+    heap.settle()
     if threads is None and int(app.config["WORKERS"]) < 1:
         raise click.UsageError("ALMANAC_WORKERS is 0: give this worker --threads (1 or more)")
     stop = threading.Event()
