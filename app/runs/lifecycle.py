@@ -57,34 +57,38 @@ def resolve_target(
     workflow: str | None = None,
     activation_id: str | None = None,
 ) -> RunTarget:
-    """The pinned activation (must be ready), or the newest ready activation of `workflow`."""
+    """The pinned activation (must be ready), or the newest ready activation of `workflow`.
+
+    One query reads the activation with its version and workflow (the tick resolves a target
+    per page, and each round trip there is on the path of every firing)."""
+    query = (
+        select(Activation, WorkflowVersion, Workflow)
+        .join(WorkflowVersion, WorkflowVersion.id == Activation.workflow_version_id)
+        .join(Workflow, Workflow.id == Activation.workflow_id)
+    )
     if activation_id is not None:
-        activation = session.get(Activation, activation_id)
-        if activation is None or activation.namespace_id != namespace.id:
+        found = session.execute(query.where(Activation.id == activation_id)).first()
+        if found is None or found[0].namespace_id != namespace.id:
             raise ActivationNotFound(activation_id)
-        if activation.status != "ready":
+        if found[0].status != "ready":
             raise ActivationNotReady(
                 f"activation {activation_id!r} is retired", activation_id=activation_id
             )
     else:
-        activation = session.scalar(
-            select(Activation)
-            .join(Workflow, Activation.workflow_id == Workflow.id)
-            .where(
+        found = session.execute(
+            query.where(
                 Workflow.namespace_id == namespace.id,
                 Workflow.name == workflow,
                 Activation.status == "ready",
             )
             .order_by(Activation.created_at.desc(), Activation.id.desc())
             .limit(1)
-        )
-        if activation is None:
+        ).first()
+        if found is None:
             raise ActivationNotReady(
                 f"workflow {workflow!r} has no ready activation", workflow=workflow
             )
-    version = session.get(WorkflowVersion, activation.workflow_version_id)
-    flow = session.get(Workflow, activation.workflow_id)
-    assert version is not None and flow is not None
+    activation, version, flow = found
     return RunTarget(activation, flow, version)
 
 

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from app.auth.grants import ROLE_GRANTS, RUN_START
@@ -57,22 +57,16 @@ class FiringContext:
         """Principals, grants and active runs of `schedules` (all of `namespace`)."""
         ctx = cls(session, namespace)
         ids = {s.principal_id for s in schedules}
-        roles: dict[int, str] = {
-            user_id: role
-            for user_id, role in session.execute(
-                select(Membership.user_id, Membership.role).where(
-                    Membership.user_id.in_(ids), Membership.namespace_id == namespace.id
-                )
-            )
-        }
+        # Each principal with its role here, if any (one query: a round trip per page counts).
+        membership = and_(Membership.user_id == User.id, Membership.namespace_id == namespace.id)
         users = session.execute(
-            select(User.id, User.username, User.disabled_at, User.is_superuser).where(
-                User.id.in_(ids)
-            )
+            select(User.id, User.username, User.disabled_at, User.is_superuser, Membership.role)
+            .outerjoin(Membership, membership)
+            .where(User.id.in_(ids))
         )
-        for user_id, username, disabled_at, superuser in users:
+        for user_id, username, disabled_at, superuser, role in users:
             ctx.usernames[user_id] = username
-            grants = ROLE_GRANTS.get(roles.get(user_id) or "", frozenset())
+            grants = ROLE_GRANTS.get(role or "", frozenset())
             if disabled_at is None and (superuser or RUN_START in grants):
                 ctx.authorized_ids.add(user_id)
         # A schedule that never started a run has none active: no need to ask.
