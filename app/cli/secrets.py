@@ -27,7 +27,9 @@ def rotate() -> None:
     click.echo(f"re-encrypted secrets in {count} row(s) with the first key")
     if unopened:
         # Everything that could be opened was rotated; these could not, and say what to do.
+        # Nothing rotated at all usually means the old key was dropped before this ran.
         raise click.ClickException(
-            f"{len(unopened)} stored secret value(s) were left as they are: {LOST_KEY}; if that "
-            "key is lost, those values are lost too (send them again where they are still used)"
+            f"{len(unopened)} stored secret value(s) were left as they are, still sealed with an "
+            f"older key: {LOST_KEY}; if that key is lost, those values are lost too (send them "
+            "again where they are still used)"
         )

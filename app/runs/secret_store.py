@@ -23,7 +23,8 @@ BATCH = 500
 
 
 def rotate_all(session: Session, unopened: list[str]) -> int:
-    """Re-encrypt every sealed value with the first configured key; returns the rows changed.
+    """Re-encrypt every sealed value with the first configured key; returns the rows rewritten
+    (those holding at least one value a configured key opens).
     Values no configured key opens are left as they are and listed in `unopened`."""
     changed = 0
     for column in SEALED_COLUMNS:
@@ -51,11 +52,11 @@ def _rotate_column(
             session.commit()
             return changed
         for pk, value in rows:
-            session.execute(
-                update(model)
-                .where(model.id == pk)
-                .values({column.key: secrets.rotate(value, unopened)})
-            )
+            rotated = secrets.rotate(value, unopened)
+            # Re-sealing always yields new text; a row whose every value no key opens is the
+            # same and is neither written nor counted as re-encrypted.
+            if rotated != value:
+                session.execute(update(model).where(model.id == pk).values({column.key: rotated}))
+                changed += 1
         session.commit()
-        changed += len(rows)
         after = rows[-1][0]

@@ -490,6 +490,8 @@ def test_rotate_without_the_old_key_says_so_in_one_line(app, admin_api, runner):
         secrets.configure([Fernet.generate_key().decode()])  # the old key was dropped too soon
         result = runner.invoke(args=["secrets", "rotate"])
         assert result.exit_code == 1
+        # Nothing was re-encrypted: no row is counted as if part of the job had been done.
+        assert "re-encrypted secrets in 0 row(s)" in result.output
         assert "keep the key it was sealed with" in result.output
         assert "Traceback" not in result.output and API_SECRET not in result.output
     finally:
@@ -517,7 +519,8 @@ def test_rotate_re_encrypts_what_it_can_and_names_what_no_key_opens(app, admin_a
         secrets.configure([new, current])
         result = runner.invoke(args=["secrets", "rotate"])
         assert result.exit_code == 1
-        assert "re-encrypted secrets in" in result.output
+        # The kept run's input and its run_started event; not the lost ones' rows.
+        assert "re-encrypted secrets in 2 row(s)" in result.output
         assert "2 stored secret value(s) were left as they are" in result.output  # input, event
         assert "keep the key it was sealed with" in result.output
         secrets.configure([new])  # the current key retired: what it sealed still opens
