@@ -164,7 +164,9 @@ def list_runs(
     """Runs newest first with their workflow's name, one keyset page."""
     query = (
         select(Run, Workflow.name)
-        .join(Workflow, Workflow.id == Run.workflow_id)
+        # The namespace on both sides: a filter by workflow name then finds the one workflow by
+        # its unique (namespace, name) instead of joining every namespace's of that name.
+        .join(Workflow, (Workflow.id == Run.workflow_id) & (Workflow.namespace_id == namespace.id))
         .where(Run.namespace_id == namespace.id)
     )
     if where.status:

@@ -210,7 +210,10 @@ def list_activations(
     """Activations newest first, one keyset page."""
     query = (
         select(Activation, Workflow, WorkflowVersion)
-        .join(Workflow, Workflow.id == Activation.workflow_id)
+        .join(
+            Workflow,
+            (Workflow.id == Activation.workflow_id) & (Workflow.namespace_id == namespace.id),
+        )
         .join(WorkflowVersion, WorkflowVersion.id == Activation.workflow_version_id)
         .where(Activation.namespace_id == namespace.id)
     )
