@@ -95,12 +95,17 @@ def get_user(session: Session, username: str) -> User:
     return user
 
 
-def create_user(
-    session: Session, now: datetime, username: str, password: str, *, superuser: bool = False
-) -> User:
+def check_new_account(username: str, password: str) -> None:
+    """The rules a new user's name and password must meet (no database needed)."""
     _check_name(username, "username")
     if len(password) < 8:
         raise ValidationFailed([{"loc": ["password"], "msg": "must be at least 8 characters"}])
+
+
+def create_user(
+    session: Session, now: datetime, username: str, password: str, *, superuser: bool = False
+) -> User:
+    check_new_account(username, password)
     if session.scalar(select(User.id).where(User.username == username)) is not None:
         raise AlreadyExists("user", username)
     user = User(

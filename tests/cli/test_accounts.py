@@ -104,6 +104,43 @@ def test_first_start_creates_the_admin_when_a_password_is_set(db_url, monkeypatc
     assert Api(app.test_client(), "alm_first_start_token_2").get("/me").status_code == 401
 
 
+@pytest.fixture
+def unmigrated_url(backend, tmp_path):
+    """A database with no tables yet: a new SQLite file, or a new PostgreSQL database."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'later.db'}"
+        return
+    from tests.conftest import fresh_postgres
+
+    with fresh_postgres(migrate=False) as url:
+        yield url
+
+
+def test_first_start_creates_the_admin_once_the_database_answers(unmigrated_url):
+    # A server that came up before its database (or before `db upgrade`) logged a warning and
+    # never created the superuser: nobody could sign in until it was restarted.
+    from app.cli.database import upgrade_database
+    from tests.conftest import make_test_app
+
+    token = "alm_first_start_token_later"
+    app = make_test_app(unmigrated_url, ADMIN_PASSWORD="first-start-pw", ADMIN_TOKEN=token)
+    upgrade_database(unmigrated_url)
+    response = Api(app.test_client(), token).get("/me")
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["username"] == "admin" and response.get_json()["superuser"]
+    with database(app).session() as session:
+        assert session.scalar(select(func.count()).select_from(User)) == 1
+
+
+def test_a_password_the_rules_refuse_stops_the_start_even_with_the_database_down(tmp_path):
+    from app.settings import SettingError
+    from tests.conftest import make_test_app
+
+    unreachable = f"sqlite:///{tmp_path / 'no-such-folder' / 'almanac.db'}"
+    with pytest.raises(SettingError, match="ALMANAC_ADMIN_USER, _PASSWORD or _TOKEN"):
+        make_test_app(unreachable, ADMIN_PASSWORD="short")
+
+
 def test_first_start_with_a_password_the_rules_refuse_does_not_start(db_url):
     from app.settings import SettingError
     from tests.conftest import make_test_app
