@@ -14,7 +14,8 @@ Reported: commit lag (when a run row first became visible to an outside observer
 0.05 s, minus its due time; ids it skipped over are asked for again, so late commits count)
 and start lag (the run's `started_at`, set when a worker claimed its first step, minus due),
 p50/p99/max, and the p99 of each due minute (a drift shows as the minutes go by; `*` marks a
-minute whose first seconds met the vacuum stand-in); doubles
+minute whose first seconds met the vacuum stand-in), over the whole minutes from the first
+that begins a full minute after the processes started (their first burst is a warm-up); doubles
 (ledger rows sharing a schedule and instant);
 lost occurrences (canonical occurrences due in the measured window with no ledger row);
 ledger rows overlapping an earlier one of their schedule (an occurrence accounted twice);
@@ -652,8 +653,12 @@ def main() -> None:
             time.sleep(minutes * 30)
         else:
             time.sleep(minutes * 60)
-        # Measure whole minutes after the first (warm-up) and before the last (still firing).
-        start = began.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        # Measure whole minutes from the first that begins a full minute after the processes
+        # started (the first burst is their warm-up) and before the last (still firing). From
+        # the minute after `began`, the warm-up burst was measured whenever the soak began late
+        # in a minute (at :59 it came a second after the start, processes still importing).
+        minute = timedelta(minutes=1)
+        start = (began + minute).replace(second=0, microsecond=0) + minute
         end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
         time.sleep(30)  # let the last measured occurrences start
     finally:
