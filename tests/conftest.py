@@ -99,6 +99,17 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def empty_owner_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A database with no tables yet, as its owner: a new SQLite file, or a new PostgreSQL
+    database whose logins exist (for migrations, and for what runs before them)."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    with fresh_postgres(migrate=False) as url:
+        yield url
+
+
+@pytest.fixture
 def db_url(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:

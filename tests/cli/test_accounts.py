@@ -104,27 +104,15 @@ def test_first_start_creates_the_admin_when_a_password_is_set(db_url, monkeypatc
     assert Api(app.test_client(), "alm_first_start_token_2").get("/me").status_code == 401
 
 
-@pytest.fixture
-def unmigrated_url(backend, tmp_path):
-    """A database with no tables yet: a new SQLite file, or a new PostgreSQL database."""
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'later.db'}"
-        return
-    from tests.conftest import fresh_postgres
-
-    with fresh_postgres(migrate=False) as url:
-        yield url
-
-
-def test_first_start_creates_the_admin_once_the_database_answers(unmigrated_url):
+def test_first_start_creates_the_admin_once_the_database_answers(empty_owner_url):
     # A server that came up before its database (or before `db upgrade`) logged a warning and
     # never created the superuser: nobody could sign in until it was restarted.
     from app.cli.database import upgrade_database
     from tests.conftest import make_test_app
 
     token = "alm_first_start_token_later"
-    app = make_test_app(unmigrated_url, ADMIN_PASSWORD="first-start-pw", ADMIN_TOKEN=token)
-    upgrade_database(unmigrated_url)
+    app = make_test_app(empty_owner_url, ADMIN_PASSWORD="first-start-pw", ADMIN_TOKEN=token)
+    upgrade_database(empty_owner_url)
     response = Api(app.test_client(), token).get("/me")
     assert response.status_code == 200, response.get_json()
     assert response.get_json()["username"] == "admin" and response.get_json()["superuser"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -10,7 +9,7 @@ from sqlalchemy import inspect, text
 
 from app.cli.database import alembic_config
 from app.db import Base, make_engine
-from tests.conftest import fresh_postgres, make_test_app
+from tests.conftest import make_test_app
 
 
 def _empty(url: str) -> None:
@@ -27,18 +26,8 @@ def _empty(url: str) -> None:
     engine.dispose()
 
 
-@pytest.fixture
-def owner_url(backend, tmp_path):
-    """An empty database as its owner: a new SQLite file, or a new PostgreSQL database."""
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'migrate.db'}"
-        return
-    with fresh_postgres(migrate=False) as url:
-        yield url
-
-
-def test_upgrade_to_head_matches_models_and_downgrades_to_base(owner_url):
-    db_url = owner_url
+def test_upgrade_to_head_matches_models_and_downgrades_to_base(empty_owner_url):
+    db_url = empty_owner_url
     _empty(db_url)
     config = alembic_config(db_url)
     command.upgrade(config, "head")
@@ -66,11 +55,11 @@ def _counts(url: str) -> dict[str, int]:
     return counts
 
 
-def test_a_downgrade_keeps_the_rows_of_tables_it_rebuilds(owner_url):
+def test_a_downgrade_keeps_the_rows_of_tables_it_rebuilds(empty_owner_url):
     # On SQLite a downgrade past 0006 rebuilds `users` (copy, drop, rename): with foreign keys
     # on, the drop cascaded and emptied memberships and API tokens, and the CLI said it was done.
-    _empty(owner_url)
-    app = make_test_app(owner_url, MIGRATION_DATABASE_URL=owner_url, ADMIN_PASSWORD="")
+    _empty(empty_owner_url)
+    app = make_test_app(empty_owner_url, MIGRATION_DATABASE_URL=empty_owner_url, ADMIN_PASSWORD="")
     runner = app.test_cli_runner()
     assert runner.invoke(args=["db", "upgrade"]).exit_code == 0
     created = runner.invoke(
@@ -80,10 +69,10 @@ def test_a_downgrade_keeps_the_rows_of_tables_it_rebuilds(owner_url):
     assert runner.invoke(args=["namespaces", "create", "team"]).exit_code == 0
     assert runner.invoke(args=["users", "grant", "bob", "team", "viewer"]).exit_code == 0
     assert runner.invoke(args=["tokens", "create", "bob", "--name", "laptop"]).exit_code == 0
-    before = _counts(owner_url)
+    before = _counts(empty_owner_url)
     assert before["memberships"] == 1 and before["api_tokens"] == 1
     result = runner.invoke(args=["db", "downgrade", "0005"])
     assert result.exit_code == 0, result.output
-    assert _counts(owner_url) == before
+    assert _counts(empty_owner_url) == before
     assert runner.invoke(args=["db", "upgrade"]).exit_code == 0
-    assert _counts(owner_url) == before
+    assert _counts(empty_owner_url) == before

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
 from alembic import command
 from sqlalchemy import text
 
 from app.cli.database import alembic_config
 from app.db import make_engine
-from tests.conftest import fresh_postgres
 
 RUNS = [  # (run id, created at, status)
     ("a", datetime(2026, 3, 7, 10, 5, tzinfo=UTC), "completed"),
@@ -19,15 +17,6 @@ RUNS = [  # (run id, created at, status)
     ("d", datetime(2026, 3, 7, 11, 30, tzinfo=UTC), "waiting"),
     ("e", datetime(2026, 3, 7, 11, 45, tzinfo=UTC), "completed"),
 ]
-
-
-@pytest.fixture
-def owner_url(backend, tmp_path):
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'rollup.db'}"
-        return
-    with fresh_postgres(migrate=False) as url:
-        yield url
 
 
 def _stamp(value: datetime, dialect: str) -> object:
@@ -41,10 +30,10 @@ def _utc_text(hour: object) -> str:
     return str(hour)[:16]
 
 
-def test_upgrade_counts_the_existing_runs(owner_url):
-    config = alembic_config(owner_url)
+def test_upgrade_counts_the_existing_runs(empty_owner_url):
+    config = alembic_config(empty_owner_url)
     command.upgrade(config, "0008")
-    engine = make_engine(owner_url)
+    engine = make_engine(empty_owner_url)
     dialect = engine.dialect.name
     with engine.begin() as conn:
         if dialect == "postgresql":

@@ -12,24 +12,13 @@ from alembic import command
 from app.cli.database import alembic_config
 from app.db import make_engine
 from app.db.schema_check import SchemaBehind, missing, require_migrated
-from tests.conftest import fresh_postgres
 from tests.live import BIN, ROOT, free_port
 
 
-@pytest.fixture
-def empty_url(backend, tmp_path):
-    """An empty database as its owner: a new SQLite file, or a new PostgreSQL database."""
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'behind.db'}"
-        return
-    with fresh_postgres(migrate=False) as url:
-        yield url
-
-
-def test_a_database_behind_the_code_is_named_and_one_at_head_passes(empty_url):
-    config = alembic_config(empty_url)
+def test_a_database_behind_the_code_is_named_and_one_at_head_passes(empty_owner_url):
+    config = alembic_config(empty_owner_url)
     command.upgrade(config, "0003")
-    engine = make_engine(empty_url)
+    engine = make_engine(empty_owner_url)
     absent = missing(engine)
     assert "table run_branches" in absent and "column users.last_namespace" in absent
     with pytest.raises(SchemaBehind, match="flask --app wsgi db upgrade"):
@@ -79,19 +68,19 @@ def test_servers_tickers_and_workers_refuse_to_start_on_it(tmp_path):
     assert (tmp_path / "behind.db").read_bytes() == before
 
 
-def test_an_upgrade_that_leaves_tables_missing_says_so_instead_of_upgraded(empty_url):
+def test_an_upgrade_that_leaves_tables_missing_says_so_instead_of_upgraded(empty_owner_url):
     # A database made by a development build whose revision ids meant other steps was told
     # "upgraded to head" while it lacked tables; here one is dropped behind Alembic's back.
     from sqlalchemy import text
 
     from tests.conftest import make_test_app
 
-    command.upgrade(alembic_config(empty_url), "head")
-    engine = make_engine(empty_url)
+    command.upgrade(alembic_config(empty_owner_url), "head")
+    engine = make_engine(empty_owner_url)
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE run_rollup"))
     engine.dispose()
-    app = make_test_app(empty_url, MIGRATION_DATABASE_URL=empty_url)
+    app = make_test_app(empty_owner_url, MIGRATION_DATABASE_URL=empty_owner_url)
     result = app.test_cli_runner().invoke(args=["db", "upgrade"])
     assert result.exit_code == 1
     assert "lacks table run_rollup" in result.output and "upgraded" not in result.output
