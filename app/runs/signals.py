@@ -22,7 +22,7 @@ from app.runs.deadlines import refuse_after_run_timeout
 from app.runs.definitions import STEP_ID_RE
 from app.runs.errors import RunFinished
 from app.runs.frames import Frame, branch_path_of, frame_of_node, is_waiting_at, settle
-from app.runs.layout import Layout
+from app.runs.layout import Layout, Node
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write
 from app.runs.service import check_size, get_run
@@ -81,10 +81,12 @@ def _route(
 ) -> SignalOutcome:
     """Deliver to a step waiting for it, keep it for one not reached yet, or ignore it.
 
-    A waiting step whose deadline has passed no longer waits, scanned or not: one that fails
-    the run at its timeout makes the signal too late; one that continues is passed over, so the
-    signal goes where it would go had the scanner already moved the run on (another step
-    waiting in time, or a step not reached yet). How late the ticker runs never decides."""
+    The signal goes where it would go had the scanner already applied every deadline due at
+    `now`, so how late the ticker runs never decides where it lands. A waiting step whose
+    deadline has passed no longer waits: one that fails the run at its timeout makes the signal
+    too late; one that continues (or, in a suspended run, whose failure is held) is passed
+    over; and a step the scan would enter at once (the one after a due wait or a continuing
+    timeout) takes the signal on entry, in definition order like the steps already waiting."""
     named = [
         node
         for node in layout.nodes.values()
@@ -95,6 +97,8 @@ def _route(
     for node in named:
         frame = frame_of_node(session, run, layout, node.step["id"])
         if frame is None or not is_waiting_at(frame, node.step["id"], node.step):
+            if _entered_by_the_scan(session, run, layout, node, now):
+                return SignalOutcome(signal, "buffered")
             continue
         deadline = _open_deadline(session, run, node.step["id"])
         due = deadline.due_at if deadline is not None else None
@@ -105,7 +109,7 @@ def _route(
                 deadline.consumed_at = now
             deliver_signal(session, run, frame, node.step, signal, now, due)
             return SignalOutcome(signal, "delivered")
-        if node.step.get("on_timeout", "fail") != "continue":
+        if node.step.get("on_timeout", "fail") != "continue" and run.status != "suspended":
             return _ignore(session, run, signal, now, "too_late", due, node.step["id"], frame)
         late = late or (frame, node.step, due)
     entered = _entered(session, run, [node.step["id"] for node in named])
@@ -119,6 +123,33 @@ def _route(
         "too_late" if passed and _deadline_passed(session, run, passed, now) else "not_expected"
     )
     return _ignore(session, run, signal, now, reason, None, passed[-1] if passed else None)
+
+
+def _entered_by_the_scan(
+    session: Session, run: Run, layout: Layout, node: Node, now: datetime
+) -> bool:
+    """Whether a scan at `now` would enter step `node`: the step before it in its sequence
+    waits on a deadline already due that moves the sequence on (a wait, or a signal or task
+    timeout that continues). In a suspended run the scan holds what follows instead."""
+    if node.index == 0 or run.status == "suspended":
+        return False
+    before = layout.sequences[node.path][node.index - 1]
+    if before["type"] not in ("wait", "signal", "task"):
+        return False
+    if before["type"] != "wait" and before.get("on_timeout", "fail") != "continue":
+        return False
+    frame = frame_of_node(session, run, layout, before["id"])
+    if frame is None or not is_waiting_at(frame, before["id"], before):
+        return False
+    due = session.scalar(
+        select(func.min(Deadline.due_at)).where(
+            Deadline.run_pk == run.id,
+            Deadline.node_id == before["id"],
+            Deadline.kind != "run_timeout",
+            Deadline.consumed_at.is_(None),
+        )
+    )
+    return due is not None and due <= now
 
 
 def _entered(session: Session, run: Run, node_ids: list[str]) -> set[str]:

@@ -393,3 +393,69 @@ def test_a_signal_past_a_deadline_that_fails_the_run_is_too_late_even_if_a_later
     assert body["status"] == "ignored" and body["reason"] == "too_late"
     scenario.tick()
     assert scenario.run(run_id)["status"] == "failed"
+
+
+def _each_way(scenario, name, at, signal):
+    """Two runs of `name`: one signalled at `at` before any scan, one after the scan at `at`.
+    Returns (answer before the scan, answer after it, the two runs)."""
+    before, after = scenario.start(name)["run_id"], scenario.start(name)["run_id"]
+    scenario.tick()
+    scenario.set_clock(at)
+    unscanned = scenario.signal(before, signal).get_json()["status"]
+    scenario.tick()
+    scanned = scenario.signal(after, signal).get_json()["status"]
+    scenario.tick()
+    return unscanned, scanned, (before, after)
+
+
+def _received(scenario, run_id):
+    return [e["node_id"] for e in scenario.events(run_id) if e["event_type"] == "signal_received"]
+
+
+def test_a_signal_waits_for_the_step_the_scan_enters_before_any_later_branch(scenario):
+    """The step after a passed-over one is entered by the scan and comes first in definition
+    order: the signal went to the other branch when no scan had run yet."""
+    branches = [
+        {
+            "id": "b1",
+            "steps": [_waits_for("s1", 10), {"id": "s1b", "type": "signal", "signal": "x"}],
+        },
+        {"id": "b2", "steps": [_waits_for("s2", 100)]},
+    ]
+    scenario.deploy("chain", [{"id": "p", "type": "parallel", "branches": branches}])
+    unscanned, scanned, runs = _each_way(scenario, "chain", FIXED_NOW + timedelta(seconds=10), "x")
+    assert (unscanned, scanned) == ("buffered", "delivered")
+    assert [_received(scenario, run_id) for run_id in runs] == [["s1b"], ["s1b"]]
+    assert [scenario.run(run_id)["status"] for run_id in runs] == ["waiting", "waiting"]
+
+
+def test_a_signal_waits_for_the_step_after_a_wait_that_has_elapsed_unscanned(scenario):
+    branches = [
+        {
+            "id": "b1",
+            "steps": [
+                {"id": "pause", "type": "wait", "duration": "PT10S"},
+                {"id": "s1", "type": "signal", "signal": "x"},
+            ],
+        },
+        {"id": "b2", "steps": [_waits_for("s2", 100)]},
+    ]
+    scenario.deploy("paused", [{"id": "p", "type": "parallel", "branches": branches}])
+    unscanned, scanned, runs = _each_way(scenario, "paused", FIXED_NOW + timedelta(seconds=10), "x")
+    assert (unscanned, scanned) == ("buffered", "delivered")
+    assert [_received(scenario, run_id) for run_id in runs] == [["s1"], ["s1"]]
+
+
+def test_during_an_incident_a_signal_passes_over_a_step_whose_failure_the_scan_holds(scenario):
+    branches = [
+        {"id": "a", "steps": [{"id": "f", "type": "action", "action": "fail", "args": {}}]},
+        {"id": "b1", "steps": [_waits_for("s1", 10, "fail")]},
+        {"id": "b2", "steps": [_waits_for("s2", 100)]},
+    ]
+    scenario.deploy(
+        "held", [{"id": "p", "type": "parallel", "branches": branches}], on_step_failure="incident"
+    )
+    unscanned, scanned, runs = _each_way(scenario, "held", FIXED_NOW + timedelta(seconds=10), "x")
+    assert [scenario.run(run_id)["status"] for run_id in runs] == ["suspended", "suspended"]
+    assert (unscanned, scanned) == ("delivered", "delivered")
+    assert [_received(scenario, run_id) for run_id in runs] == [["s2"], ["s2"]]
