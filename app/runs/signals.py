@@ -22,7 +22,7 @@ from app.runs.deadlines import refuse_after_run_timeout
 from app.runs.definitions import STEP_ID_RE
 from app.runs.errors import RunFinished
 from app.runs.frames import Frame, branch_path_of, frame_of_node, is_waiting_at, settle
-from app.runs.layout import Layout, Node
+from app.runs.layout import ROOT, Layout, Node
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write
 from app.runs.service import check_size, get_run
@@ -130,9 +130,19 @@ def _entered_by_the_scan(
 ) -> bool:
     """Whether a scan at `now` would enter step `node`: the step before it in its sequence
     waits on a deadline already due that moves the sequence on (a wait, or a signal or task
-    timeout that continues). In a suspended run the scan holds what follows instead."""
-    if node.index == 0 or run.status == "suspended":
+    timeout that continues), or it opens a branch the scan would start at once (its parallel
+    step entered so, the branch within `max_concurrency`). In a suspended run the scan holds
+    what follows instead."""
+    if run.status == "suspended" or node.path == ROOT and node.index == 0:
         return False
+    if node.index == 0:
+        parallel_id, branch_id = node.path.split("/")[-2:]
+        parallel = layout.nodes[parallel_id]
+        branches = [branch["id"] for branch in parallel.step["branches"]]
+        started_at_once = parallel.step.get("max_concurrency", len(branches))
+        return branches.index(branch_id) < started_at_once and _entered_by_the_scan(
+            session, run, layout, parallel, now
+        )
     before = layout.sequences[node.path][node.index - 1]
     if before["type"] not in ("wait", "signal", "task"):
         return False

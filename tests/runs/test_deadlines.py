@@ -459,3 +459,21 @@ def test_during_an_incident_a_signal_passes_over_a_step_whose_failure_the_scan_h
     assert [scenario.run(run_id)["status"] for run_id in runs] == ["suspended", "suspended"]
     assert (unscanned, scanned) == ("delivered", "delivered")
     assert [_received(scenario, run_id) for run_id in runs] == [["s2"], ["s2"]]
+
+
+def test_a_signal_waits_for_a_branch_the_scan_starts_at_once(scenario):
+    opened = {
+        "id": "q",
+        "type": "parallel",
+        "branches": [{"id": "c1", "steps": [{"id": "s1b", "type": "signal", "signal": "x"}]}],
+    }
+    before = {"id": "s1", "type": "signal", "signal": "y", "timeout_seconds": 10}
+    before["on_timeout"] = "continue"
+    branches = [
+        {"id": "b1", "steps": [before, opened]},
+        {"id": "b2", "steps": [_waits_for("s2", 100)]},
+    ]
+    scenario.deploy("nested", [{"id": "p", "type": "parallel", "branches": branches}])
+    unscanned, scanned, runs = _each_way(scenario, "nested", FIXED_NOW + timedelta(seconds=10), "x")
+    assert (unscanned, scanned) == ("buffered", "delivered")
+    assert [_received(scenario, run_id) for run_id in runs] == [["s1b"], ["s1b"]]
