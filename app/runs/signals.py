@@ -83,10 +83,15 @@ def _route(
 
     The signal goes where it would go had the scanner already applied every deadline due at
     `now`, so how late the ticker runs never decides where it lands. A waiting step whose
-    deadline has passed no longer waits: one that fails the run at its timeout makes the signal
-    too late; one that continues (or, in a suspended run, whose failure is held) is passed
-    over; and a step the scan would enter at once (the one after a due wait or a continuing
-    timeout) takes the signal on entry, in definition order like the steps already waiting."""
+    deadline has passed no longer waits: one anywhere in the run that fails it at its timeout
+    makes the signal too late; one that continues (or, in a suspended run, whose failure is
+    held) is passed over; and a step the scan would enter at once (after a due wait or a
+    continuing timeout) takes the signal on entry, in definition order like those waiting."""
+    failing = _failing_timeout_due(session, run, layout, now)
+    if failing is not None:
+        # The scan would fail the run now: no step takes the signal any more.
+        where, failing_step, failing_at = failing
+        return _ignore(session, run, signal, now, "too_late", failing_at, failing_step["id"], where)
     named = [
         node
         for node in layout.nodes.values()
@@ -109,8 +114,7 @@ def _route(
                 deadline.consumed_at = now
             deliver_signal(session, run, frame, node.step, signal, now, due)
             return SignalOutcome(signal, "delivered")
-        if node.step.get("on_timeout", "fail") != "continue" and run.status != "suspended":
-            return _ignore(session, run, signal, now, "too_late", due, node.step["id"], frame)
+        # Past its deadline: it continues, or (a suspended run) the scan holds its failure.
         late = late or (frame, node.step, due)
     entered = _entered(session, run, [node.step["id"] for node in named])
     if any(node.step["id"] not in entered for node in named):
@@ -123,6 +127,34 @@ def _route(
         "too_late" if passed and _deadline_passed(session, run, passed, now) else "not_expected"
     )
     return _ignore(session, run, signal, now, reason, None, passed[-1] if passed else None)
+
+
+def _failing_timeout_due(
+    session: Session, run: Run, layout: Layout, now: datetime
+) -> tuple[Frame, dict[str, Any], datetime] | None:
+    """The first signal or task step, anywhere in the run, still waiting past a deadline due at
+    `now` whose timeout fails the run (`on_timeout: fail`), with its frame and deadline. None in
+    a suspended run, where the scan holds such a failure until the incident is resolved."""
+    if run.status == "suspended":
+        return None
+    due = session.execute(
+        select(Deadline.node_id, Deadline.due_at)
+        .where(
+            Deadline.run_pk == run.id,
+            Deadline.kind.in_(("signal", "task")),
+            Deadline.consumed_at.is_(None),
+            Deadline.due_at <= now,
+        )
+        .order_by(Deadline.due_at, Deadline.node_id)
+    ).all()
+    for node_id, due_at in due:
+        node = layout.nodes.get(node_id or "")
+        if node is None or node.step.get("on_timeout", "fail") != "fail":
+            continue
+        frame = frame_of_node(session, run, layout, node.step["id"])
+        if frame is not None and is_waiting_at(frame, node.step["id"], node.step):
+            return frame, node.step, due_at
+    return None
 
 
 def _entered_by_the_scan(

@@ -477,3 +477,32 @@ def test_a_signal_waits_for_a_branch_the_scan_starts_at_once(scenario):
     unscanned, scanned, runs = _each_way(scenario, "nested", FIXED_NOW + timedelta(seconds=10), "x")
     assert (unscanned, scanned) == ("buffered", "delivered")
     assert [_received(scenario, run_id) for run_id in runs] == [["s1b"], ["s1b"]]
+
+
+def test_a_signal_is_too_late_once_any_timeout_that_fails_the_run_is_due(scenario):
+    """Another branch's failing timeout is due, unscanned: the scan would fail the run, so no
+    step may take the signal (it was delivered to the first branch, which then completed)."""
+    branches = [
+        {"id": "b", "steps": [{"id": "sb", "type": "signal", "signal": "x"}]},
+        {
+            "id": "a",
+            "steps": [{"id": "ta", "type": "task", "title": "Check", "timeout_seconds": 10}],
+        },
+    ]
+    scenario.deploy("doomed", [{"id": "p", "type": "parallel", "branches": branches}])
+    at = FIXED_NOW + timedelta(seconds=10)
+    before, after = scenario.start("doomed")["run_id"], scenario.start("doomed")["run_id"]
+    scenario.tick()
+    scenario.set_clock(at)
+    body = scenario.signal(before, "x").get_json()
+    assert body["status"] == "ignored" and body["reason"] == "too_late"
+    scenario.tick()
+    assert scenario.signal(after, "x").status_code == 409
+    for run_id in (before, after):
+        assert scenario.run(run_id)["status"] == "failed"
+        assert _received(scenario, run_id) == []
+    # One millisecond earlier the task's deadline is not due yet: the signal is delivered.
+    early = scenario.start("doomed")["run_id"]
+    scenario.tick()
+    scenario.set_clock(at + timedelta(seconds=10) - MS)
+    assert scenario.signal(early, "x").get_json()["status"] == "delivered"
