@@ -412,6 +412,14 @@ def _received(scenario, run_id):
     return [e["node_id"] for e in scenario.events(run_id) if e["event_type"] == "signal_received"]
 
 
+def _both_ways(scenario, name, branches, **extra):
+    """`branches` deployed under one parallel step; `_each_way` signals `x` 10 s after the start.
+    Returns the two answers, where the signal landed in each run, and the runs."""
+    scenario.deploy(name, [{"id": "p", "type": "parallel", "branches": branches}], **extra)
+    unscanned, scanned, runs = _each_way(scenario, name, FIXED_NOW + timedelta(seconds=10), "x")
+    return (unscanned, scanned), [_received(scenario, run_id) for run_id in runs], runs
+
+
 def test_a_signal_waits_for_the_step_the_scan_enters_before_any_later_branch(scenario):
     """The step after a passed-over one is entered by the scan and comes first in definition
     order: the signal went to the other branch when no scan had run yet."""
@@ -422,10 +430,9 @@ def test_a_signal_waits_for_the_step_the_scan_enters_before_any_later_branch(sce
         },
         {"id": "b2", "steps": [_waits_for("s2", 100)]},
     ]
-    scenario.deploy("chain", [{"id": "p", "type": "parallel", "branches": branches}])
-    unscanned, scanned, runs = _each_way(scenario, "chain", FIXED_NOW + timedelta(seconds=10), "x")
-    assert (unscanned, scanned) == ("buffered", "delivered")
-    assert [_received(scenario, run_id) for run_id in runs] == [["s1b"], ["s1b"]]
+    answers, landed, runs = _both_ways(scenario, "chain", branches)
+    assert answers == ("buffered", "delivered")
+    assert landed == [["s1b"], ["s1b"]]
     assert [scenario.run(run_id)["status"] for run_id in runs] == ["waiting", "waiting"]
 
 
@@ -440,10 +447,9 @@ def test_a_signal_waits_for_the_step_after_a_wait_that_has_elapsed_unscanned(sce
         },
         {"id": "b2", "steps": [_waits_for("s2", 100)]},
     ]
-    scenario.deploy("paused", [{"id": "p", "type": "parallel", "branches": branches}])
-    unscanned, scanned, runs = _each_way(scenario, "paused", FIXED_NOW + timedelta(seconds=10), "x")
-    assert (unscanned, scanned) == ("buffered", "delivered")
-    assert [_received(scenario, run_id) for run_id in runs] == [["s1"], ["s1"]]
+    answers, landed, runs = _both_ways(scenario, "paused", branches)
+    assert answers == ("buffered", "delivered")
+    assert landed == [["s1"], ["s1"]]
 
 
 def test_during_an_incident_a_signal_passes_over_a_step_whose_failure_the_scan_holds(scenario):
@@ -452,13 +458,10 @@ def test_during_an_incident_a_signal_passes_over_a_step_whose_failure_the_scan_h
         {"id": "b1", "steps": [_waits_for("s1", 10, "fail")]},
         {"id": "b2", "steps": [_waits_for("s2", 100)]},
     ]
-    scenario.deploy(
-        "held", [{"id": "p", "type": "parallel", "branches": branches}], on_step_failure="incident"
-    )
-    unscanned, scanned, runs = _each_way(scenario, "held", FIXED_NOW + timedelta(seconds=10), "x")
+    answers, landed, runs = _both_ways(scenario, "held", branches, on_step_failure="incident")
     assert [scenario.run(run_id)["status"] for run_id in runs] == ["suspended", "suspended"]
-    assert (unscanned, scanned) == ("delivered", "delivered")
-    assert [_received(scenario, run_id) for run_id in runs] == [["s2"], ["s2"]]
+    assert answers == ("delivered", "delivered")
+    assert landed == [["s2"], ["s2"]]
 
 
 def test_a_signal_waits_for_a_branch_the_scan_starts_at_once(scenario):
@@ -473,10 +476,9 @@ def test_a_signal_waits_for_a_branch_the_scan_starts_at_once(scenario):
         {"id": "b1", "steps": [before, opened]},
         {"id": "b2", "steps": [_waits_for("s2", 100)]},
     ]
-    scenario.deploy("nested", [{"id": "p", "type": "parallel", "branches": branches}])
-    unscanned, scanned, runs = _each_way(scenario, "nested", FIXED_NOW + timedelta(seconds=10), "x")
-    assert (unscanned, scanned) == ("buffered", "delivered")
-    assert [_received(scenario, run_id) for run_id in runs] == [["s1b"], ["s1b"]]
+    answers, landed, runs = _both_ways(scenario, "nested", branches)
+    assert answers == ("buffered", "delivered")
+    assert landed == [["s1b"], ["s1b"]]
 
 
 def test_a_signal_is_too_late_once_any_timeout_that_fails_the_run_is_due(scenario):
