@@ -53,7 +53,8 @@ def test_operator_saving_a_schedule_with_evil_input_is_fast(api_for, deployer):
         "action": {"workflow": "evil", "input": {"x": "a" * 5000 + "!"}},
     }
     response = operator.post("/schedules", json=body)
-    assert time.perf_counter() - started < 1.0
+    # Backtracking would never end on 5,000 characters; 3 s is room for a loaded machine.
+    assert time.perf_counter() - started < 3.0
     assert response.status_code == 422
     assert error_of(response)["code"] == "INPUT_SCHEMA"
 
@@ -67,7 +68,8 @@ def test_pattern_properties_and_additional_properties_use_re2(deployer):
     assert deploy(deployer, "keys", schema).status_code == 201
     started = time.perf_counter()
     response = deployer.post("/runs", json={"workflow": "keys", "input": {"a" * 5000 + "!": 1}})
-    assert time.perf_counter() - started < 1.0
+    # As above: the full suite once took 1.1 s here, late in the run; backtracking never ends.
+    assert time.perf_counter() - started < 3.0
     assert response.status_code == 422
     assert deployer.post("/runs", json={"workflow": "keys", "input": {"aaa": 1}}).status_code == 201
 
