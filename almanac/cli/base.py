@@ -113,6 +113,11 @@ def describe(exc: AlmanacError) -> str:
     return text
 
 
+# Python's JSON and YAML readers give up on nesting deeper than about a thousand levels; the
+# API refuses anything deeper than 64 anyway.
+TOO_DEEP = "the JSON nests too deeply to be read (the API takes at most 64 levels)"
+
+
 def read_text(path: str) -> str:
     """The UTF-8 text of a file, or of stdin for `-`; unreadable or not UTF-8 is a usage error."""
     name = "stdin" if path == "-" else path
@@ -138,6 +143,8 @@ def parse_document(text: str, name: str) -> Any:
         return json_value(json.loads(text))
     except ValueError as exc:
         raise click.BadParameter(f"{name}: {exc}") from exc
+    except RecursionError:
+        raise click.BadParameter(f"{name}: {TOO_DEEP}") from None
 
 
 def load_yaml(text: str) -> Any:
@@ -203,3 +210,5 @@ def json_option(value: str | None, name: str) -> Any:
         return json_value(json.loads(value))
     except ValueError as exc:
         raise click.BadParameter(f"not JSON: {exc}", param_hint=name) from exc
+    except RecursionError:
+        raise click.BadParameter(TOO_DEEP, param_hint=name) from None

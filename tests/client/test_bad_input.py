@@ -92,6 +92,25 @@ def test_nan_and_infinity_are_refused_before_anything_is_sent(recorder, tmp_path
     assert Recorder.seen == []
 
 
+def test_json_nested_too_deep_to_read_is_a_usage_error_not_a_traceback(recorder, tmp_path):
+    deep = "[" * 10_000 + "]" * 10_000
+    document = tmp_path / "deep.json"
+    document.write_text(deep)
+    for args, name in (
+        (("schedules", "save", "--request", str(document)), "deep.json"),
+        (("schedules", "apply", str(document)), "deep.json"),
+        (("workflows", "deploy", str(document)), "deep.json"),
+        (("runs", "start", "w", "--input", deep), "--input"),
+        (("runs", "signal", "r", "go", "--payload", deep), "--payload"),
+        (("tasks", "complete", "t", "--output-json", deep), "--output-json"),
+    ):
+        result = run(recorder, tmp_path, *args)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert name in result.stderr and "nests too deeply" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    assert Recorder.seen == []
+
+
 def test_a_url_that_cannot_be_parsed_is_a_connection_error(tmp_path):
     result = run("http://[::1", tmp_path, "schedules", "list")
     assert result.exit_code == 2
