@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, redirect, request, url_for
+from flask import Blueprint, redirect, request
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
 from app.console import errors
+from app.console.redirects import local_target
 from app.console.timefmt import SHOW_UTC, SHOW_ZONE, TIME_COOKIE
 
 bp = Blueprint("console_preferences", __name__)
@@ -14,19 +15,12 @@ errors.register(bp)
 ONE_YEAR = 365 * 86400
 
 
-def _local(target: str) -> str:
-    # Only paths of this site: never redirect elsewhere.
-    if target.startswith("/") and not target.startswith("//"):
-        return target
-    return url_for("console_auth.home")
-
-
 @bp.post("/preferences/times")
 @login_required
 def times() -> Response:
     """Remember how absolute times are shown, and go back to the page the switch was on."""
     show = request.form.get("show")
-    response = redirect(_local(request.form.get("next", "")))
+    response = redirect(local_target(request.form.get("next", "")))
     if show in (SHOW_UTC, SHOW_ZONE):
         response.set_cookie(
             TIME_COOKIE,

@@ -82,6 +82,12 @@ def test_zone_toggle_sticks_and_changes_absolute_times(h, client):
         "/preferences/times", data={"show": "utc", "next": "//evil.example", "csrf_token": token}
     )
     assert back.headers["Location"] == "/"  # only local paths
+    # Browsers drop tabs and newlines from URLs: "/\t/evil.example" would leave the site.
+    for target in ("/\t/evil.example", "/\n/evil.example", "/ns/default/runs/a\nb", "/\\evil"):
+        moved = client.post(
+            "/preferences/times", data={"show": "utc", "next": target, "csrf_token": token}
+        )
+        assert (moved.status_code, moved.headers["Location"]) == (302, "/"), target
     assert "2026-01-06 06:30:00 UTC" in client.get("/ns/default/schedules").get_data(as_text=True)
 
 
