@@ -281,6 +281,7 @@ def _inbox(
         http_status,
         ns=view,
         tasks=rows,
+        completable=tasks.completable([task for task, _ in rows], view.grants),
         task_status=status,
         statuses=tasks.TASK_STATUSES,
         next_url=next_url,
@@ -333,6 +334,7 @@ def _task_card(view: NamespaceView, task_id: str, task_error: tuple[str, str, st
         ns=view,
         task=task,
         run_id=run_id,
+        completable=tasks.completable([task], view.grants),
         task_error=task_error,
         now=context.now(),
     )

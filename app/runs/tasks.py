@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.auth.grants import ROLE_GRANTS, grants_of
+from app.auth.grants import ROLE_GRANTS, RUN_MANAGE, grants_of
 from app.calendar import format_utc_or_none
 from app.db import Namespace, User
 from app.db.runs import ACTIVE_RUN_STATUSES, Deadline, Run, Task
@@ -23,6 +23,18 @@ from app.runs.service import check_size
 from app.runs.steps import complete_step, layout_for
 
 TASK_STATUSES = ("open", "completed", "timed_out", "cancelled")
+
+
+def grants_missing(task: Task, held: frozenset[str]) -> list[str]:
+    """The grants `held` lacks to complete `task`: `run.manage`, and every grant of the role the
+    task names (docs/runs.md); empty when the holder may complete it."""
+    needed = {RUN_MANAGE} | (ROLE_GRANTS[task.role] if task.role else set())
+    return sorted(needed - held)
+
+
+def completable(tasks: list[Task], held: frozenset[str]) -> set[str]:
+    """The ids of the open tasks among `tasks` that a holder of `held` may complete."""
+    return {task.id for task in tasks if task.status == "open" and not grants_missing(task, held)}
 
 
 def list_tasks(
@@ -65,8 +77,7 @@ def complete(
     assert run is not None
     session.refresh(task)
     if task.role:
-        held = grants_of(session, user, namespace)
-        missing = sorted(ROLE_GRANTS[task.role] - held)
+        missing = grants_missing(task, grants_of(session, user, namespace))
         if missing:
             raise Forbidden(missing[0], namespace.name)
     if task.status != "open":

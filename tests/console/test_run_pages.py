@@ -62,6 +62,31 @@ def test_task_inbox_lists_and_completes(app, client, operator, api_for):
     assert api.get("/runs/review-1").get_json()["status"] == "completed"
 
 
+def test_the_inbox_offers_a_task_only_to_whom_may_complete_it(app, client, operator, api_for):
+    api = api_for("starter")
+    seed_workflow(app, "sign-off", steps=[{**TASK_STEPS[0], "role": "admin"}])
+    seed_workflow(app, "review", steps=TASK_STEPS)
+    start(api, "sign-off", "sign-off-1")
+    start(api, "review", "review-1")
+    run_tick(app, work=True)
+    tasks = {task["run_id"]: task["id"] for task in api.get("/tasks").get_json()["items"]}
+    html = client.get("/ns/default/tasks").get_data(as_text=True)
+    admin_card = html.split(f'id="task-{tasks["sign-off-1"]}"', 1)[1].split("</article>", 1)[0]
+    operator_card = html.split(f'id="task-{tasks["review-1"]}"', 1)[1].split("</article>", 1)[0]
+    # An operator holds run.manage but not every grant of the admin role the first task names.
+    assert "Complete task" not in admin_card and "<textarea" not in admin_card
+    assert "needs the run.manage grant and every grant of the admin role" in admin_card
+    assert "Complete task" in operator_card
+    refused = client.post(
+        f"/ns/default/tasks/{tasks['sign-off-1']}/complete",
+        data={"csrf_token": csrf_from(client.get("/ns/default/tasks")), "output": "{}"},
+        follow_redirects=True,
+    )
+    assert "needs the &#39;namespace.admin&#39; grant" in refused.get_data(as_text=True)
+    still_open = api.get("/tasks", query_string={"status": "open"}).get_json()["items"]
+    assert tasks["sign-off-1"] in {task["id"] for task in still_open}
+
+
 def test_run_detail_signal_and_list_filter(app, client, operator, api_for):
     api = api_for("starter")
     seed_workflow(app, "approval", steps=SIGNAL_STEPS)
