@@ -23,7 +23,9 @@ class DefinitionIn(Strict):
 
     name: str = Field(min_length=1, max_length=128)
     description: str | None = Field(default=None, max_length=4096)
-    input_schema: dict[str, Any] = Field(default_factory=dict)
+    input_schema: dict[str, Any] | bool = Field(
+        default_factory=dict, description="A JSON Schema: an object, or true / false"
+    )
     timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
     on_step_failure: str = Field(
         default="fail", description="fail | incident (suspend the run for an operator)"

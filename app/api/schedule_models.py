@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from app.api.models import Strict
-from app.schedules.config import MAX_REASON
+from app.schedules.config import MAX_REASON, MAX_RUNS_LIMIT, MAX_TIMEOUT_SECONDS
 
 OverlapPolicy = Literal[
     "skip", "buffer_one", "buffer_all", "allow_all", "cancel_other", "terminate_other"
@@ -19,8 +19,8 @@ class ActionIn(Strict):
     workflow: str | None = Field(default=None, min_length=1, max_length=128)
     activation_id: str | None = Field(default=None, min_length=1, max_length=36)
     input: Any = None
-    execution_timeout_seconds: int | None = Field(default=None, ge=1)
-    run_timeout_seconds: int | None = Field(default=None, ge=1)
+    execution_timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_SECONDS)
+    run_timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_SECONDS)
     queue: str | None = Field(
         default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"
     )
@@ -42,7 +42,7 @@ class ScheduleIn(Strict):
     overlap_policy: OverlapPolicy | None = None
     missed_policy: MissedPolicy | None = None
     jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
-    max_runs: int | None = Field(default=None, ge=1)
+    max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS_LIMIT)
     labels: dict[str, str] | None = None
     memo: dict[str, Any] | None = None
     search_attributes: dict[str, Any] | None = None

@@ -110,7 +110,9 @@ def _check_steps(steps: Any, loc: list[str | int], seen: set[str], depth: int) -
 
 def _check_schema(schema: Any) -> None:
     if not isinstance(schema, dict | bool):
-        raise DefinitionInvalid(["input_schema"], "must be a JSON Schema (an object)")
+        raise DefinitionInvalid(
+            ["input_schema"], "must be a JSON Schema (an object, or true or false)"
+        )
     size = len(json.dumps(schema, separators=(",", ":")))
     if size > MAX_SCHEMA_BYTES:
         msg = f"is {size} bytes; an input schema may have at most {MAX_SCHEMA_BYTES}"

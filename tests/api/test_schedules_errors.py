@@ -221,3 +221,33 @@ def test_a_trigger_with_a_bad_policy_and_a_resume_without_a_target_write_nothing
     assert response.get_json()["error"]["code"] == "CONFLICT"
     assert response.get_json()["error"]["details"]["reason"] == "activation_not_ready"
     assert hs.counts() == before
+
+
+@pytest.mark.parametrize(
+    ("component", "field", "loc"),
+    [
+        ("ScheduleIn", "max_runs", ["max_runs"]),
+        ("ActionIn", "execution_timeout_seconds", ["action", "execution_timeout_seconds"]),
+        ("ActionIn", "run_timeout_seconds", ["action", "run_timeout_seconds"]),
+    ],
+)
+def test_the_published_maximum_is_the_one_the_server_applies(ready, client, component, field, loc):
+    """A generated client checks values against the OpenAPI document: its maximum must be the
+    server's, or the client sends what the server refuses."""
+    hs, activation = ready
+    schemas = client.get("/api/v1/openapi.json").get_json()["components"]["schemas"]
+    published = schemas[component]["properties"][field]["anyOf"][0]
+    highest = published["maximum"]
+
+    def body(value: int, schedule_id: str) -> dict:
+        if loc[0] == "action":
+            return base(activation, id=schedule_id, activation_id=..., input=...) | {
+                "action": {"activation_id": activation, "input": {"mode": "m"}, field: value}
+            }
+        return base(activation, id=schedule_id, **{field: value})
+
+    before = hs.counts()
+    refused = hs.save(body(highest + 1, "over"), expect=422)
+    assert refused["error"]["details"]["errors"][0]["loc"] == loc, refused
+    assert hs.counts() == before
+    hs.save(body(highest, "at"), expect=201)

@@ -151,6 +151,23 @@ def test_invalid_workflow_fields_are_refused(admin_api, definition, loc):
     assert response.get_json()["error"]["details"]["errors"][0]["loc"] == loc
 
 
+def test_an_input_schema_is_an_object_or_a_boolean_as_published(admin_api, client):
+    schemas = client.get("/api/v1/openapi.json").get_json()["components"]["schemas"]
+    published = schemas["DefinitionIn"]["properties"]["input_schema"]["anyOf"]
+    assert [kind["type"] for kind in published] == ["object", "boolean"]
+    steps = [{"id": "a", "type": "action", "action": "noop"}]
+    for schema in (True, False, {"type": "object"}):
+        deployed = admin_api.post(
+            "/workflows", json={"name": "w", "input_schema": schema, "steps": steps}
+        )
+        assert deployed.status_code == 201, deployed.get_json()
+        assert deployed.get_json()["definition"]["input_schema"] == schema
+    refused = admin_api.post("/workflows", json={"name": "w", "input_schema": [], "steps": steps})
+    assert refused.status_code == 422
+    error = refused.get_json()["error"]["details"]["errors"][0]
+    assert error["loc"] == ["input_schema"], error
+
+
 def test_deploy_needs_workflow_deploy_and_reading_needs_run_read(admin_api, api_for):
     operator = api_for("op", "operator")
     response = operator.post("/workflows", json=DEFINITION)
