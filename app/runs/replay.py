@@ -1,21 +1,24 @@
 """Replay: a run's state rebuilt from its history events alone.
 
 Replay reads only the recorded facts (event types, node ids, branch paths, payloads); never a
-clock, the runs table or the workflow definition. Parallel branches, held continuations and
-incidents are folded from their own events. `stored_state` reads the same fields from the tables,
-so the two can be compared.
+clock or the runs table. `branch_started` names the branch's first step, where the engine puts
+it as it starts it (an action's own `step_started` comes only with a worker's claim); for a
+history recorded before it did, that one fact is read from the workflow version `run_started`
+names. Parallel branches, held continuations and incidents are folded from their own events.
+`stored_state` reads the same fields from the tables, so the two can be compared.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db.runs import Run, RunHistoryEvent, RunIncident
+from app.db.runs import Activation, Run, RunHistoryEvent, RunIncident, WorkflowVersion
 from app.runs.frames import branches_of
-from app.runs.layout import ROOT, path_from
+from app.runs.layout import ROOT, build, path_from
 from app.runs.steps import HOLD_RANK
 
 FINAL_BY_EVENT = {
@@ -35,6 +38,12 @@ STATE_FIELDS = (
     "incidents",
 )
 WAITING = ("wait", "signal", "task")
+# The resolutions that lift the barrier once no other incident is open. The others end the run
+# and release nothing: `fail`, and the run's own end (`run_terminated`, `run_cancelled`,
+# `run_timed_out`), which resolves its open incidents with a null report.
+RELEASING = ("retry", "skip")
+
+Event = tuple[str, str | None, dict[str, Any], list[str] | None]
 
 
 class _Fold:
@@ -42,10 +51,12 @@ class _Fold:
 
     A sequence is `running` (a step to run or running), `waiting` (on a deadline, a signal, a
     task or its parallel step's branches), `held` (its step finished during an incident),
-    `incident` (its step opened one) or `done`.
+    `incident` (its step opened one) or `done`. `first_steps` maps a branch's path to its first
+    step (unknown: None).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, first_steps: Mapping[str, str]) -> None:
+        self.first_steps = first_steps
         self.status: str | None = None
         self.sequences: dict[str, dict[str, Any]] = {}
         self.step_outputs: dict[str, Any] = {}
@@ -113,7 +124,10 @@ class _Fold:
             self.sequences[path]["state"] = "running"
 
     def _on_branch_started(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
-        self.sequences[path] = {"current_step": None, "state": "running", "done": False}
+        # The engine enters the first step at once: an action is claimable from then on, and
+        # the other kinds record their own step_started right after.
+        first = payload.get("first_step") or self.first_steps.get(path)
+        self.sequences[path] = {"current_step": first, "state": "running", "done": False}
 
     def _on_branch_completed(self, node_id: str | None, path: str, payload: dict[str, Any]) -> None:
         self.sequences[path].update(state="done", done=True)
@@ -129,8 +143,8 @@ class _Fold:
         self.incidents[payload["incident_id"]] = action
         if action == "retry":
             self.sequences[path]["state"] = "running"
-        if None in self.incidents.values() or action == "fail":
-            return  # still suspended; or the run fails now and releases nothing
+        if None in self.incidents.values() or action not in RELEASING:
+            return  # still suspended; or the run ends now and releases nothing
         # The barrier lifted: the held continuations go on in their release order, as the
         # engine releases them, until one fails the run.
         held = [seq for seq in self.sequences.values() if seq.get("held")]
@@ -169,11 +183,12 @@ class _Fold:
 
 
 def replay_events(
-    events: list[tuple[str, str | None, dict[str, Any]]]
-    | list[tuple[str, str | None, dict[str, Any], list[str] | None]],
+    events: list[tuple[str, str | None, dict[str, Any]]] | list[Event],
+    first_steps: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Fold `(event_type, node_id, payload[, branch_path])` in sequence order into the state."""
-    fold = _Fold()
+    """Fold `(event_type, node_id, payload[, branch_path])` in sequence order into the state;
+    `first_steps` names each branch path's first step (see `first_steps_of`)."""
+    fold = _Fold(first_steps or {})
     for event in events:
         branch = event[3] if len(event) > 3 else None  # type: ignore[misc]
         fold.apply(event[0], event[1], path_from(branch), event[2] or {})
@@ -192,7 +207,27 @@ def replay(session: Session, run: Run) -> dict[str, Any]:
         .where(RunHistoryEvent.run_pk == run.id)
         .order_by(RunHistoryEvent.sequence)
     )
-    return replay_events([(row[0], row[1], row[2] or {}, row[3]) for row in rows])
+    events: list[Event] = [(row[0], row[1], row[2] or {}, row[3]) for row in rows]
+    older = any(e[0] == "branch_started" and "first_step" not in e[2] for e in events)
+    return replay_events(events, first_steps_of(session, events) if older else None)
+
+
+def first_steps_of(session: Session, events: list[Event]) -> dict[str, str]:
+    """Each branch path's first step, in the workflow version the run's `run_started` names:
+    for histories recorded before `branch_started` carried `first_step` (2026-12-03).
+
+    The engine puts a branch at its first step as it starts it, but when that step is an
+    action no event names it until a worker claims it: without this, a branch started and not
+    yet claimed (or never, once the run ended) would replay at no step at all.
+    """
+    started = next((event[2] for event in events if event[0] == "run_started"), {})
+    activation = session.get(Activation, started.get("activation_id") or "")
+    if activation is None:
+        return {}
+    version = session.get(WorkflowVersion, activation.workflow_version_id)
+    assert version is not None
+    sequences = build(version.definition).sequences
+    return {path: steps[0]["id"] for path, steps in sequences.items() if path != ROOT}
 
 
 def stored_state(session: Session, run: Run) -> dict[str, Any]:

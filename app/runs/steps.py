@@ -122,7 +122,9 @@ def _start_branch(
     )
     session.add(row)
     add_branch(session, run, row)
-    payload = {"branch": branch["id"], "position": position}
+    # The branch is at its first step from now on; an action's own `step_started` comes only
+    # with a worker's claim, so replay learns it here.
+    payload = {"branch": branch["id"], "position": position, "first_step": branch["steps"][0]["id"]}
     record(session, run, row, now, "branch_started", payload, step["id"])
     enter_step(session, run, row, now)
 
