@@ -7,7 +7,14 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from app.api.models import Strict
-from app.schedules.config import LABEL_KEY, LABEL_KEY_RULE, MAX_LABEL_VALUE, MAX_LABELS, MAX_REASON
+from app.schedules.config import (
+    LABEL_KEY,
+    LABEL_KEY_RULE,
+    MAX_LABEL_VALUE,
+    MAX_LABELS,
+    MAX_REASON,
+    MAX_SEARCH_ATTRIBUTES,
+)
 
 
 class StepIn(Strict):
@@ -51,7 +58,9 @@ class RunIn(Strict):
     timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
     labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LABELS)
     memo: dict[str, Any] = Field(default_factory=dict)
-    search_attributes: dict[str, str] = Field(default_factory=dict, max_length=64)
+    search_attributes: dict[str, str] = Field(
+        default_factory=dict, max_length=MAX_SEARCH_ATTRIBUTES
+    )
 
     @field_validator("labels")
     @classmethod

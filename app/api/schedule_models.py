@@ -7,7 +7,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from app.api.models import Strict
-from app.schedules.config import MAX_REASON, MAX_RUNS_LIMIT, MAX_TIMEOUT_SECONDS
+from app.schedules.config import (
+    MAX_REASON,
+    MAX_RUNS_LIMIT,
+    MAX_SEARCH_ATTRIBUTES,
+    MAX_TIMEOUT_SECONDS,
+)
 
 OverlapPolicy = Literal[
     "skip", "buffer_one", "buffer_all", "allow_all", "cancel_other", "terminate_other"
@@ -45,7 +50,7 @@ class ScheduleIn(Strict):
     max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS_LIMIT)
     labels: dict[str, str] | None = None
     memo: dict[str, Any] | None = None
-    search_attributes: dict[str, Any] | None = None
+    search_attributes: dict[str, str] | None = Field(default=None, max_length=MAX_SEARCH_ATTRIBUTES)
     notes: str | None = Field(default=None, max_length=4096)
 
 
@@ -53,6 +58,9 @@ class SchedulePatchIn(ScheduleIn):
     """A JSON merge patch (RFC 7386) of a save request: `null` removes a field or a label."""
 
     labels: dict[str, str | None] | None = None  # type: ignore[assignment]
+    search_attributes: dict[str, str | None] | None = Field(  # type: ignore[assignment]
+        default=None, max_length=MAX_SEARCH_ATTRIBUTES
+    )
 
 
 class ReasonIn(Strict):

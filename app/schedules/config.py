@@ -72,6 +72,9 @@ SHORTHANDS = {
     "input": ("action", "input"),
 }
 MAX_LABELS = 64
+# A run's search attributes are strings, so `?search_attribute=k:v` matches on either database;
+# a schedule's are copied onto its runs and follow the same rule.
+MAX_SEARCH_ATTRIBUTES = 64
 MAX_LABEL_VALUE = 256
 MAX_NOTES = 4096
 # A reason given for a change (pause, trigger, cancel ...), through any face.
@@ -132,7 +135,7 @@ def parse_request(data: Mapping[str, Any]) -> tuple[str | None, ScheduleConfig]:
         max_runs=_optional_integer(data, "max_runs", 1, MAX_RUNS_LIMIT),
         labels=_labels(data.get("labels")),
         memo=_json_object(data, "memo"),
-        search_attributes=_json_object(data, "search_attributes"),
+        search_attributes=_search_attributes(data.get("search_attributes")),
         notes=_notes(data.get("notes")),
     )
     return schedule_id, config
@@ -307,6 +310,20 @@ def _labels(raw: Any) -> dict[str, str]:
             raise invalid(["labels", str(key)], LABEL_KEY_RULE)
         if not isinstance(value, str) or len(value) > MAX_LABEL_VALUE:
             raise invalid(["labels", str(key)], f"must be a string of at most {MAX_LABEL_VALUE}")
+    return dict(raw)
+
+
+def _search_attributes(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise invalid(["search_attributes"], "must be an object of strings")
+    if len(raw) > MAX_SEARCH_ATTRIBUTES:
+        raise invalid(["search_attributes"], f"at most {MAX_SEARCH_ATTRIBUTES} search attributes")
+    for key, value in raw.items():
+        if not isinstance(value, str):
+            raise invalid(["search_attributes", str(key)], "must be a string")
+    _check_size(raw, ["search_attributes"])
     return dict(raw)
 
 

@@ -56,6 +56,28 @@ CASES = [
     ("label value", {"labels": {"team": 5}}, 422, "VALIDATION", ["labels", "team"]),
     ("label key", {"labels": {"bad key!": "x"}}, 422, "VALIDATION", ["labels", "bad key!"]),
     ("notes", {"notes": "n" * 4097}, 422, "VALIDATION", ["notes"]),
+    # Copied onto every run, whose search attributes are strings (`?search_attribute=k:v`).
+    (
+        "search attribute",
+        {"search_attributes": {"n": 5}},
+        422,
+        "VALIDATION",
+        ["search_attributes", "n"],
+    ),
+    (
+        "search attribute object",
+        {"search_attributes": {"k": {"a": [1]}}},
+        422,
+        "VALIDATION",
+        ["search_attributes", "k"],
+    ),
+    (
+        "search attributes",
+        {"search_attributes": {f"k{i}": "v" for i in range(65)}},
+        422,
+        "VALIDATION",
+        ["search_attributes"],
+    ),
     (
         "timeout",
         {"action": {"run_timeout_seconds": 0}, "activation_id": ...},
@@ -195,6 +217,7 @@ def test_patch_refusals_write_nothing(ready):
         ({"timezone": "Nowhere"}, "CALENDAR_INVALID", ["timezone"]),
         ({"input": {"mode": 1}}, "INPUT_SCHEMA", ["input", "mode"]),
         ({"bogus": 1}, "VALIDATION", ["bogus"]),
+        ({"search_attributes": {"n": 5}}, "VALIDATION", ["search_attributes", "n"]),
         (
             {"overlap_policy": None, "spec": {"timezone": "Nowhere"}},
             "CALENDAR_INVALID",
@@ -251,3 +274,14 @@ def test_the_published_maximum_is_the_one_the_server_applies(ready, client, comp
     assert refused["error"]["details"]["errors"][0]["loc"] == loc, refused
     assert hs.counts() == before
     hs.save(body(highest, "at"), expect=201)
+
+
+def test_a_patch_sets_and_removes_search_attributes_one_by_one(ready):
+    hs, _ = ready
+    patch = {"search_attributes": {"tenant": "42", "region": "eu"}}
+    response = hs.api.request("PATCH", "/schedules/s", json=patch, headers={"If-Match": "1"})
+    assert response.get_json()["search_attributes"] == {"tenant": "42", "region": "eu"}
+    patch = {"search_attributes": {"region": None}}
+    response = hs.api.request("PATCH", "/schedules/s", json=patch, headers={"If-Match": "2"})
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["search_attributes"] == {"tenant": "42"}
