@@ -107,8 +107,10 @@ def http_page(exc: HTTPException) -> Response:
 def _signed_out_form() -> Response | None:
     """A form whose token went stale because its browser is no longer signed in (signed out in
     another tab), or is signed in again (a second tab's sign-in page): nothing was written, so
-    sign in, or go where the sign-in would have gone. None when the token is simply wrong, or
-    missing altogether (no form of ours sends none: that is a 400)."""
+    sign in, or go where the sign-in would have gone. A token from another session cannot be
+    told from a stale one of this browser's, and is answered the same way (nothing is written
+    either way). None when the token is missing altogether (no form of ours sends none: that is
+    a 400)."""
     if not request.form.get("csrf_token"):
         return None
     if request.endpoint == "console_auth.login_post":
