@@ -30,6 +30,8 @@ def read_profiles(path: Path) -> dict[str, dict[str, str]]:
     except UnicodeDecodeError:
         # Never quote the bytes: the file holds tokens.
         raise click.UsageError(f"cannot read {path}: it is not UTF-8 text") from None
+    except RecursionError:
+        raise click.UsageError(f"cannot read {path}: it nests too deeply") from None
     for name, values in data.items():
         if not isinstance(values, dict):
             raise click.UsageError(f"cannot read {path}: profile {name!r} is not a table")

@@ -280,3 +280,14 @@ def test_a_profile_file_that_is_not_utf8_is_a_usage_error(tmp_path):
     result = CliRunner().invoke(cli, ["schedules", "list"], env=env)
     assert result.exit_code == 2, result.output
     assert f"Error: cannot read {path}: it is not UTF-8 text" in result.stderr.splitlines()
+
+
+def test_a_profiles_file_nested_too_deeply_is_a_usage_error_naming_it(tmp_path):
+    path = tmp_path / "almanac" / "profiles.toml"
+    path.parent.mkdir()
+    path.write_text("[default]\nx = " + "[" * 5_000 + "]" * 5_000 + "\n", encoding="utf-8")
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    result = CliRunner().invoke(cli, ["auth", "status"], env=env)
+    assert result.exit_code == 2, result.output
+    assert f"cannot read {path}: it nests too deeply" in result.stderr
+    assert "Traceback" not in result.stderr
