@@ -73,6 +73,15 @@ class RunIn(Strict):
                 raise ValueError(f"label {key!r}: a value is at most {MAX_LABEL_VALUE} characters")
         return labels
 
+    @field_validator("search_attributes")
+    @classmethod
+    def _keys_a_filter_can_name(cls, attributes: dict[str, str]) -> dict[str, str]:
+        # `?search_attribute=k:v` splits at the first colon: keys follow the labels' rule.
+        for key in attributes:
+            if not LABEL_KEY.fullmatch(key):
+                raise ValueError(f"search attribute key {key!r}: {LABEL_KEY_RULE}")
+        return attributes
+
 
 class SignalIn(Strict):
     payload: Any = None

@@ -321,6 +321,9 @@ def _search_attributes(raw: Any) -> dict[str, str]:
     if len(raw) > MAX_SEARCH_ATTRIBUTES:
         raise invalid(["search_attributes"], f"at most {MAX_SEARCH_ATTRIBUTES} search attributes")
     for key, value in raw.items():
+        # Keys follow the labels' rule, so `?search_attribute=k:v` can name every one.
+        if not LABEL_KEY.fullmatch(str(key)):
+            raise invalid(["search_attributes", str(key)], LABEL_KEY_RULE)
         if not isinstance(value, str):
             raise invalid(["search_attributes", str(key)], "must be a string")
     _check_size(raw, ["search_attributes"])

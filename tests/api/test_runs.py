@@ -320,6 +320,22 @@ def test_namespace_capacity_refuses_new_runs_with_429(admin_api):
     assert refused.status_code == 429 and refused.headers["Retry-After"]
 
 
+def test_search_attribute_keys_are_ones_the_filter_can_name(admin_api, deployed):
+    # `?search_attribute=k:v` splits at the first colon: "a:b" was stored and never found.
+    for key in ("", "a:b", "a\nb", "L" * 300):
+        body = {"workflow": "greet", "input": {"who": "x"}, "search_attributes": {key: "v"}}
+        refused = admin_api.post("/runs", json=body)
+        assert refused.status_code == 422, key
+        (error,) = refused.get_json()["error"]["details"]["errors"]
+        assert error["loc"] == ["search_attributes"] and "search attribute key" in error["msg"]
+    assert admin_api.get("/runs").get_json()["items"] == []
+    body = {"workflow": "greet", "input": {"who": "x"}, "run_id": "r"}
+    body["search_attributes"] = {"tenant.id/x": "a:b"}
+    assert admin_api.post("/runs", json=body).status_code == 201
+    (listed,) = admin_api.get("/runs?search_attribute=tenant.id/x:a:b").get_json()["items"]
+    assert listed["run_id"] == "r"
+
+
 def test_run_labels_follow_the_schedules_rule_and_are_shown(admin_api, deployed):
     # A run's labels are matched by `?label=k:v` as a schedule's are: keys a filter cannot
     # name (empty, a colon, a newline, 300 characters) were stored and could never be found.

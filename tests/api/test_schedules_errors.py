@@ -65,6 +65,13 @@ CASES = [
         ["search_attributes", "n"],
     ),
     (
+        "search attribute key",
+        {"search_attributes": {"a:b": "c"}},
+        422,
+        "VALIDATION",
+        ["search_attributes", "a:b"],
+    ),
+    (
         "search attribute object",
         {"search_attributes": {"k": {"a": [1]}}},
         422,
