@@ -6,6 +6,26 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schedules.config import LABEL_KEY
+
+
+def keyed_strings(
+    entries: int, longest: int | None = None, *, patch: bool = False
+) -> dict[str, Any]:
+    """The published bounds of labels or search attributes, which their own checks apply: at
+    most `entries` keys of the labels' key rule, each value at most `longest` characters.
+
+    Set beside the field's type, so for an optional field they bind only when it is an object;
+    in a merge `patch` a value may also be `null` (remove this key)."""
+    bounds: dict[str, Any] = {
+        "maxProperties": entries,
+        "propertyNames": {"pattern": f"^{LABEL_KEY.pattern}$"},
+    }
+    if longest is not None:
+        value = {"type": "string", "maxLength": longest}
+        bounds["additionalProperties"] = {"anyOf": [value, {"type": "null"}]} if patch else value
+    return bounds
+
 
 class Strict(BaseModel):
     """Unknown fields refused, and no coercion: `true` or `"7"` is not an integer, `1` is not a

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from app.api.models import Strict
+from app.api.models import Strict, keyed_strings
+from app.runs.definitions import MAX_STEPS, STEP_ID_RE
 from app.schedules.config import (
     LABEL_KEY,
     LABEL_KEY_RULE,
@@ -18,11 +19,12 @@ from app.schedules.config import (
 
 
 class StepIn(Strict):
-    """One step (documentation: the deploy route validates definitions itself, naming the step)."""
+    """One step (documentation: the deploy route validates definitions itself, naming the step;
+    the bounds published here are the ones it applies)."""
 
     model_config = ConfigDict(extra="allow")
-    id: str
-    type: str = Field(description="action | wait | signal | task | parallel")
+    id: str = Field(max_length=128, pattern=f"^{STEP_ID_RE.pattern}$")
+    type: Literal["action", "wait", "signal", "task", "parallel"]
 
 
 class DefinitionIn(Strict):
@@ -34,10 +36,10 @@ class DefinitionIn(Strict):
         default_factory=dict, description="A JSON Schema: an object, or true / false"
     )
     timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
-    on_step_failure: str = Field(
-        default="fail", description="fail | incident (suspend the run for an operator)"
+    on_step_failure: Literal["fail", "incident"] = Field(
+        default="fail", description="fail, or incident (suspend the run for an operator)"
     )
-    steps: list[StepIn]
+    steps: list[StepIn] = Field(min_length=1, max_length=MAX_STEPS)
 
 
 class ActivationIn(Strict):
@@ -56,10 +58,16 @@ class RunIn(Strict):
         default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"
     )
     timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
-    labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LABELS)
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_LABELS,
+        json_schema_extra=keyed_strings(MAX_LABELS, MAX_LABEL_VALUE),
+    )
     memo: dict[str, Any] = Field(default_factory=dict)
     search_attributes: dict[str, str] = Field(
-        default_factory=dict, max_length=MAX_SEARCH_ATTRIBUTES
+        default_factory=dict,
+        max_length=MAX_SEARCH_ATTRIBUTES,
+        json_schema_extra=keyed_strings(MAX_SEARCH_ATTRIBUTES),
     )
 
     @field_validator("labels")

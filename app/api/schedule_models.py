@@ -6,14 +6,18 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from app.api.models import Strict
+from app.api.models import Strict, keyed_strings
 from app.schedules.config import (
+    MAX_LABEL_VALUE,
+    MAX_LABELS,
     MAX_REASON,
     MAX_RUNS_LIMIT,
     MAX_SEARCH_ATTRIBUTES,
     MAX_TIMEOUT_SECONDS,
 )
 
+# The server refuses an empty id (published beside the type: binds only when it is a string).
+NOT_EMPTY: dict[str, Any] = {"minLength": 1}
 OverlapPolicy = Literal[
     "skip", "buffer_one", "buffer_all", "allow_all", "cancel_other", "terminate_other"
 ]
@@ -35,8 +39,8 @@ class ScheduleIn(Strict):
     """A save request; `cron`, `timezone`, `workflow`, `activation_id`, `input` and `id` are
     shorthands."""
 
-    schedule_id: str | None = Field(default=None, max_length=128)
-    id: str | None = Field(default=None, max_length=128)
+    schedule_id: str | None = Field(default=None, max_length=128, json_schema_extra=NOT_EMPTY)
+    id: str | None = Field(default=None, max_length=128, json_schema_extra=NOT_EMPTY)
     spec: dict[str, Any] | None = None
     cron: str | None = Field(default=None, max_length=256)
     timezone: str | None = Field(default=None, max_length=64)
@@ -48,18 +52,28 @@ class ScheduleIn(Strict):
     missed_policy: MissedPolicy | None = None
     jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
     max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS_LIMIT)
-    labels: dict[str, str] | None = None
+    labels: dict[str, str] | None = Field(
+        default=None, json_schema_extra=keyed_strings(MAX_LABELS, MAX_LABEL_VALUE)
+    )
     memo: dict[str, Any] | None = None
-    search_attributes: dict[str, str] | None = Field(default=None, max_length=MAX_SEARCH_ATTRIBUTES)
+    search_attributes: dict[str, str] | None = Field(
+        default=None,
+        max_length=MAX_SEARCH_ATTRIBUTES,
+        json_schema_extra=keyed_strings(MAX_SEARCH_ATTRIBUTES),
+    )
     notes: str | None = Field(default=None, max_length=4096)
 
 
 class SchedulePatchIn(ScheduleIn):
     """A JSON merge patch (RFC 7386) of a save request: `null` removes a field or a label."""
 
-    labels: dict[str, str | None] | None = None  # type: ignore[assignment]
+    labels: dict[str, str | None] | None = Field(  # type: ignore[assignment]
+        default=None, json_schema_extra=keyed_strings(MAX_LABELS, MAX_LABEL_VALUE, patch=True)
+    )
     search_attributes: dict[str, str | None] | None = Field(  # type: ignore[assignment]
-        default=None, max_length=MAX_SEARCH_ATTRIBUTES
+        default=None,
+        max_length=MAX_SEARCH_ATTRIBUTES,
+        json_schema_extra=keyed_strings(MAX_SEARCH_ATTRIBUTES),
     )
 
 

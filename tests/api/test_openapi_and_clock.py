@@ -8,6 +8,8 @@ import pytest
 from openapi_spec_validator import validate
 
 from app import create_app
+from app.runs.definitions import MAX_STEPS, ON_STEP_FAILURE, STEP_ID_RE, STEP_KEYS
+from app.schedules.config import LABEL_KEY, MAX_LABEL_VALUE, MAX_LABELS, MAX_SEARCH_ATTRIBUTES
 
 
 def test_openapi_document_is_valid_and_covers_every_route(app, client):
@@ -96,3 +98,28 @@ def test_tick_writers_read_from_the_environment_become_a_number(db_url, monkeypa
     monkeypatch.setenv("ALMANAC_TICK_WRITERS", "2")
     app = create_app({"DATABASE_URL": db_url, "SCHEDULER": "off"})
     assert app.config["TICK_WRITERS"] == 2
+
+
+def test_published_bounds_are_the_ones_the_checks_apply(client):
+    """Generated clients and fuzzers trust the document: a bound looser than the server's makes
+    them send what is refused (and the definition's own checks, not pydantic, apply these)."""
+    schemas = client.get("/api/v1/openapi.json").get_json()["components"]["schemas"]
+    key_rule = {"pattern": f"^{LABEL_KEY.pattern}$"}
+    for model in ("ScheduleIn", "SchedulePatchIn", "RunIn"):
+        labels = schemas[model]["properties"]["labels"]
+        assert labels["maxProperties"] == MAX_LABELS and labels["propertyNames"] == key_rule
+        values = labels["additionalProperties"]
+        assert MAX_LABEL_VALUE in {values.get("maxLength")} | {
+            kind.get("maxLength") for kind in values.get("anyOf", [])
+        }, (model, values)
+        attributes = schemas[model]["properties"]["search_attributes"]
+        assert attributes["maxProperties"] == MAX_SEARCH_ATTRIBUTES, model
+        assert attributes["propertyNames"] == key_rule, model
+    assert schemas["ScheduleIn"]["properties"]["schedule_id"]["minLength"] == 1
+    steps = schemas["DefinitionIn"]["properties"]["steps"]
+    assert (steps["minItems"], steps["maxItems"]) == (1, MAX_STEPS)
+    step = schemas["StepIn"]["properties"]
+    assert step["id"]["pattern"] == f"^{STEP_ID_RE.pattern}$"
+    assert set(step["type"]["enum"]) == set(STEP_KEYS)
+    on_failure = schemas["DefinitionIn"]["properties"]["on_step_failure"]["enum"]
+    assert tuple(on_failure) == ON_STEP_FAILURE
