@@ -139,12 +139,36 @@ def read_document(path: str) -> Any:
 def parse_document(text: str, name: str) -> Any:
     try:
         if name.endswith((".yaml", ".yml")):
-            return json_value(load_yaml(text))
+            return json_value(within_reach(load_yaml(text)))
         return json_value(json.loads(text))
     except ValueError as exc:
         raise click.BadParameter(f"{name}: {exc}") from exc
     except RecursionError:
         raise click.BadParameter(f"{name}: {TOO_DEEP}") from None
+
+
+# More values than any request the API takes (1 MiB of JSON) can hold.
+MAX_VALUES = 600_000
+
+
+def within_reach(document: Any) -> Any:
+    """`document`, unless it holds more than `MAX_VALUES` values once expanded: a YAML alias
+    repeats what it names, so a few hundred bytes of nested aliases would expand to billions
+    (and an alias inside what it names, forever). Counted without recursion, up to the limit."""
+    pending, seen = [document], 0
+    while pending:
+        value = pending.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise ValueError(
+                f"it expands to more than {MAX_VALUES:,} values (YAML aliases repeat what they "
+                "name): more than a request can carry"
+            )
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return document
 
 
 def load_yaml(text: str) -> Any:

@@ -256,3 +256,25 @@ def test_a_listed_item_without_the_apis_shape_is_a_bad_response_in_every_output(
 
     with pytest.raises(AlmanacError, match="BAD_RESPONSE"):
         asyncio.run(walk())
+
+
+def test_yaml_aliases_that_expand_past_any_request_are_refused_before_expanding(recorder, tmp_path):
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, 8):  # ten times more at each level: 10^8 values from 400 bytes
+        below = ", ".join([f"*a{level - 1}"] * 10)
+        lines.append(f"a{level}: &a{level} [{below}]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(
+        "schedule_id: x\ncron: '0 * * * *'\nworkflow: w\nmemo:\n  " + "\n  ".join(lines)
+    )
+    looped = tmp_path / "loop.yaml"
+    looped.write_text("schedule_id: x\nmemo: &m\n  again: *m\n")
+    for document in (bomb, looped):
+        for args in (
+            ("schedules", "apply", str(document)),
+            ("schedules", "save", "--request", str(document)),
+        ):
+            result = run(recorder, tmp_path, *args)
+            assert result.exit_code == 2, (args, result.stderr)
+            assert "more than 600,000 values" in result.stderr and "Traceback" not in result.stderr
+    assert Recorder.seen == []
