@@ -113,8 +113,8 @@ def describe(exc: AlmanacError) -> str:
     return text
 
 
-# Python's JSON and YAML readers give up on nesting deeper than about a thousand levels; the
-# API refuses anything deeper than 64 anyway.
+# Python's JSON and YAML readers, and the check below, give up on nesting several hundred levels
+# deep; the API refuses anything deeper than 64 anyway.
 TOO_DEEP = "the JSON nests too deeply to be read (the API takes at most 64 levels)"
 
 
