@@ -40,7 +40,7 @@ STATE_FIELDS = (
 WAITING = ("wait", "signal", "task")
 # The resolutions that lift the barrier once no other incident is open. The others end the run
 # and release nothing: `fail`, and the run's own end (`run_terminated`, `run_cancelled`,
-# `run_timed_out`), which resolves its open incidents with a null report.
+# `run_timed_out`, `run_failed`), which resolves its open incidents with a null report.
 RELEASING = ("retry", "skip")
 
 Event = tuple[str, str | None, dict[str, Any], list[str] | None]
@@ -251,7 +251,18 @@ def stored_state(session: Session, run: Run) -> dict[str, Any]:
 
 
 def compare(session: Session, run: Run) -> dict[str, Any]:
-    """`{"replayed", "stored", "agree"}` for the API and the consistency tests."""
+    """`{"replayed", "stored", "agree"}` for the API and the consistency tests.
+
+    On PostgreSQL each statement reads its own snapshot, so a worker committing between the
+    reads of the run, its history and its branches would show them a step apart. Every write to
+    a run's history or branches updates the run row under its lock, so the run is read again
+    `FOR SHARE` first: until this transaction ends nothing of the run changes, and the reads
+    agree with one another (SQLite's read transaction is one snapshot already).
+    """
+    if session.get_bind().dialect.name != "sqlite":
+        query = select(Run).where(Run.id == run.id).with_for_update(read=True)
+        locked = session.scalar(query.execution_options(populate_existing=True))
+        run = locked if locked is not None else run
     replayed = replay(session, run)
     stored = stored_state(session, run)
     return {"replayed": replayed, "stored": stored, "agree": replayed == stored}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from sqlalchemy import select, update
 
@@ -10,6 +12,7 @@ from app.context import clock, database
 from app.db import Run
 from app.db.runs import RunHistoryEvent
 from app.runs import engine, lifecycle
+from app.runs import replay as replay_module
 from app.runs.replay import disagreements, first_steps_of, replay_events, stored_state
 from tests.conftest import FIXED_NOW
 
@@ -376,3 +379,32 @@ def test_branches_not_claimed_when_an_incident_suspends_the_run_are_at_their_fir
     assert stored["branches"]["par/y"] == {"current_step": "ys", "done": False}
     assert scenario.api.post(f"/runs/{run_id}/terminate", json={}).status_code == 200
     assert _compared(scenario, run_id)["branches"]["par/y"]["current_step"] == "ys"
+
+
+def test_a_step_committed_while_the_replay_reads_does_not_make_it_disagree(
+    app, scenario, monkeypatch
+):
+    # PostgreSQL reads each statement in its own snapshot: a worker committing between the
+    # reads of the run and of its history made a healthy run answer `agree: false`.
+    scenario.deploy("two", [{"id": f"a{i}", "type": "action", "action": "echo"} for i in (1, 2)])
+    run_id = scenario.start("two")["run_id"]
+    claim, commit = _worker(app)
+    leased = claim()
+    committed = []
+    worker = threading.Thread(target=lambda: committed.append(commit(leased)))
+    read_history = replay_module.replay
+
+    def commit_while_reading(session, run):
+        worker.start()
+        # Joined with a bound: where the run is locked for the read, the commit waits for it.
+        worker.join(timeout=2)
+        return read_history(session, run)
+
+    monkeypatch.setattr(replay_module, "replay", commit_while_reading)
+    body = scenario.api.get(f"/runs/{run_id}/replay").get_json()
+    monkeypatch.undo()
+    worker.join()
+    assert committed == [True]
+    assert body["agree"] is True, (body["replayed"], body["stored"])
+    after = scenario.api.get(f"/runs/{run_id}/replay").get_json()
+    assert after["agree"] is True and after["stored"]["step_outputs"] == {"a1": {}}
