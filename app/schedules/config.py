@@ -133,9 +133,11 @@ def parse_request(data: Mapping[str, Any]) -> tuple[str | None, ScheduleConfig]:
         missed_policy=_choice(data, "missed_policy", MISSED_POLICIES),
         jitter_seconds=_integer(data, "jitter_seconds", 0, 0, MAX_JITTER_SECONDS),
         max_runs=_optional_integer(data, "max_runs", 1, MAX_RUNS_LIMIT),
-        labels=_labels(data.get("labels")),
+        labels=_keyed_strings(data.get("labels"), "labels", MAX_LABELS, MAX_LABEL_VALUE),
         memo=_json_object(data, "memo"),
-        search_attributes=_search_attributes(data.get("search_attributes")),
+        search_attributes=_keyed_strings(
+            data.get("search_attributes"), "search_attributes", MAX_SEARCH_ATTRIBUTES
+        ),
         notes=_notes(data.get("notes")),
     )
     return schedule_id, config
@@ -298,35 +300,23 @@ def _optional_integer(
     return value
 
 
-def _labels(raw: Any) -> dict[str, str]:
+def _keyed_strings(raw: Any, field: str, most: int, longest: int | None = None) -> dict[str, str]:
+    """Labels or search attributes: at most `most` string values (each at most `longest`
+    characters), whose keys follow the labels' rule so a list filter (`?label=k:v`,
+    `?search_attribute=k:v`, split at the first colon) can name every one."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise invalid(["labels"], "must be an object of strings")
-    if len(raw) > MAX_LABELS:
-        raise invalid(["labels"], f"at most {MAX_LABELS} labels")
+        raise invalid([field], "must be an object of strings")
+    if len(raw) > most:
+        raise invalid([field], f"at most {most} {field.replace('_', ' ')}")
     for key, value in raw.items():
         if not LABEL_KEY.fullmatch(str(key)):
-            raise invalid(["labels", str(key)], LABEL_KEY_RULE)
-        if not isinstance(value, str) or len(value) > MAX_LABEL_VALUE:
-            raise invalid(["labels", str(key)], f"must be a string of at most {MAX_LABEL_VALUE}")
-    return dict(raw)
-
-
-def _search_attributes(raw: Any) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise invalid(["search_attributes"], "must be an object of strings")
-    if len(raw) > MAX_SEARCH_ATTRIBUTES:
-        raise invalid(["search_attributes"], f"at most {MAX_SEARCH_ATTRIBUTES} search attributes")
-    for key, value in raw.items():
-        # Keys follow the labels' rule, so `?search_attribute=k:v` can name every one.
-        if not LABEL_KEY.fullmatch(str(key)):
-            raise invalid(["search_attributes", str(key)], LABEL_KEY_RULE)
-        if not isinstance(value, str):
-            raise invalid(["search_attributes", str(key)], "must be a string")
-    _check_size(raw, ["search_attributes"])
+            raise invalid([field, str(key)], LABEL_KEY_RULE)
+        if not isinstance(value, str) or (longest is not None and len(value) > longest):
+            rule = "must be a string" + (f" of at most {longest}" if longest is not None else "")
+            raise invalid([field, str(key)], rule)
+    _check_size(raw, [field])
     return dict(raw)
 
 
