@@ -9,6 +9,7 @@ from sqlalchemy import select
 from app.calendar import Spec, format_utc, jitter_offset, next_occurrence
 from app.db import Deadline, Namespace
 from app.runs import lifecycle
+from app.schedules import service
 from app.schedules.audit import RUN_ORIGIN_KEYS
 from app.schedules.tick import due
 from tests.conftest import Api
@@ -200,12 +201,15 @@ def test_one_page_of_several_schedules_writes_each_its_own_ledger_and_audit_rows
     assert h.read("a")["skipped_trigger_count"] == 4 and h.read("b")["skipped_trigger_count"] == 0
 
 
-def test_jitter_is_deterministic_and_delays_the_due_time(h):
+def test_jitter_is_deterministic_and_delays_the_due_time(h, monkeypatch):
+    # A uid whose offset at 13:00 is 16 s: a random one is 0 s once in 601 saves, and the test
+    # would then show no delay at all.
+    monkeypatch.setattr(service, "new_uid", lambda: "7d4c1b0e-5f1a-4c3e-9a53-2f7c6b8e1d42")
     data = h.create("s", cron="0 * * * *", jitter_seconds=600)
     spec = Spec.from_dict({"cron_expressions": ["0 * * * *"]})
     canonical = at("13:00")
     offset = jitter_offset(data["uid"], canonical, 600, next_occurrence(spec, canonical))
-    assert offset > timedelta(0)
+    assert offset == timedelta(seconds=16)
     assert data["next_fire_at"] == format_utc(canonical + offset)
     assert h.tick(canonical) == []
     rows = h.tick(canonical + offset)
