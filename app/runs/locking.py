@@ -20,8 +20,12 @@ __all__ = ["begin_write", "for_update"]
 T = TypeVar("T", bound=tuple[Any, ...])
 
 
-def for_update(session: Session, query: Select[T], *, skip_locked: bool = False) -> Select[T]:
-    """Add FOR UPDATE (optionally SKIP LOCKED) on PostgreSQL; SQLite holds the write lock."""
+def for_update(
+    session: Session, query: Select[T], *, skip_locked: bool = False, share: bool = False
+) -> Select[T]:
+    """Add FOR UPDATE (optionally SKIP LOCKED; FOR SHARE with `share`, for a reader that must
+    see the rows unchanged until it ends) on PostgreSQL; SQLite holds the write lock, and its
+    read transaction is one snapshot."""
     if session.get_bind().dialect.name == "sqlite":
         return query
-    return query.with_for_update(skip_locked=skip_locked)
+    return query.with_for_update(skip_locked=skip_locked, read=share)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.db.runs import Activation, Run, RunHistoryEvent, RunIncident, WorkflowVersion
 from app.runs.frames import branches_of
 from app.runs.layout import ROOT, build, path_from
+from app.runs.locking import for_update
 from app.runs.steps import HOLD_RANK
 
 FINAL_BY_EVENT = {
@@ -259,10 +260,8 @@ def compare(session: Session, run: Run) -> dict[str, Any]:
     `FOR SHARE` first: until this transaction ends nothing of the run changes, and the reads
     agree with one another (SQLite's read transaction is one snapshot already).
     """
-    if session.get_bind().dialect.name != "sqlite":
-        query = select(Run).where(Run.id == run.id).with_for_update(read=True)
-        locked = session.scalar(query.execution_options(populate_existing=True))
-        run = locked if locked is not None else run
+    query = for_update(session, select(Run).where(Run.id == run.id), share=True)
+    run = session.scalar(query.execution_options(populate_existing=True)) or run
     replayed = replay(session, run)
     stored = stored_state(session, run)
     return {"replayed": replayed, "stored": stored, "agree": replayed == stored}
