@@ -8,7 +8,15 @@ from flask import Blueprint, jsonify, request
 
 from app import context
 from app.api import errors
-from app.api.routing import command, operation, page_args, page_json, parse_body
+from app.api.routing import (
+    PAGE,
+    command,
+    one_of,
+    operation,
+    page_args,
+    page_json,
+    parse_body,
+)
 from app.api.run_models import IncidentResolveIn
 from app.auth.grants import RUN_MANAGE, RUN_READ
 from app.calendar import format_utc
@@ -18,8 +26,6 @@ from app.runs import incidents, service
 
 bp = Blueprint("api_incidents", __name__)
 errors.register(bp)
-
-PAGE = [("limit", "1-100, default 50"), ("cursor", "next_cursor of the last page")]
 
 
 def incident_json(incident: RunIncident, run_id: str) -> dict[str, Any]:
@@ -63,7 +69,7 @@ def _page(namespace: Namespace, collection: str, run: Any = None) -> Any:
     summary="Incidents of the namespace's runs, newest first",
     grant=RUN_READ,
     namespaced=True,
-    query=[("status", "open or resolved"), *PAGE],
+    query=[("status", "open or resolved", one_of(incidents.STATUSES)), *PAGE],
 )
 def list_incidents(namespace: Namespace) -> Any:
     """List incidents, optionally only the open or the resolved ones."""
@@ -77,7 +83,7 @@ def list_incidents(namespace: Namespace) -> Any:
     summary="A run's incidents, newest first",
     grant=RUN_READ,
     namespaced=True,
-    query=[("status", "open or resolved"), *PAGE],
+    query=[("status", "open or resolved", one_of(incidents.STATUSES)), *PAGE],
 )
 def run_incidents(namespace: Namespace, run_id: str) -> Any:
     """List one run's incidents."""

@@ -40,14 +40,14 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
                 "schema": {"type": "string", "default": "default"},
             }
         )
-    for name, description in op.query:
+    for name, description, *schema in op.query:
         params.append(
             {
                 "name": name,
                 "in": "query",
                 "required": False,
                 "description": description,
-                "schema": _query_schema(name, description),
+                "schema": schema[0] if schema else _query_schema(name, description),
             }
         )
     return params

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,6 +24,32 @@ from app.schedules.audit import CommandContext, declared_request_id, declared_so
 M = TypeVar("M", bound=BaseModel)
 
 
+# A query parameter the OpenAPI document lists: its name, a description and, where the server
+# accepts less than any string, the JSON schema of what it accepts.
+QueryParam = tuple[str, str] | tuple[str, str, dict[str, Any]]
+
+
+def one_of(values: Iterable[str]) -> dict[str, Any]:
+    """The schema of a query parameter that is one of `values`."""
+    return {"type": "string", "enum": list(values)}
+
+
+def list_of(values: Iterable[str]) -> dict[str, Any]:
+    """The schema of a comma-separated list of `values` (empty items ignored)."""
+    word = "(?:" + "|".join(re.escape(value) for value in values) + ")"
+    return {"type": "string", "pattern": f"^,*(?:{word}(?:,+{word})*)?,*$"}
+
+
+# The two query parameters of every paged list.
+PAGE: list[QueryParam] = [
+    ("limit", "1-100, default 50"),
+    ("cursor", "next_cursor of the last page"),
+]
+
+# A yes/no query parameter: the server also takes 1/0 and yes/no, in any case.
+FLAG = {"type": "boolean"}
+
+
 @dataclass
 class Operation:
     """What the OpenAPI document says about one method on one path."""
@@ -35,7 +61,7 @@ class Operation:
     auth: bool
     body: type[BaseModel] | None
     status: int
-    query: list[tuple[str, str]] = field(default_factory=list)
+    query: list[QueryParam] = field(default_factory=list)
     namespaced: bool = False
     response: type[BaseModel] | None = None
 
@@ -98,7 +124,7 @@ def operation(
     superuser: bool = False,
     body: type[BaseModel] | None = None,
     status: int = 200,
-    query: list[tuple[str, str]] | None = None,
+    query: list[QueryParam] | None = None,
     namespaced: bool = False,
     response: type[BaseModel] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

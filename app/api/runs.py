@@ -9,7 +9,17 @@ from sqlalchemy.orm import Session
 
 from app import context
 from app.api import errors
-from app.api.routing import command, current_user, operation, page_args, page_json, parse_body
+from app.api.routing import (
+    PAGE,
+    command,
+    current_user,
+    list_of,
+    one_of,
+    operation,
+    page_args,
+    page_json,
+    parse_body,
+)
 from app.api.run_models import ReasonIn, RunIn, SignalIn, TaskCompleteIn
 from app.auth.grants import RUN_MANAGE, RUN_READ, RUN_START
 from app.calendar import format_utc, format_utc_or_none
@@ -23,7 +33,6 @@ from app.schedules.queries import parse_after_sequence
 bp = Blueprint("api_runs", __name__)
 errors.register(bp)
 
-PAGE = [("limit", "1-100, default 50"), ("cursor", "next_cursor of the last page")]
 RUN_STATUSES = (*ACTIVE_RUN_STATUSES, *FINAL_RUN_STATUSES)
 
 
@@ -146,7 +155,7 @@ def start_run(namespace: Namespace) -> Any:
     grant=RUN_READ,
     namespaced=True,
     query=[
-        ("status", "comma-separated statuses"),
+        ("status", "comma-separated statuses", list_of(RUN_STATUSES)),
         ("workflow", "workflow name"),
         ("schedule_id", "started by this schedule"),
         ("label", "key:value (repeatable)"),
@@ -282,7 +291,7 @@ def terminate_run(namespace: Namespace, run_id: str) -> Any:
     grant=RUN_READ,
     namespaced=True,
     query=[
-        ("status", "open, completed, timed_out or cancelled"),
+        ("status", "open, completed, timed_out or cancelled", one_of(tasks.TASK_STATUSES)),
         ("run_id", "only this run's"),
         *PAGE,
     ],

@@ -13,8 +13,10 @@ from flask import Blueprint, Response, jsonify, request
 from app import context
 from app.api import errors
 from app.api.routing import (
+    FLAG,
     command,
     current_user,
+    one_of,
     operation,
     page_args,
     page_json,
@@ -31,6 +33,7 @@ from app.api.schedule_models import (
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
+from app.db.schedules import SCHEDULE_STATUSES
 from app.errors import BadRequest, InvalidCursor, ValidationFailed
 from app.schedules import manual, queries, service, store
 from app.schedules.config import label_pair
@@ -88,10 +91,10 @@ def _rendered(body: dict[str, Any], schedule: Schedule, status_code: int) -> Res
     grant=RUN_READ,
     namespaced=True,
     query=[
-        ("status", "active|paused|blocked|deleted"),
+        ("status", "active|paused|blocked|deleted", one_of(SCHEDULE_STATUSES)),
         ("label", "k:v (repeatable; all must match)"),
         ("q", "text in id, notes or workflow"),
-        ("include_deleted", "true to list deleted ones too"),
+        ("include_deleted", "true to list deleted ones too", FLAG),
         ("limit", "1-100"),
         ("cursor", "next_cursor of a page"),
     ],

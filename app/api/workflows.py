@@ -8,11 +8,12 @@ from flask import Blueprint, jsonify, request
 
 from app import context
 from app.api import errors
-from app.api.routing import json_object, operation, page_args, page_json, parse_body
+from app.api.routing import PAGE, json_object, one_of, operation, page_args, page_json, parse_body
 from app.api.run_models import ActivationIn, DefinitionIn
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
 from app.calendar import format_utc, format_utc_or_none
 from app.db import Activation, Namespace, Workflow, WorkflowVersion
+from app.db.runs import ACTIVATION_STATUSES
 from app.errors import ValidationFailed
 from app.runs import actions, workflows
 
@@ -75,7 +76,7 @@ def deploy(namespace: Namespace) -> Any:
     summary="List workflows with their newest version",
     grant=RUN_READ,
     namespaced=True,
-    query=[("limit", "1-100, default 50"), ("cursor", "next_cursor of the last page")],
+    query=PAGE,
 )
 def list_workflows(namespace: Namespace) -> Any:
     """List workflows by name."""
@@ -144,15 +145,14 @@ def activate(namespace: Namespace) -> Any:
     namespaced=True,
     query=[
         ("workflow", "only this workflow's"),
-        ("status", "ready or retired"),
-        ("limit", "1-100, default 50"),
-        ("cursor", "next_cursor of the last page"),
+        ("status", "ready or retired", one_of(ACTIVATION_STATUSES)),
+        *PAGE,
     ],
 )
 def list_activations(namespace: Namespace) -> Any:
     """List activations."""
     status = request.args.get("status") or None
-    if status not in (None, "ready", "retired"):
+    if status is not None and status not in ACTIVATION_STATUSES:
         raise ValidationFailed([{"loc": ["query", "status"], "msg": "must be ready or retired"}])
     limit, after = page_args(namespace.name, "activations")
     rows, key = workflows.list_activations(

@@ -12,6 +12,7 @@ from app.db.base import Base, JSONType, UTCDateTime, new_uid
 
 ACTIVE_RUN_STATUSES = ("pending", "running", "waiting", "suspended")
 FINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "terminated", "timed_out")
+ACTIVATION_STATUSES = ("ready", "retired")
 
 
 class Workflow(Base):

@@ -123,3 +123,55 @@ def test_published_bounds_are_the_ones_the_checks_apply(client):
     assert set(step["type"]["enum"]) == set(STEP_KEYS)
     on_failure = schemas["DefinitionIn"]["properties"]["on_step_failure"]["enum"]
     assert tuple(on_failure) == ON_STEP_FAILURE
+
+
+def _restricted_query_parameters(document: dict) -> list[tuple[str, str, dict]]:
+    """(path, name, schema) of every query parameter published narrower than any string."""
+    found = []
+    for path, operations in document["paths"].items():
+        if "{" in path or "get" not in operations:
+            continue
+        for parameter in operations["get"]["parameters"]:
+            schema = parameter["schema"]
+            if parameter["in"] == "query" and ("enum" in schema or "pattern" in schema):
+                found.append((path.removeprefix("/api/v1"), parameter["name"], schema))
+            elif parameter["in"] == "query" and schema.get("type") == "boolean":
+                found.append((path.removeprefix("/api/v1"), parameter["name"], schema))
+    return found
+
+
+def test_published_query_values_are_the_ones_the_server_takes(admin_api, client):
+    """A generated client offers what the document publishes: each value it allows is served,
+    and a value outside it is the 422 naming the parameter."""
+    document = client.get("/api/v1/openapi.json").get_json()
+    restricted = _restricted_query_parameters(document)
+    named = {(path, name) for path, name, _ in restricted}
+    assert {
+        ("/schedules", "status"),
+        ("/schedules", "include_deleted"),
+        ("/runs", "status"),
+        ("/tasks", "status"),
+        ("/incidents", "status"),
+        ("/activations", "status"),
+    } <= named
+    for path, name, schema in restricted:
+        if schema.get("type") == "boolean":
+            allowed, refused = ["true", "false"], ["maybe"]
+        elif "enum" in schema:
+            allowed, refused = schema["enum"], ["bogus", schema["enum"][0].upper()]
+        else:
+            words = schema["pattern"].split("(?:", 2)[2].split(")")[0].split("|")
+            allowed = [*words, ",".join(words), f",{words[0]},,{words[-1]},"]
+            refused = ["bogus", words[0] + words[-1], f"{words[0]};{words[-1]}"]
+            for value in allowed:
+                assert re.fullmatch(schema["pattern"], value), (path, value)
+            for value in refused:
+                assert not re.fullmatch(schema["pattern"], value), (path, value)
+        for value in allowed:
+            response = admin_api.get(f"{path}?{name}={value}")
+            assert response.status_code == 200, (path, name, value, response.get_json())
+        for value in refused:
+            response = admin_api.get(f"{path}?{name}={value}")
+            assert response.status_code == 422, (path, name, value)
+            errors = response.get_json()["error"]["details"]["errors"]
+            assert errors[0]["loc"] == ["query", name], (path, value)
