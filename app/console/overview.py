@@ -56,7 +56,7 @@ def _poll_expired(now: datetime) -> bool:
 @bp.get("/ns/<ns>/")
 @login_required
 def index(ns: str) -> Response:
-    """Show the namespace at a glance: schedules, ticker, runs, tasks, incidents."""
+    """Show the namespace at a glance: schedules, ticker, workers, runs, tasks, incidents."""
     view = namespace_view(ns, RUN_READ)
     session, now = context.session(), context.now()
     period = float(current_app.config["TICK_SECONDS"])
@@ -69,6 +69,7 @@ def index(ns: str) -> Response:
     stopped = is_partial() and _poll_expired(now)
     chart = outcome_chart(hours)
     open_incidents = runs_overview.open_incident_count(session, view.current)
+    waiting = runs_overview.waiting_for_workers(session, view.current, now)
     return render(
         "overview/index.html",
         "overview/_body.html",
@@ -82,7 +83,11 @@ def index(ns: str) -> Response:
         wall_now=wall_now,
         stale_periods=STALE_PERIODS,
         chart=chart,
-        attention=attention(health, ticker, open_incidents, chart.totals.get("failed", 0)),
+        attention=attention(
+            health, ticker, open_incidents, chart.totals.get("failed", 0), waiting.count
+        ),
+        waiting=waiting,
+        worker_wait_minutes=int(runs_overview.WORKER_WAIT.total_seconds() // 60),
         open_tasks=runs_overview.open_task_count(session, view.current),
         open_incidents=open_incidents,
         has_workflows=runs_overview.has_workflows(session, view.current),
@@ -90,7 +95,11 @@ def index(ns: str) -> Response:
 
 
 def attention(
-    health: schedules_overview.ScheduleHealth, ticker: TickerState, incidents: int, failed: int
+    health: schedules_overview.ScheduleHealth,
+    ticker: TickerState,
+    incidents: int,
+    failed: int,
+    waiting: int = 0,
 ) -> list[tuple[str, str]]:
     """What is not fine, worst first, each with the id of the part of the page that shows it;
     empty when everything is: the page's first line answers "is everything fine?" from it."""
@@ -105,6 +114,12 @@ def attention(
             "schedule held by the run limit",
             "schedules held by the run limit",
             "t-overdue",
+        ),
+        (
+            waiting,
+            "step waiting over a minute for a worker",
+            "steps waiting over a minute for a worker",
+            "t-workers",
         ),
         (incidents, "open incident", "open incidents", "t-work"),
         (failed, "run failed in the last 24 h", "runs failed in the last 24 h", "t-runs"),

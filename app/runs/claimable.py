@@ -25,7 +25,7 @@ CLAIMABLE_STATUSES = ("pending", "running")
 
 
 def _on_queue(query: Select[Any], queue: str | None) -> Select[Any]:
-    if queue is None:
+    if queue is None or queue == "default":
         return query.where(or_(Run.queue.is_(None), Run.queue == "default"))
     if queue != ANY_QUEUE:
         return query.where(Run.queue == queue)

@@ -1,5 +1,5 @@
 """What the console's overview and schedules list ask of runs: runs per hour by outcome, each
-schedule's latest runs, open tasks and open incidents."""
+schedule's latest runs, open tasks and incidents, and steps no worker has taken."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.db import ACTIVE_RUN_STATUSES, Namespace, Run, RunIncident, RunRollup, Task, Workflow
 from app.db.rollup import ACTIVE
+from app.db.runs import RunBranch
+from app.runs.claimable import CLAIMABLE_STATUSES
 
 # Run statuses grouped into the outcomes an operator scans for, in stacking order.
 OUTCOMES: dict[str, tuple[str, ...]] = {
@@ -121,3 +123,43 @@ def has_workflows(session: Session, namespace: Namespace) -> bool:
     """Whether anything was deployed yet (the overview teaches the first steps until then)."""
     query = select(Workflow.id).where(Workflow.namespace_id == namespace.id).limit(1)
     return session.scalar(query) is not None
+
+
+# A step ready this long that no worker has taken means no worker serves its queue, or none
+# runs at all (a burst of thousands of starts is taken within seconds).
+WORKER_WAIT = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class WaitingSteps:
+    """Steps ready for a worker since before `now - WORKER_WAIT`: how many, the oldest ready
+    time, and how many on each queue (most waiting first)."""
+
+    count: int = 0
+    oldest: datetime | None = None
+    queues: tuple[tuple[str, int], ...] = ()
+
+
+def waiting_for_workers(session: Session, namespace: Namespace, now: datetime) -> WaitingSteps:
+    """The namespace's steps (a run's, or a parallel branch's) a worker could have claimed for
+    over `WORKER_WAIT`: ready, not held by a live lease, their run still claimable."""
+    before = now - WORKER_WAIT
+    queue = func.coalesce(Run.queue, "default")
+    per_queue: defaultdict[str, int] = defaultdict(int)
+    oldest: list[datetime] = []
+    for frame in (Run, RunBranch):
+        query = select(queue, func.count(), func.min(frame.claimable_at)).where(
+            Run.namespace_id == namespace.id,
+            Run.status.in_(CLAIMABLE_STATUSES),
+            frame.claimable_at <= before,
+            or_(frame.lease_owner.is_(None), frame.lease_expires_at <= now),
+        )
+        if frame is RunBranch:
+            query = query.select_from(RunBranch).join(Run, Run.id == RunBranch.run_pk)
+        for name, count, first in session.execute(query.group_by(queue)):
+            per_queue[name] += count
+            oldest.append(first)
+    if not per_queue:
+        return WaitingSteps()
+    queues = tuple(sorted(per_queue.items(), key=lambda item: (-item[1], item[0])))
+    return WaitingSteps(sum(per_queue.values()), min(oldest), queues)

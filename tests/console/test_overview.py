@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import delete
 
-from app.context import database
+from app.context import clock, database
 from app.db import TickerBeat
+from app.runs import engine
 from app.runs.overview import OUTCOME_OF
 from tests.console.test_pages import sign_in
 from tests.support.schedules_harness import at
@@ -230,7 +231,11 @@ def test_a_schedule_held_by_the_run_limit_is_held_not_overdue(h, app, client):
     verdict = re.search(r'data-verdict="attention">(.*?)</p>', html)
     assert verdict
     named = re.findall(r'<a href="#([^"]+)">([^<]+)</a>', verdict.group(1))
-    assert named == [("t-overdue", "1 schedule held by the run limit")]
+    # Its one active run has waited since 12:01 with no worker taking it: also named.
+    assert named == [
+        ("t-overdue", "1 schedule held by the run limit"),
+        ("t-workers", "1 step waiting over a minute for a worker"),
+    ]
 
 
 def test_the_first_line_says_whether_everything_is_fine(busy, app, client, operator):
@@ -257,3 +262,54 @@ def test_a_namespace_with_nothing_wrong_says_everything_is_fine(app, client, acc
     _beat_now(app)
     fine = client.get("/ns/default/").get_data(as_text=True)
     assert 'data-verdict="fine"' in fine and 'data-verdict="attention"' not in fine
+
+
+def _verdict(client) -> tuple[str, list[tuple[str, str]]]:
+    html = client.get("/ns/default/").get_data(as_text=True)
+    verdict = re.search(r'data-verdict="(fine|attention)">(.*?)</p>', html)
+    assert verdict, html[:2000]
+    return html, re.findall(r'<a href="#([^"]+)">([^<]+)</a>', verdict.group(2))
+
+
+def test_steps_no_worker_takes_are_named_with_the_command_that_starts_one(
+    app, client, operator, scenario
+):
+    """Runs pile up unseen when no worker serves their queue: past a minute ready, the first
+    line names them, and the Workers tile gives each queue's command (branch steps count)."""
+    noop = {"type": "action", "action": "noop"}
+    branches = [{"id": b, "steps": [{"id": f"{b}-1", **noop}]} for b in ("a", "b")]
+    scenario.deploy("fanned", [{"id": "fan", "type": "parallel", "branches": branches}])
+    scenario.deploy("plain", [{"id": "only", **noop}])
+    scenario.start("fanned", run_id="fan-1", queue="reports")
+    db, clk = database(app), clock(app)
+    # A worker of that queue takes the parallel step once, which starts both branches.
+    reports = engine.WorkerSettings(name="reports", queue="reports", batch=1)
+    assert engine.work_once(db, clk, reports) == 1
+    assert scenario.types("fan-1").count("branch_started") == 2
+    scenario.start("plain", run_id="plain-1")
+    _beat_now(app)
+    sign_in(client, "olga", "pw-olga-secret")
+    scenario.advance(seconds=59)
+    html, named = _verdict(client)
+    assert named == [] and 'data-workers="ok"' in html
+    scenario.advance(seconds=2)
+    html, named = _verdict(client)
+    assert named == [("t-workers", "3 steps waiting over a minute for a worker")]
+    assert counts_on(html)["waiting"] == "3"
+    commands = re.findall(r'<li data-queue="([^"]+)"><code>([^<]+)</code>', html)
+    assert commands == [
+        ("reports", "flask --app wsgi worker --queue reports"),
+        ("default", "flask --app wsgi worker"),
+    ]
+    # `--queue default` takes the default queue (a run with no queue), as the tile says.
+    default = engine.WorkerSettings(name="default", queue="default")
+    assert engine.work_once(db, clk, default) == 1
+    assert scenario.run("plain-1")["status"] == "completed"
+    html, named = _verdict(client)
+    assert named == [("t-workers", "2 steps waiting over a minute for a worker")]
+    assert re.findall(r'<li data-queue="([^"]+)">', html) == ["reports"]
+    while engine.work_once(db, clk, reports):
+        pass
+    assert scenario.run("fan-1")["status"] == "completed"
+    html, named = _verdict(client)
+    assert 'data-verdict="fine"' in html and 'data-workers="ok"' in html
