@@ -39,17 +39,26 @@ class Call:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+TOO_DEEP = "the request body nests too deeply to be encoded as JSON (the API takes 64 levels)"
+
+
 def request_options(call: Call) -> dict[str, Any]:
     """The keyword arguments of httpx's `request` for `call`, with its body encoded here.
 
     A body is JSON in UTF-8, like httpx's own; one holding a string that is not Unicode text (a
     lone surrogate, which UTF-8 cannot encode) is sent with escapes instead, so the server
     answers with the field it refuses rather than the client failing with an encoding error.
+    A body nested too deeply to encode is a `ValueError` before any request.
     """
     options: dict[str, Any] = {"params": call.params, "headers": call.headers}
     if call.json is None:
         return options
-    body = json.dumps(call.json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        body = json.dumps(call.json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        # The caller's own object, deeper than Python's encoder goes (the API takes 64 levels):
+        # a clear ValueError before any request, as for any other value JSON cannot carry.
+        raise ValueError(TOO_DEEP) from None
     try:
         options["content"] = body.encode("utf-8")
     except UnicodeEncodeError:

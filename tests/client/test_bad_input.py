@@ -278,3 +278,19 @@ def test_yaml_aliases_that_expand_past_any_request_are_refused_before_expanding(
             assert result.exit_code == 2, (args, result.stderr)
             assert "more than 600,000 values" in result.stderr and "Traceback" not in result.stderr
     assert Recorder.seen == []
+
+
+def test_a_body_the_sdk_cannot_encode_for_depth_is_a_value_error_before_any_request(recorder):
+    deep: list = []
+    for _ in range(10_000):
+        deep = [deep]
+    with Client(recorder, token="alm_x") as client, pytest.raises(ValueError, match="too deeply"):
+        client.start_run("w", input={"x": deep})
+
+    async def start() -> None:
+        async with AsyncClient(recorder, token="alm_x") as aclient:
+            await aclient.start_run("w", input={"x": deep})
+
+    with pytest.raises(ValueError, match="too deeply"):
+        asyncio.run(start())
+    assert Recorder.seen == []
