@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+
+import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
+from sqlalchemy.dialects.postgresql import JSONB
 
 from app.cli.database import alembic_config
 from app.db import Base, make_engine
 from tests.conftest import make_test_app
+
+JSON_TYPE = sa.JSON().with_variant(JSONB(), "postgresql")
 
 
 def _empty(url: str) -> None:
@@ -76,3 +82,38 @@ def test_a_downgrade_keeps_the_rows_of_tables_it_rebuilds(empty_owner_url):
     assert _counts(empty_owner_url) == before
     assert runner.invoke(args=["db", "upgrade"]).exit_code == 0
     assert _counts(empty_owner_url) == before
+
+
+def test_search_attributes_saved_before_they_were_checked_become_text(
+    app, admin_api, backend, db_url
+):
+    """0012: a schedule saved with non-text search attributes (and the runs it started) holds
+    their JSON text after the upgrade, so a filter finds the same runs on both databases."""
+    flow = {"name": "flow", "steps": [{"id": "a", "type": "action", "action": "noop"}]}
+    assert admin_api.post("/workflows", json=flow).status_code == 201
+    assert admin_api.post("/activations", json={"workflow": "flow"}).status_code == 201
+    body = {"id": "old", "cron": "0 3 * * *", "action": {"workflow": "flow"}}
+    assert admin_api.post("/schedules", json=body).status_code == 201
+    started = admin_api.post("/runs", json={"workflow": "flow", "run_id": "old-run"})
+    assert started.status_code == 201
+    owner = os.environ["ALMANAC_MIGRATION_DATABASE_URL"] if backend == "postgres" else db_url
+    legacy = {"n": 5, "ok": True, "none": None, "s": "text"}
+    engine = make_engine(owner)
+    with engine.begin() as conn:
+        for name in ("schedules", "runs"):
+            table = sa.table(name, sa.column("search_attributes", JSON_TYPE))
+            conn.execute(table.update().values(search_attributes=legacy))
+    engine.dispose()
+    config = alembic_config(owner)
+    command.stamp(config, "0011")
+    command.upgrade(config, "head")
+    expected = {"n": "5", "ok": "true", "none": "null", "s": "text"}
+    assert admin_api.get("/schedules/old").get_json()["search_attributes"] == expected
+    engine = make_engine(owner)
+    with engine.connect() as conn:
+        runs = sa.table("runs", sa.column("search_attributes", JSON_TYPE))
+        assert conn.execute(sa.select(runs.c.search_attributes)).scalars().all() == [expected]
+    engine.dispose()
+    for query in ("n:5", "ok:true", "s:text"):
+        found = admin_api.get(f"/runs?search_attribute={query}").get_json()["items"]
+        assert [run["run_id"] for run in found] == ["old-run"], query
