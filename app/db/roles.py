@@ -80,14 +80,37 @@ def grant_privileges(conn: Connection) -> list[str]:
     done = []
     for role, grants in ((APP_ROLE, APP_GRANTS), (SCHEDULER_ROLE, SCHEDULER_GRANTS)):
         conn.execute(text(f'GRANT USAGE ON SCHEMA public TO "{role}"'))
-        conn.execute(text(f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO "{role}"'))
         granted = sorted(table for table in grants if table in tables)
         for table in granted:
             conn.execute(text(f'GRANT {grants[table]} ON "{table}" TO "{role}"'))
         if role == SCHEDULER_ROLE:
             _grant_columns(conn, role, SCHEDULER_COLUMNS, tables)
-        done.append(f"granted {role} {len(granted)} tables and the sequences")
+        sequences = _grant_sequences(conn, role, grants)
+        done.append(f"granted {role} {len(granted)} tables and {sequences} of their sequences")
     return done
+
+
+def _grant_sequences(conn: Connection, role: str, grants: dict[str, str]) -> int:
+    """USAGE on the sequence of each table `role` may insert into, and on no other sequence
+    (an earlier version granted them all: the scheduler could count, or use up, the ids of
+    users, API tokens and console sessions). Returns how many it holds."""
+    owned = conn.execute(
+        text(
+            "SELECT s.relname, t.relname FROM pg_class s "
+            "JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid "
+            "AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i') "
+            "JOIN pg_class t ON t.oid = d.refobjid "
+            "WHERE s.relkind = 'S' AND s.relnamespace = current_schema()::regnamespace"
+        )
+    ).all()
+    held = 0
+    for sequence, table in owned:
+        if "INSERT" in grants.get(table, ""):
+            conn.execute(text(f'GRANT USAGE ON SEQUENCE "{sequence}" TO "{role}"'))
+            held += 1
+        else:
+            conn.execute(text(f'REVOKE ALL ON SEQUENCE "{sequence}" FROM "{role}"'))
+    return held
 
 
 def _grant_columns(

@@ -8,6 +8,7 @@ from sqlalchemy import inspect, text
 
 from app.cli.database import alembic_config
 from app.db import make_engine
+from app.db.roles import BUSINESS_TABLES
 from tests.conftest import fresh_postgres, login_url, make_test_app
 
 # Logins, ownership and role membership are PostgreSQL's: each test has its own database.
@@ -118,3 +119,52 @@ def test_a_downgrade_by_the_app_login_is_refused_without_a_traceback(at_0003):
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert "downgrade refused: permission denied" in result.output
     assert _state(at_0003) == before
+
+
+def _sequence_usage(url: str) -> dict[str, dict[str, bool]]:
+    """Every sequence of the schema -> login -> whether it may use it."""
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT c.relname, has_sequence_privilege('almanac_app', c.oid, 'USAGE'), "
+                "has_sequence_privilege('almanac_scheduler', c.oid, 'USAGE') FROM pg_class c "
+                "WHERE c.relkind = 'S' AND c.relnamespace = current_schema()::regnamespace"
+            )
+        ).all()
+    engine.dispose()
+    return {name: {"app": app, "scheduler": scheduler} for name, app, scheduler in rows}
+
+
+ACCOUNT_SEQUENCES = {
+    "users_id_seq",
+    "api_tokens_id_seq",
+    "console_sessions_id_seq",
+    "memberships_id_seq",
+    "namespaces_id_seq",
+    "login_failures_id_seq",
+}
+
+
+def test_the_scheduler_login_may_use_no_sequence_of_the_accounts(at_0003):
+    """It writes no accounts, so it may neither count nor use up their ids (an earlier version
+    granted every sequence to both logins: a re-run of the grants takes that back)."""
+    engine = make_engine(at_0003)
+    with engine.begin() as conn:
+        for role in ("almanac_app", "almanac_scheduler"):
+            conn.execute(text(f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO "{role}"'))
+    engine.dispose()
+    result = _cli(at_0003, "db", "upgrade")
+    assert result.exit_code == 0, result.output
+    usage = _sequence_usage(at_0003)
+    assert ACCOUNT_SEQUENCES <= set(usage)
+    assert {"runs_id_seq", "schedules_id_seq", "run_history_events_id_seq"} <= set(usage)
+    assert all(each["app"] for each in usage.values()), usage
+    # The scheduler inserts only into the business tables (under row security).
+    business = {f"{table}_id_seq" for table in BUSINESS_TABLES}
+    assert {name for name, each in usage.items() if each["scheduler"]} == business & set(usage)
+    assert not ACCOUNT_SEQUENCES & business
+    scheduler = make_engine(login_url(at_0003, "almanac_scheduler"))
+    with scheduler.connect() as conn, pytest.raises(Exception, match="permission denied"):
+        conn.execute(text("SELECT nextval('users_id_seq')"))
+    scheduler.dispose()
