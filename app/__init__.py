@@ -39,7 +39,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # in 0.5 s and 32 MB instead of 2.5 s and 96 MB. No module imports from `app` itself.
     from app import api, cli, console, context, headers, heap, inputs, redaction
     from app.auth.first_start import bootstrap_on_start
-    from app.db.schema_check import require_migrated
+    from app.db.schema_check import require_app_grants, require_migrated
     from app.runs import secrets as secret_inputs
     from app.ticker.host import serving_process, start_if_enabled
 
@@ -56,6 +56,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if serving_process():
         # Before anything writes: code on a database `db upgrade` has not reached stops here.
         require_migrated(context.database(app).engine)
+        require_app_grants(context.database(app).engine)
     bootstrap_on_start(app)
     if serving_process():
         heap.settle()

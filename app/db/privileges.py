@@ -55,6 +55,11 @@ def _missing_ownership(conn: Connection, tables: set[str]) -> list[str]:
     return missing
 
 
+def _login(conn: Connection) -> str:
+    """The current login, quoted as a role name in SQL."""
+    return str(conn.scalar(text("SELECT quote_ident(current_user)")))
+
+
 def _missing_memberships(conn: Connection, roles: set[str]) -> list[str]:
     missing = []
     for role in sorted(roles):
@@ -62,7 +67,10 @@ def _missing_memberships(conn: Connection, roles: set[str]) -> list[str]:
         if exists and not conn.scalar(
             text("SELECT pg_has_role(current_user, :r, 'MEMBER')"), {"r": role}
         ):
-            missing.append(f"membership in role {role} (to make it own what the upgrade creates)")
+            missing.append(
+                f"membership in role {role} (to make it own what the upgrade creates; a "
+                f"superuser grants it: GRANT {role} TO {_login(conn)})"
+            )
     return missing
 
 

@@ -12,11 +12,15 @@ and waits for it, as it does for any outage.
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, inspect
+import logging
+
+from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import OperationalError
 
 from app.db import Base
 from app.settings import SettingError
+
+log = logging.getLogger(__name__)
 
 # How many missing tables or columns the message names before "and N more".
 SHOWN = 4
@@ -44,7 +48,15 @@ def require_migrated(engine: Engine) -> None:
     """Raise `SchemaBehind` naming what is missing; nothing when migrated or unreachable."""
     try:
         absent = missing(engine)
-    except OperationalError:
+    except OperationalError as exc:
+        # Said once at start, so an operator whose login or password is wrong learns it from
+        # the log, not only from /health (the cause's first line; the URL is not logged).
+        cause = str(exc.orig or exc).strip().splitlines()
+        log.warning(
+            "the database could not be reached at start (%s): serving anyway, /health says so "
+            "until it answers",
+            cause[0] if cause else type(exc).__name__,
+        )
         return
     finally:
         # A forking server (gunicorn --preload) must not hand this connection to its workers.
@@ -56,4 +68,56 @@ def require_migrated(engine: Engine) -> None:
             f"the database is not migrated for this version (it lacks {shown}{more}): run "
             "`flask --app wsgi db upgrade` as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL) "
             "first"
+        )
+
+
+def missing_app_grants(engine: Engine) -> tuple[str | None, list[str]]:
+    """The web's login and what it lacks of the app login's table privileges, reads first
+    (PostgreSQL; nothing on SQLite, which has no logins): every request reads accounts and
+    tokens, and pages write."""
+    if engine.dialect.name != "postgresql":
+        return None, []
+    from app.db.roles import APP_GRANTS
+
+    with engine.connect() as conn:
+        tables = set(inspect(conn).get_table_names())
+        wanted = [
+            (table, privilege.strip())
+            for table, privileges in APP_GRANTS.items()
+            if table in tables
+            for privilege in privileges.split(",")
+        ]
+        login = conn.scalar(text("SELECT current_user"))
+        if not wanted:
+            return login, []
+        pairs = ", ".join(f"(:t{i}, :p{i})" for i in range(len(wanted)))
+        params = {f"t{i}": t for i, (t, _) in enumerate(wanted)}
+        params |= {f"p{i}": p for i, (_, p) in enumerate(wanted)}
+        rows = conn.execute(
+            text(
+                f"SELECT w.t, w.p FROM (VALUES {pairs}) AS w (t, p) "
+                "WHERE NOT has_table_privilege(current_user, w.t, w.p)"
+            ),
+            params,
+        ).all()
+    lacking = sorted(rows, key=lambda row: (row[1] != "SELECT", wanted.index(tuple(row))))
+    return login, [f"{privilege} on {table}" for table, privilege in lacking]
+
+
+def require_app_grants(engine: Engine) -> None:
+    """Raise `SchemaBehind` when the web's login lacks the app login's privileges: started as
+    the scheduler's login, it passed /health and answered every request with a 500."""
+    try:
+        login, lacking = missing_app_grants(engine)
+    except OperationalError:
+        return
+    finally:
+        engine.dispose()
+    if lacking:
+        shown = ", ".join(lacking[:SHOWN])
+        more = f" and {len(lacking) - SHOWN} more" if len(lacking) > SHOWN else ""
+        raise SchemaBehind(
+            f"the login {login} may not do what the web does (it lacks {shown}{more}): serve "
+            "the web as almanac_app (ALMANAC_DATABASE_URL), whose privileges "
+            "`flask --app wsgi db upgrade` grants"
         )

@@ -84,3 +84,14 @@ def test_an_upgrade_that_leaves_tables_missing_says_so_instead_of_upgraded(empty
     result = app.test_cli_runner().invoke(args=["db", "upgrade"])
     assert result.exit_code == 1
     assert "lacks table run_rollup" in result.output and "upgraded" not in result.output
+
+
+def test_a_database_unreachable_at_start_is_logged_once_with_its_cause(caplog):
+    # The web starts anyway (it waits for the database as for any outage), but an operator
+    # whose login or address is wrong learns it from the log, not only from /health.
+    engine = make_engine("postgresql://almanac_app@127.0.0.1:1/nowhere")
+    with caplog.at_level("WARNING", logger="app.db.schema_check"):
+        require_migrated(engine)
+    [record] = caplog.records
+    assert "could not be reached at start" in record.getMessage()
+    assert "127.0.0.1" in record.getMessage() and "nowhere" not in record.getMessage()

@@ -56,6 +56,7 @@ def test_an_upgrade_by_a_login_lacking_privileges_changes_nothing_and_names_them
     assert "ownership of table schedules (owned by postgres)" in result.output
     assert "ownership of table run_history_events (owned by postgres)" in result.output
     assert "membership in role almanac_catalog" in result.output
+    assert f"a superuser grants it: GRANT almanac_catalog TO {WEAK}" in result.output
     # CREATE alone does not let it hand CREATE on to the catalog role, as revision 0008 does.
     assert "CREATE WITH GRANT OPTION on schema public" in result.output
     assert _state(at_0003) == before == ("0003", before[1], False)

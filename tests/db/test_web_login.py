@@ -1,0 +1,70 @@
+"""A web process started with a login that may not do what the web does stops at start, and
+`/health` says "refused" when it may not read tokens: started as the scheduler's login it
+passed `/health` and answered every API request with a 500 (PostgreSQL: SQLite has no logins)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from app.db import Database, make_engine
+from app.db.clock import SystemClock
+from app.db.roles import APP_ROLE, SCHEDULER_ROLE
+from app.db.schema_check import SchemaBehind, missing_app_grants, require_app_grants
+from app.ticker import health as ticker_health
+from tests.conftest import login_url
+from tests.live import BIN, ROOT, free_port
+
+OFF = {"SCHEDULER": "off", "TICK_SECONDS": 1.0}
+
+
+def test_the_scheduler_login_lacks_the_webs_grants_and_the_app_login_has_them(
+    postgres_owner_url,
+):
+    for role, lacks in ((APP_ROLE, False), (SCHEDULER_ROLE, True)):
+        engine = make_engine(login_url(postgres_owner_url, role))
+        login, lacking = missing_app_grants(engine)
+        engine.dispose()
+        assert login == role and bool(lacking) is lacks, (role, lacking)
+    # Reads first: what every request needs.
+    assert lacking[:2] == ["SELECT on users", "SELECT on api_tokens"]
+    assert "INSERT on users" in lacking and "SELECT on runs" not in lacking
+    with pytest.raises(SchemaBehind, match="serve the web as almanac_app"):
+        require_app_grants(make_engine(login_url(postgres_owner_url, SCHEDULER_ROLE)))
+    require_app_grants(make_engine(login_url(postgres_owner_url, APP_ROLE)))
+    # SQLite has no logins: nothing to lack.
+    assert missing_app_grants(make_engine("sqlite://")) == (None, [])
+
+
+def test_health_says_refused_for_a_login_that_may_not_read_tokens(postgres_owner_url):
+    for role, database, status in (
+        (APP_ROLE, "ok", "ok"),
+        (SCHEDULER_ROLE, "refused: ProgrammingError", "degraded"),
+    ):
+        db = Database(login_url(postgres_owner_url, role))
+        report = ticker_health.health(db, SystemClock(), OFF)
+        db.dispose()
+        assert (report["database"], report["status"]) == (database, status), role
+
+
+def test_gunicorn_as_the_scheduler_login_exits_3_naming_the_login_to_use(postgres_owner_url):
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    env = kept | {
+        "ALMANAC_DATABASE_URL": login_url(postgres_owner_url, SCHEDULER_ROLE),
+        "ALMANAC_SECRET_KEY": "web-login-secret",
+        "ALMANAC_SCHEDULER": "off",
+    }
+    server = subprocess.run(
+        [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{free_port()}", "wsgi:app"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert server.returncode == 3, server.stderr
+    assert "the login almanac_scheduler may not do what the web does" in server.stderr
+    assert "SELECT on api_tokens" in server.stderr and "as almanac_app" in server.stderr
+    assert "Traceback" not in server.stderr
