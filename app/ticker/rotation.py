@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from app.db import Database
 from app.db.rls import Scope
@@ -74,8 +74,13 @@ def discovery_refused(db: Database) -> str | None:
 
 
 def due_namespaces(db: Database, now: Any, page: int = PAGE) -> list[DueNamespace]:
-    """The next (at most 16) namespaces with due work; moves the shared cursor past them."""
-    with db.session() as session:
+    """The next (at most 16) namespaces with due work; moves the shared cursor past them.
+
+    Bounded like a phase: the function locks the cursor row every ticker shares and reads the
+    due indexes, so a lock held elsewhere (or a ticker stuck inside it) fails this tick's
+    discovery within the lock timeout, named, instead of stalling every ticker in silence.
+    """
+    with db.session(Scope().limited(**PHASE_LIMITS)) as session:
         rows = session.execute(
             text("SELECT * FROM almanac_due_namespaces(:now, :page)"), {"now": now, "page": page}
         ).mappings()
@@ -110,13 +115,27 @@ def reached(ran: int, succeeded: int) -> bool:
     return ran == 0 or succeeded > 0
 
 
+def log_failed(what: str, exc: BaseException) -> None:
+    """Log a failed phase or discovery in one line with its cause: a warning when the database
+    was unavailable or a lock was held too long (an outage, a failover: the next tick retries),
+    an error when it refused the statement, an error with the traceback for anything else (a
+    bug)."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        log.warning(what)
+    elif isinstance(exc, DBAPIError):
+        log.error(what)
+    else:
+        log.error(what, exc_info=exc)
+
+
 def run_guarded(ctx: TickContext, phase: Phase, where: str) -> bool:
     """Run `phase`; on failure (rolled back already) log the cause and return False."""
     try:
         phase(ctx)
     except Exception as exc:  # noqa: BLE001 - one failed phase must not stop the others
         cause = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        log.error("tick phase %s failed%s: %s", phase.__name__, f" {where}" if where else "", cause)
+        place = f" {where}" if where else ""
+        log_failed(f"tick phase {phase.__name__} failed{place}: {cause}", exc)
         ctx.result.failures.append({"phase": phase.__name__, "where": where, "cause": cause})
         return False
     return True
@@ -142,7 +161,7 @@ def run_bound(ctx: TickContext, phases: Sequence[Phase], max_pages: int | None) 
             if getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
                 # Said where it is read too (a tick's failures, `POST /admin/tick`).
                 cause += " (run the ticker as almanac_scheduler: ALMANAC_SCHEDULER_DATABASE_URL)"
-            log.error("tick discovery of due namespaces failed: %s", cause)
+            log_failed(f"tick discovery of due namespaces failed: {cause}", exc)
             ctx.result.failures.append({"phase": "discovery", "where": "", "cause": cause})
             return False
         for namespace in namespaces:

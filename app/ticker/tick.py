@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from flask import Flask
+from sqlalchemy.exc import DBAPIError
 
 from app.context import clock as app_clock
 from app.context import database, ticker_database
@@ -33,6 +34,9 @@ PHASES: list[Phase] = [
     schedules.fire_due_schedules,
     runs.recover_leases,
 ]
+# The clock read and the beat: no namespace, the phases' limits (a lock held on the clock or
+# on this ticker's beat row costs a second, named, not a stalled ticker).
+LIMITED = Scope().limited(**rotation.PHASE_LIMITS)
 # Run after the phases on request (`work`): every runnable step until none is left.
 WORKERS: list[Phase] = [runs.work_until_idle]
 
@@ -46,7 +50,7 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
     namespaces failed, nor when every phase failed.
     """
     db = ticker_database(app)
-    with db.session() as session:
+    with db.session(LIMITED) as session:
         now = app_clock(app).now(session)
     started = time.monotonic()
     budget = float(app.config["TICK_BUDGET_SECONDS"])
@@ -64,12 +68,19 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
     # A tick that could not reach its work (discovery refused, every phase failed) is no sign
     # of life: without its beat `/health` turns degraded once the last good one grows stale.
     if reached:
-        _record_beat(db, now, int((time.monotonic() - started) * 1000))
+        try:
+            _record_beat(db, now, int((time.monotonic() - started) * 1000))
+        except DBAPIError as exc:
+            # The tick's work is committed; a beat that cannot be written (its row locked
+            # elsewhere past the lock timeout, the database gone) is named, not waited on.
+            cause = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            rotation.log_failed(f"tick beat failed: {cause}", exc)
+            ctx.result.failures.append({"phase": "beat", "where": "", "cause": cause})
     return ctx.result
 
 
 def _record_beat(db: Database, now: datetime, duration_ms: int) -> None:
-    with db.session() as session:
+    with db.session(LIMITED) as session:
         begin_write(session)
         beat = session.get(TickerBeat, ticker_id())
         wall = datetime.now(UTC)
