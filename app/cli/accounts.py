@@ -11,11 +11,13 @@ from typing import Any
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app import context
 from app.auth import service
+from app.cli.failures import APP_VARIABLE, DATABASE_FAILURES, clean_error
+from app.db.roles import APP_ROLE
 from app.db.session import begin_write
 from app.errors import AlmanacError
 
@@ -34,12 +36,21 @@ def _transaction() -> Iterator[tuple[Session, Any]]:
             session.commit()
         except AlmanacError as exc:
             raise click.ClickException(exc.message) from exc
-        except (OperationalError, ProgrammingError) as exc:
-            if not _unmigrated(exc):
+        except DATABASE_FAILURES as exc:
+            if _unmigrated(exc):
+                raise click.ClickException(
+                    "the database has no Almanac tables yet: run `flask --app wsgi db upgrade` "
+                    "first"
+                ) from None
+            # Away, or refused (the scheduler's login may not write accounts): one line.
+            error = clean_error(exc, APP_VARIABLE, REFUSED_HINT)
+            if error is None:
                 raise
-            raise click.ClickException(
-                "the database has no Almanac tables yet: run `flask --app wsgi db upgrade` first"
-            ) from None
+            raise error from None
+
+
+# Said when the login lacks a grant an account command needs (the scheduler's login, say).
+REFUSED_HINT = f"account commands need the app login {APP_ROLE} or the owner; check {APP_VARIABLE}"
 
 
 def _unmigrated(exc: DBAPIError) -> bool:

@@ -19,6 +19,7 @@ from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy.exc import ProgrammingError
 
+from app.cli.failures import database_errors, migration_variable
 from app.db import make_engine, normalize_url, schema_check
 from app.db.privileges import missing_privileges, unreadable_version
 from app.db.roles import create_roles, grant_privileges
@@ -88,7 +89,8 @@ db = AppGroup("db", help="Database migrations and logins.")
 def upgrade(revision: str) -> None:
     """Upgrade the database to REVISION (default: head), checking privileges first."""
     try:
-        done = upgrade_database(migration_url(), revision)
+        with database_errors(migration_variable()):
+            done = upgrade_database(migration_url(), revision)
     except (CommandError, RevisionError, MigrationRefused) as exc:
         raise click.ClickException(f"upgrade refused, nothing was changed: {exc}") from None
     except PermissionError as exc:
@@ -103,7 +105,8 @@ def upgrade(revision: str) -> None:
         # ids meant other steps) is "at head" without the tables: say so, never "upgraded".
         engine = make_engine(migration_url())
         try:
-            absent = schema_check.missing(engine)
+            with database_errors(migration_variable()):
+                absent = schema_check.missing(engine)
         finally:
             engine.dispose()
         if absent:
@@ -122,7 +125,8 @@ def upgrade(revision: str) -> None:
 def downgrade(revision: str) -> None:
     """Downgrade the database to REVISION (`base` removes every table)."""
     try:
-        command.downgrade(alembic_config(migration_url()), revision)
+        with database_errors(migration_variable(), refusals=False):
+            command.downgrade(alembic_config(migration_url()), revision)
     except (CommandError, RevisionError, MigrationRefused) as exc:
         raise click.ClickException(f"downgrade refused, nothing was changed: {exc}") from None
     except ProgrammingError as exc:
@@ -141,7 +145,7 @@ def create_roles_command() -> None:
         if engine.dialect.name != "postgresql":
             click.echo("SQLite has no logins: nothing to do")
             return
-        with engine.begin() as conn:
+        with database_errors(migration_variable(), refusals=False), engine.begin() as conn:
             done = create_roles(conn) + grant_privileges(conn)
     except ProgrammingError as exc:
         # Roles are created and granted in one transaction: a refusal changes nothing.

@@ -8,13 +8,17 @@ import signal
 import sys
 import threading
 from datetime import UTC, datetime
+from typing import NoReturn
 
 import click
 from flask import current_app
 from flask.cli import AppGroup
+from sqlalchemy.exc import DBAPIError
 
 from app import heap
+from app.cli.failures import DATABASE_FAILURES, cause, clean_error, ticker_variable
 from app.cli.schema import migrated
+from app.context import ticker_database
 from app.db.session import log_failure
 from app.ticker.host import aligned_start, warn_if_discovery_refused, worker_pool
 from app.ticker.tick import run_tick
@@ -28,7 +32,24 @@ scheduler = AppGroup("scheduler", help="The ticker.")
 @click.option("--work", is_flag=True, help="Also run every runnable step.")
 def tick(as_json: bool, work: bool) -> None:
     """Run one tick now and print its rows."""
-    result = run_tick(current_app._get_current_object(), work=work)  # type: ignore[attr-defined]
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    db = ticker_database(app)
+    try:
+        # Reached first: a one-shot tick that cannot reach its database says so in one line.
+        with db.engine.connect():
+            pass
+        # As `scheduler run` and `worker`: never write into tables older than this code.
+        migrated(app, db)
+    except click.ClickException as exc:
+        _fail_before_tick(as_json, "schema", exc.message)
+        raise
+    except DATABASE_FAILURES as exc:
+        _tick_failed(exc, as_json, ticker_variable(app))
+    try:
+        result = run_tick(app, work=work)
+    except DATABASE_FAILURES as exc:
+        # Away, or refused what the tick does outside its guarded phases: one line.
+        _tick_failed(exc, as_json, ticker_variable(app, work=work))
     if as_json:
         click.echo(json.dumps(result.to_json()))
     else:
@@ -44,6 +65,26 @@ def tick(as_json: bool, work: bool) -> None:
     # A script or cron job driving ticks must see that part of this one failed.
     if result.failures:
         sys.exit(1)
+
+
+def _tick_failed(exc: DBAPIError, as_json: bool, variable: str) -> NoReturn:
+    """Exit 1 with one line (and with `--json` the tick's JSON) when the database is away or
+    refused; anything else goes on as a bug, with its traceback."""
+    error = clean_error(exc, variable)
+    if error is None:
+        raise exc
+    _fail_before_tick(as_json, "tick", f"{cause(exc)} ({variable})")
+    raise error from None
+
+
+def _fail_before_tick(as_json: bool, phase: str, why: str) -> None:
+    """With `--json`, a tick that did not run (or broke off) as a JSON object whose `failures`
+    say why; its `now` and rows are unknown here. The one line on stderr follows either way."""
+    if as_json:
+        failure = {"phase": phase, "where": "", "cause": why}
+        click.echo(
+            json.dumps({"now": None, "rows": [], "deadlines": 0, "steps": 0, "failures": [failure]})
+        )
 
 
 @scheduler.command("run")

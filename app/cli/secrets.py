@@ -6,6 +6,7 @@ import click
 from flask.cli import AppGroup
 
 from app import context
+from app.cli.failures import APP_VARIABLE, database_errors
 from app.db.rls import Scope
 from app.runs.secret_store import rotate_all
 from app.runs.secrets import LOST_KEY
@@ -22,7 +23,10 @@ def rotate() -> None:
     # Every namespace's rows: under PostgreSQL's row security an unscoped session sees none, and
     # the rotation reported 0 rows while the old key stayed needed.
     unopened: list[str] = []
-    with context.database().bound(Scope.all()).session() as session:
+    with (
+        database_errors(APP_VARIABLE),
+        context.database().bound(Scope.all()).session() as session,
+    ):
         count = rotate_all(session, unopened)
     click.echo(f"re-encrypted secrets in {count} row(s) with the first key")
     if unopened:

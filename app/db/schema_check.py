@@ -53,8 +53,8 @@ def require_migrated(engine: Engine) -> None:
         # the log, not only from /health (the cause's first line; the URL is not logged).
         cause = str(exc.orig or exc).strip().splitlines()
         log.warning(
-            "the database could not be reached at start (%s): serving anyway, /health says so "
-            "until it answers",
+            "the database could not be reached at start (%s): starting anyway and retrying "
+            "until it answers (the schema is checked at the next start)",
             cause[0] if cause else type(exc).__name__,
         )
         return

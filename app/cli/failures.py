@@ -1,0 +1,100 @@
+"""One line, not a traceback, when a one-shot command's database is away or refuses it.
+
+A command run by hand or by a script against a database it cannot reach (a closed port, a login
+that does not exist) or that refuses the statement (a login without the grants) prints the
+driver's first line and the setting that names the login, then exits 1. Any other statement the
+database refuses is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+from flask import Flask, current_app
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, ProgrammingError
+
+from app.db.session import LOCK_CONFLICTS
+
+# What the database raises when it is away, refused the login or refused a statement.
+DATABASE_FAILURES = (OperationalError, InterfaceError, ProgrammingError)
+INSUFFICIENT_PRIVILEGE = "42501"
+# The setting the app's own login comes from (account commands, `secrets rotate`).
+APP_VARIABLE = "ALMANAC_DATABASE_URL"
+
+
+def first_line(exc: DBAPIError) -> str:
+    """The driver's own first line (never the statement or its parameters)."""
+    lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def cause(exc: DBAPIError) -> str:
+    """As a tick's `failures` name a cause: the driver's exception type and its first line."""
+    orig = exc.orig if exc.orig is not None else exc
+    return f"{type(orig).__name__}: {first_line(exc)}"
+
+
+def refused_privilege(exc: DBAPIError) -> bool:
+    return getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE
+
+
+def describe(exc: DBAPIError, variable: str, refused_hint: str | None = None) -> str:
+    """One line naming the cause and the setting whose login met it (its name, not its value:
+    the URL may hold a password)."""
+    text = first_line(exc)
+    if isinstance(exc, ProgrammingError):
+        return f"the database refused it: {text} ({refused_hint or f'check {variable}'})"
+    if getattr(exc.orig, "sqlstate", None) in LOCK_CONFLICTS:
+        return (
+            f"lock conflict, nothing was changed: {text} (another transaction held the rows; "
+            "try again)"
+        )
+    return f"cannot use the database ({variable}): {text}"
+
+
+def clean_error(
+    exc: BaseException, variable: str, refused_hint: str | None = None, *, refusals: bool = True
+) -> click.ClickException | None:
+    """The one-line error for `exc` when the database is away or refused this login a
+    privilege; None for anything else (a statement this code got wrong is a bug: its traceback
+    stays), and for any refusal with `refusals=False` (the caller words its own)."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return click.ClickException(describe(exc, variable))
+    if isinstance(exc, ProgrammingError) and refusals and refused_privilege(exc):
+        return click.ClickException(describe(exc, variable, refused_hint))
+    return None
+
+
+def migration_variable(app: Flask | None = None) -> str:
+    """The setting `db upgrade`, `db downgrade` and `db create-roles` log in with."""
+    config = (app or current_app).config
+    if config.get("MIGRATION_DATABASE_URL"):
+        return "ALMANAC_MIGRATION_DATABASE_URL"
+    return "ALMANAC_DATABASE_URL (ALMANAC_MIGRATION_DATABASE_URL is unset)"
+
+
+def ticker_variable(app: Flask | None = None, *, work: bool = False) -> str:
+    """The setting(s) a tick logs in with: the scheduler's login when set (and the app's for
+    `--work`, whose steps run as the app)."""
+    config = (app or current_app).config
+    if not config.get("SCHEDULER_DATABASE_URL"):
+        return "ALMANAC_DATABASE_URL"
+    if work:
+        return "ALMANAC_SCHEDULER_DATABASE_URL or ALMANAC_DATABASE_URL"
+    return "ALMANAC_SCHEDULER_DATABASE_URL"
+
+
+@contextmanager
+def database_errors(
+    variable: str, refused_hint: str | None = None, *, refusals: bool = True
+) -> Iterator[None]:
+    """Exit 1 with one clean line when the database is away or refused (see `clean_error`)."""
+    try:
+        yield
+    except DATABASE_FAILURES as exc:
+        error = clean_error(exc, variable, refused_hint, refusals=refusals)
+        if error is None:
+            raise
+        raise error from None
