@@ -101,7 +101,17 @@ class _SQLiteConnection(sqlite3.Connection):
 
 
 def _lower(value: Any) -> Any:
-    return value.lower() if isinstance(value, str) else value
+    # PostgreSQL lowers a dotted capital I to a plain i; Python to i and a combining dot.
+    return value.replace("İ", "i").lower() if isinstance(value, str) else value
+
+
+def _translate(value: Any, source: Any, target: Any) -> Any:
+    """PostgreSQL's translate(): each character of `source` in `value` becomes the one at the
+    same place in `target`, or is dropped when `target` is shorter."""
+    if not isinstance(value, str) or not isinstance(source, str) or not isinstance(target, str):
+        return None if value is None else value
+    table = {ord(c): (target[i] if i < len(target) else None) for i, c in enumerate(source)}
+    return value.translate(table)
 
 
 def _configure_sqlite(engine: Engine, queue: WriterQueue) -> None:
@@ -118,6 +128,7 @@ def _configure_sqlite(engine: Engine, queue: WriterQueue) -> None:
         # SQLite's lower() folds ASCII only, so a case-insensitive search (`q`) missed `ÉPÉE`
         # for `épée`; PostgreSQL folds every letter. No index is built on lower().
         dbapi_conn.create_function("lower", 1, _lower, deterministic=True)
+        dbapi_conn.create_function("translate", 3, _translate, deterministic=True)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:

@@ -205,6 +205,17 @@ def list_schedules(
     return rows, (key[0] if key else None)
 
 
+def _fold(text: Any) -> Any:
+    """`text` in lower case, a final sigma as any sigma: what `q` compares, on both sides.
+
+    PostgreSQL lowers ΣΊΣΥΦΟΣ to σίσυφοσ and Python (SQLite's `lower`, app/db/session.py) to
+    σίσυφος, so a word typed in lower case was found on one database and not the other; with
+    ς read as σ both agree. (SQLite's `lower` also maps a dotted capital I to i, as
+    PostgreSQL does.)
+    """
+    return func.translate(func.lower(text), "ς", "σ")
+
+
 def _filtered(query: Select[tuple[Schedule]], filters: ScheduleFilter) -> Select[tuple[Schedule]]:
     if filters.status is not None:
         if filters.status not in SCHEDULE_STATUSES:
@@ -215,14 +226,13 @@ def _filtered(query: Select[tuple[Schedule]], filters: ScheduleFilter) -> Select
     for key, value in filters.labels:
         query = query.where(Schedule.labels[key].as_string() == value)
     if filters.text:
-        # Both sides lowered by the database, which folds letters its own way (PostgreSQL's
-        # final sigma, dotted capital I): Python's lower() on the needle missed them there.
+        # Both sides folded by the database the same way (`_fold`).
         escaped = re.sub(r"([/%_])", r"/\1", filters.text)
-        needle = func.lower(literal("%", String) + escaped + "%")
+        needle = _fold(literal("%", String) + escaped + "%")
         query = query.where(
             or_(
                 *(
-                    func.lower(column).like(needle, escape="/")
+                    _fold(column).like(needle, escape="/")
                     for column in (Schedule.schedule_id, Schedule.notes, Schedule.workflow_name)
                 )
             )
