@@ -71,6 +71,21 @@ def require_migrated(engine: Engine) -> None:
         )
 
 
+def unfenced_login(engine: Engine) -> str | None:
+    """The web's login when row security does not apply to it (a superuser, or a role that
+    may bypass it), else None; always None on SQLite."""
+    if engine.dialect.name != "postgresql":
+        return None
+    with engine.connect() as conn:
+        row = conn.execute(
+            text(
+                "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles "
+                "WHERE rolname = current_user"
+            )
+        ).first()
+    return str(row[0]) if row is not None and row[1] else None
+
+
 def missing_app_grants(engine: Engine) -> tuple[str | None, list[str]]:
     """The web's login and what it lacks of the app login's table privileges, reads first
     (PostgreSQL; nothing on SQLite, which has no logins): every request reads accounts and
@@ -109,10 +124,18 @@ def require_app_grants(engine: Engine) -> None:
     the scheduler's login, it passed /health and answered every request with a 500."""
     try:
         login, lacking = missing_app_grants(engine)
+        unfenced = unfenced_login(engine)
     except OperationalError:
         return
     finally:
         engine.dispose()
+    if unfenced is not None:
+        log.warning(
+            "the web logs in as %s, which row security does not apply to (a superuser, or "
+            "BYPASSRLS): a query missing its namespace would reach every tenant; serve the web "
+            "as almanac_app (ALMANAC_DATABASE_URL)",
+            unfenced,
+        )
     if lacking:
         shown = ", ".join(lacking[:SHOWN])
         more = f" and {len(lacking) - SHOWN} more" if len(lacking) > SHOWN else ""

@@ -38,6 +38,16 @@ def test_the_scheduler_login_lacks_the_webs_grants_and_the_app_login_has_them(
     assert missing_app_grants(make_engine("sqlite://")) == (None, [])
 
 
+def test_a_web_on_a_login_row_security_does_not_fence_is_warned_about(postgres_owner_url, caplog):
+    # The suite's owner is the cluster's superuser: it starts (it may do everything), warned.
+    with caplog.at_level("WARNING", logger="app.db.schema_check"):
+        require_app_grants(make_engine(postgres_owner_url))
+        require_app_grants(make_engine(login_url(postgres_owner_url, APP_ROLE)))
+    [record] = caplog.records
+    assert "row security does not apply to" in record.getMessage()
+    assert "serve the web as almanac_app" in record.getMessage()
+
+
 def test_health_says_refused_for_a_login_that_may_not_read_tokens(postgres_owner_url):
     for role, database, status in (
         (APP_ROLE, "ok", "ok"),
