@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from app import heap
 from app.cli.failures import DATABASE_FAILURES, cause, clean_error, ticker_variable
 from app.cli.schema import migrated
-from app.context import ticker_database
+from app.context import database, ticker_database
 from app.db.session import log_failure
 from app.ticker.host import aligned_start, warn_if_discovery_refused, worker_pool
 from app.ticker.tick import run_tick
@@ -101,7 +101,10 @@ def run(workers: int | None) -> None:
     occurrence due on the second is fired at once; a tick that overran waits for the next one.
     """
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    migrated(app)
+    # The ticker's database (ALMANAC_SCHEDULER_DATABASE_URL), and the workers' when it differs.
+    migrated(app, ticker_database(app))
+    if ticker_database(app) is not database(app):
+        migrated(app)
     heap.settle()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -90,11 +90,9 @@ def grant_privileges(conn: Connection) -> list[str]:
     return done
 
 
-def _grant_sequences(conn: Connection, role: str, grants: dict[str, str]) -> int:
-    """USAGE on the sequence of each table `role` may insert into, and on no other sequence
-    (an earlier version granted them all: the scheduler could count, or use up, the ids of
-    users, API tokens and console sessions). Returns how many it holds."""
-    owned = conn.execute(
+def table_sequences(conn: Connection) -> list[tuple[str, str]]:
+    """(sequence, table) of every sequence a table's id column owns (serial or identity)."""
+    rows = conn.execute(
         text(
             "SELECT s.relname, t.relname FROM pg_class s "
             "JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid "
@@ -103,8 +101,15 @@ def _grant_sequences(conn: Connection, role: str, grants: dict[str, str]) -> int
             "WHERE s.relkind = 'S' AND s.relnamespace = current_schema()::regnamespace"
         )
     ).all()
+    return [(str(sequence), str(table)) for sequence, table in rows]
+
+
+def _grant_sequences(conn: Connection, role: str, grants: dict[str, str]) -> int:
+    """USAGE on the sequence of each table `role` may insert into, and on no other sequence
+    (an earlier version granted them all: the scheduler could count, or use up, the ids of
+    users, API tokens and console sessions). Returns how many it holds."""
     held = 0
-    for sequence, table in owned:
+    for sequence, table in table_sequences(conn):
         if "INSERT" in grants.get(table, ""):
             conn.execute(text(f'GRANT USAGE ON SEQUENCE "{sequence}" TO "{role}"'))
             held += 1

@@ -18,6 +18,8 @@ from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import OperationalError
 
 from app.db import Base
+from app.db.roles import APP_GRANTS, table_sequences
+from app.db.session import LOCK_CONFLICTS
 from app.settings import SettingError
 
 log = logging.getLogger(__name__)
@@ -30,18 +32,38 @@ class SchemaBehind(SettingError):
     """The database lacks tables or columns this code uses."""
 
 
+# Reading a column's default (`pg_get_expr`) locks its table: a lock held elsewhere (LOCK TABLE,
+# a long migration) must not stall every process's start in silence.
+CHECK_LIMITS = (
+    "SELECT set_config('lock_timeout', '2s', true), set_config('statement_timeout', '5s', true)"
+)
+
+
 def missing(engine: Engine) -> list[str]:
     """The tables and columns of the models that the database does not have."""
-    catalog = inspect(engine)
-    tables = set(catalog.get_table_names())
-    absent: list[str] = []
-    for name, table in Base.metadata.tables.items():
-        if name not in tables:
-            absent.append(f"table {name}")
-            continue
-        have = {column["name"] for column in catalog.get_columns(name)}
-        absent.extend(f"column {name}.{c.name}" for c in table.columns if c.name not in have)
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text(CHECK_LIMITS))
+        catalog = inspect(conn)
+        tables = set(catalog.get_table_names())
+        absent: list[str] = []
+        for name, table in Base.metadata.tables.items():
+            if name not in tables:
+                absent.append(f"table {name}")
+                continue
+            have = {column["name"] for column in catalog.get_columns(name)}
+            absent.extend(f"column {name}.{c.name}" for c in table.columns if c.name not in have)
     return absent
+
+
+def _cause(exc: OperationalError) -> str:
+    lines = str(exc.orig or exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _lock_conflict(exc: OperationalError) -> bool:
+    """A lock waited on past the lock timeout, or a statement past its timeout (57014)."""
+    return getattr(exc.orig, "sqlstate", None) in LOCK_CONFLICTS | {"57014"}
 
 
 def require_migrated(engine: Engine) -> None:
@@ -49,13 +71,19 @@ def require_migrated(engine: Engine) -> None:
     try:
         absent = missing(engine)
     except OperationalError as exc:
+        if _lock_conflict(exc):
+            log.warning(
+                "the schema could not be checked at start: a table is locked (%s); starting "
+                "anyway (the schema is checked at the next start)",
+                _cause(exc),
+            )
+            return
         # Said once at start, so an operator whose login or password is wrong learns it from
         # the log, not only from /health (the cause's first line; the URL is not logged).
-        cause = str(exc.orig or exc).strip().splitlines()
         log.warning(
             "the database could not be reached at start (%s): starting anyway and retrying "
             "until it answers (the schema is checked at the next start)",
-            cause[0] if cause else type(exc).__name__,
+            _cause(exc),
         )
         return
     finally:
@@ -92,8 +120,6 @@ def missing_app_grants(engine: Engine) -> tuple[str | None, list[str]]:
     tokens, and pages write."""
     if engine.dialect.name != "postgresql":
         return None, []
-    from app.db.roles import APP_GRANTS
-
     with engine.connect() as conn:
         tables = set(inspect(conn).get_table_names())
         wanted = [
@@ -115,8 +141,20 @@ def missing_app_grants(engine: Engine) -> tuple[str | None, list[str]]:
             ),
             params,
         ).all()
+        # Inserting takes the next id of the table's sequence.
+        inserted = {table for table, privilege in wanted if privilege == "INSERT"}
+        sequences = [name for name, table in table_sequences(conn) if table in inserted]
+        unusable = conn.scalars(
+            text(
+                "SELECT s FROM unnest(CAST(:names AS text[])) AS s "
+                "WHERE NOT has_sequence_privilege(current_user, s, 'USAGE')"
+            ),
+            {"names": sequences},
+        ).all()
     lacking = sorted(rows, key=lambda row: (row[1] != "SELECT", wanted.index(tuple(row))))
-    return login, [f"{privilege} on {table}" for table, privilege in lacking]
+    return login, [f"{privilege} on {table}" for table, privilege in lacking] + [
+        f"USAGE on sequence {sequence}" for sequence in unusable
+    ]
 
 
 def require_app_grants(engine: Engine) -> None:

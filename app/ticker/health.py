@@ -27,9 +27,9 @@ def health(
     }
     try:
         with db.session() as session:
-            # Every request reads the tokens table: a login that may not (its grants revoked
-            # after start) answers every request with an error, so it is no healthy database.
-            session.execute(text("SELECT 1 FROM api_tokens WHERE 1 = 0"))
+            # Every request reads the caller's token and user: a login that may not (its grants
+            # revoked after start) answers every request with an error: no healthy database.
+            session.execute(text("SELECT 1 FROM api_tokens, users WHERE 1 = 0"))
             last = _last_beat(session)
     except Exception as exc:  # noqa: BLE001 - any failure means the database cannot be used
         # It answered but refused (a login without its grants, a schema not migrated), or it

@@ -43,11 +43,20 @@ NOT_TEXT = {
 
 
 def as_text(attributes: dict[str, Any]) -> dict[str, str]:
-    """Every value a string: strings as they are, anything else its JSON text."""
+    """Every value a string: strings as they are, anything else its JSON text (SQLite: the app
+    wrote these values through Python's JSON, so it reads them back the same)."""
     return {
         key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         for key, value in attributes.items()
     }
+
+
+# PostgreSQL writes each value's own text (`->>`, what its filter compared: 1.10 stays "1.10").
+POSTGRES_UPDATE = (
+    "UPDATE {table} SET search_attributes = (SELECT jsonb_object_agg(e.key, CASE WHEN "
+    "jsonb_typeof(e.value) = 'string' THEN e.value ELSE to_jsonb(coalesce(e.value #>> '{{}}', "
+    "'null')) END) FROM jsonb_each(search_attributes) AS e) WHERE {where}"
+)
 
 
 def upgrade() -> None:
@@ -56,10 +65,13 @@ def upgrade() -> None:
     if dialect == "postgresql":
         # The tables' policies are forced on their owner too: read every namespace.
         conn.execute(sa.text("SELECT set_config('almanac.all_namespaces', 'on', true)"))
+        for name in TABLES:
+            conn.execute(sa.text(POSTGRES_UPDATE.format(table=name, where=NOT_TEXT[dialect])))
+        return
     json_type = sa.JSON().with_variant(JSONB(), "postgresql")
     for name in TABLES:
         table = sa.table(name, sa.column("id"), sa.column("search_attributes", json_type))
-        where = NOT_TEXT["postgresql" if dialect == "postgresql" else "sqlite"]
+        where = NOT_TEXT["sqlite"]
         rows = conn.execute(
             sa.select(table.c.id, table.c.search_attributes).where(sa.text(where))
         ).all()

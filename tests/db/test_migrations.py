@@ -103,12 +103,22 @@ def test_search_attributes_saved_before_they_were_checked_become_text(
         for name in ("schedules", "runs"):
             table = sa.table(name, sa.column("search_attributes", JSON_TYPE))
             conn.execute(table.update().values(search_attributes=legacy))
+        if backend == "postgres":
+            # A value whose text only PostgreSQL kept (written around the app): kept as is.
+            conn.execute(
+                text(
+                    "UPDATE schedules SET search_attributes = search_attributes || "
+                    """'{"f": 1.10}'::jsonb"""
+                )
+            )
     engine.dispose()
     config = alembic_config(owner)
     command.stamp(config, "0011")
     command.upgrade(config, "head")
     expected = {"n": "5", "ok": "true", "none": "null", "s": "text"}
-    assert admin_api.get("/schedules/old").get_json()["search_attributes"] == expected
+    float_text = {"f": "1.10"} if backend == "postgres" else {}
+    schedule = admin_api.get("/schedules/old").get_json()
+    assert schedule["search_attributes"] == expected | float_text
     engine = make_engine(owner)
     with engine.connect() as conn:
         runs = sa.table("runs", sa.column("search_attributes", JSON_TYPE))

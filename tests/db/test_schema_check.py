@@ -95,3 +95,24 @@ def test_a_database_unreachable_at_start_is_logged_once_with_its_cause(caplog):
     [record] = caplog.records
     assert "could not be reached at start" in record.getMessage()
     assert "127.0.0.1" in record.getMessage() and "nowhere" not in record.getMessage()
+
+
+def test_scheduler_run_checks_the_database_it_ticks_on(tmp_path):
+    # With ALMANAC_SCHEDULER_DATABASE_URL the ticker writes there: a behind one was not checked
+    # (the app's was), and its beats and firings landed in the old tables.
+    current = f"sqlite:///{tmp_path / 'current.db'}"
+    behind = f"sqlite:///{tmp_path / 'behind.db'}"
+    command.upgrade(alembic_config(current), "head")
+    command.upgrade(alembic_config(behind), "0003")
+    before = (tmp_path / "behind.db").read_bytes()
+    done = subprocess.run(
+        [str(BIN / "flask"), "--app", "wsgi", "scheduler", "run", "--workers", "0"],
+        cwd=ROOT,
+        env=_env(current) | {"ALMANAC_SCHEDULER_DATABASE_URL": behind},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "not migrated" in done.stderr and "table run_branches" in done.stderr
+    assert (tmp_path / "behind.db").read_bytes() == before
