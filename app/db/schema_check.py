@@ -56,6 +56,12 @@ def missing(engine: Engine) -> list[str]:
     return absent
 
 
+def _listed(items: list[str]) -> str:
+    """The first `SHOWN` items, and how many more."""
+    more = f" and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return ", ".join(items[:SHOWN]) + more
+
+
 def _cause(exc: OperationalError) -> str:
     lines = str(exc.orig or exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
@@ -90,10 +96,8 @@ def require_migrated(engine: Engine) -> None:
         # A forking server (gunicorn --preload) must not hand this connection to its workers.
         engine.dispose()
     if absent:
-        shown = ", ".join(absent[:SHOWN])
-        more = f" and {len(absent) - SHOWN} more" if len(absent) > SHOWN else ""
         raise SchemaBehind(
-            f"the database is not migrated for this version (it lacks {shown}{more}): run "
+            f"the database is not migrated for this version (it lacks {_listed(absent)}): run "
             "`flask --app wsgi db upgrade` as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL) "
             "first"
         )
@@ -175,10 +179,8 @@ def require_app_grants(engine: Engine) -> None:
             unfenced,
         )
     if lacking:
-        shown = ", ".join(lacking[:SHOWN])
-        more = f" and {len(lacking) - SHOWN} more" if len(lacking) > SHOWN else ""
         raise SchemaBehind(
-            f"the login {login} may not do what the web does (it lacks {shown}{more}): serve "
+            f"the login {login} may not do what the web does (it lacks {_listed(lacking)}): serve "
             "the web as almanac_app (ALMANAC_DATABASE_URL), whose privileges "
             "`flask --app wsgi db upgrade` grants"
         )
