@@ -264,11 +264,17 @@ def begin_write(session: Session, *, keep_reads: bool = False) -> None:
 LOCK_CONFLICTS = frozenset({"40P01", "55P03", "40001"})
 
 
+def is_outage(exc: BaseException) -> bool:
+    """The database was away, or a lock was held past its timeout: the turn is retried, and a
+    warning line says so (a refusal or a bug is an error)."""
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
 def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
     """Log a failed background turn (a tick, a worker's step): one line with the cause when the
     database is unreachable or refused (it repeats every turn of an outage: a traceback each
     time would bury everything else), the traceback for anything else (a bug)."""
-    if isinstance(exc, OperationalError | InterfaceError):
+    if is_outage(exc):
         cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         # A deadlock or a lock wait past its timeout is the database answering: another
         # transaction held the rows, and the turn is tried again.

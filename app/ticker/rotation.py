@@ -18,10 +18,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, ProgrammingError
 
 from app.db import Database
 from app.db.rls import Scope
+from app.db.session import is_outage
 from app.ticker.types import Phase, TickContext
 
 log = logging.getLogger(__name__)
@@ -119,11 +120,12 @@ def log_failed(what: str, exc: BaseException) -> None:
     """Log a failed phase or discovery in one line with its cause: a warning when the database
     was unavailable or a lock was held too long (an outage, a failover: the next tick retries),
     an error when it refused the statement, an error with the traceback for anything else (a
-    bug)."""
-    if isinstance(exc, OperationalError | InterfaceError):
+    bug), as `log_failure` decides for workers."""
+    if is_outage(exc):
         log.warning(what)
-    elif isinstance(exc, DBAPIError):
+    elif isinstance(exc, ProgrammingError):
         log.error(what)
+        log.debug(what, exc_info=exc)
     else:
         log.error(what, exc_info=exc)
 
