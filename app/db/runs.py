@@ -65,6 +65,8 @@ class Run(Base):
         Index("ix_runs_namespace_created", "namespace_id", "created_at", "id", "status"),
         # A schedule's runs, newest first (its detail page, `GET /runs?schedule_id=`).
         Index("ix_runs_schedule_created", "namespace_id", "schedule_id", "created_at", "id"),
+        # One workflow's runs, newest first (`GET /runs?workflow=`).
+        Index("ix_runs_workflow_created", "workflow_id", "created_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -172,7 +172,12 @@ def list_runs(
     if where.status:
         query = query.where(Run.status.in_(where.status))
     if where.workflow:
-        query = query.where(Workflow.name == where.workflow)
+        # By the workflow's id, so the runs are read from their workflow's index (a name only
+        # joined would walk the namespace's runs until a page of this workflow's was found).
+        flow = select(Workflow.id).where(
+            (Workflow.namespace_id == namespace.id) & (Workflow.name == where.workflow)
+        )
+        query = query.where(Run.workflow_id == flow.scalar_subquery())
     if where.schedule_id:
         query = query.where(Run.schedule_id == where.schedule_id)
     for key, value in where.labels.items():
