@@ -2,13 +2,16 @@
 
 A list is read in a stable order and one row more than the page is fetched; that extra row only
 says whether another page follows. The position of the last row shown travels to the client as an
-opaque cursor, signed and bound to its namespace and collection so it cannot be forged or replayed
-against another list.
+opaque cursor, signed and bound to its namespace, its collection and the filters of the request that
+returned it, so it cannot be forged or replayed against another list (or the same list filtered
+otherwise, where its position would skip or repeat rows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -33,13 +36,31 @@ def _serializer(collection: str) -> URLSafeSerializer:
     return URLSafeSerializer(current_app.config["SECRET_KEY"], salt=f"cursor:{collection}")
 
 
-def encode_cursor(namespace: str, collection: str, key: list[Any]) -> str:
-    """Sign the keyset position `key` (JSON-able values) of `collection` in `namespace`."""
-    return _serializer(collection).dumps({"ns": namespace, "k": key})
+# Query parameters that say where a page starts or how long it is, not which rows are listed.
+NOT_FILTERS = frozenset({"cursor", "limit", "after_sequence"})
 
 
-def decode_cursor(token: str, namespace: str, collection: str) -> list[Any]:
-    """The keyset position in `token`; 400 INVALID_CURSOR if forged or from elsewhere."""
+def filters_of(pairs: Iterable[tuple[str, str]]) -> str:
+    """A short digest of a request's filters (its query pairs in any order, but the position and
+    the page size); "" when it has none."""
+    kept = sorted((name, value) for name, value in pairs if name not in NOT_FILTERS)
+    if not kept:
+        return ""
+    return hashlib.sha256(json.dumps(kept).encode()).hexdigest()[:16]
+
+
+def encode_cursor(namespace: str, collection: str, key: list[Any], filters: str = "") -> str:
+    """Sign the keyset position `key` (JSON-able values) of `collection` in `namespace`, listed
+    with `filters` (`filters_of` the request)."""
+    data: dict[str, Any] = {"ns": namespace, "k": key}
+    if filters:
+        data["f"] = filters
+    return _serializer(collection).dumps(data)
+
+
+def decode_cursor(token: str, namespace: str, collection: str, filters: str = "") -> list[Any]:
+    """The keyset position in `token`; 400 INVALID_CURSOR if forged, from elsewhere, or from the
+    same list with other filters."""
     try:
         data = _serializer(collection).loads(token)
     except BadSignature as exc:
@@ -50,6 +71,11 @@ def decode_cursor(token: str, namespace: str, collection: str) -> list[Any]:
         or not isinstance(data.get("k"), list)
     ):
         raise InvalidCursor("the cursor belongs to another namespace or list")
+    if data.get("f", "") != filters:
+        raise InvalidCursor(
+            "the cursor belongs to this list with other filters: send the filters of the "
+            "request that returned it (only limit may change), or start without a cursor"
+        )
     return data["k"]
 
 

@@ -18,7 +18,7 @@ from app.auth.errors import NamespaceNotFound
 from app.auth.grants import check_grants, grants_of_role, require_grant
 from app.db import Namespace, User
 from app.errors import BadRequest, Forbidden, Unauthenticated, ValidationFailed
-from app.paging import decode_cursor, encode_cursor
+from app.paging import decode_cursor, encode_cursor, filters_of
 from app.schedules.audit import CommandContext, declared_request_id, declared_source
 
 M = TypeVar("M", bound=BaseModel)
@@ -217,15 +217,22 @@ def page_args(namespace: str, collection: str) -> tuple[int, list[Any] | None]:
     """`limit` (1-100, default 50) and the decoded `cursor` of this request, if any."""
     limit = query_int("limit", 50, 1, 100)
     token = request.args.get("cursor")
-    return limit, decode_cursor(token, namespace, collection) if token else None
+    if not token:
+        return limit, None
+    return limit, decode_cursor(token, namespace, collection, _filters())
 
 
 def page_json(
     namespace: str, collection: str, items: list[dict[str, Any]], key: list[Any] | None
 ) -> dict[str, Any]:
     """A list's body: its items and the signed cursor of the next page (or null)."""
-    cursor = encode_cursor(namespace, collection, key) if key is not None else None
+    cursor = encode_cursor(namespace, collection, key, _filters()) if key is not None else None
     return {"items": items, "next_cursor": cursor}
+
+
+def _filters() -> str:
+    """This request's filters, which a list's cursor is bound to."""
+    return filters_of(request.args.items(multi=True))
 
 
 def command(reason: str | None = None) -> CommandContext:

@@ -256,6 +256,40 @@ def test_runs_list_filters_and_pages(admin_api, deployed):
     }
 
 
+def test_a_cursor_is_bound_to_the_filters_that_listed_it(admin_api, deployed):
+    for index in range(6):
+        labels = {"team": "a" if index % 2 else "b", "tier": "x"}
+        admin_api.post(
+            "/runs",
+            json={
+                "workflow": "greet",
+                "input": {"who": "w"},
+                "run_id": f"r{index}",
+                "labels": labels,
+            },
+        )
+    first = admin_api.get("/runs?label=team:a&label=tier:x&limit=1").get_json()
+    cursor = first["next_cursor"]
+    # The same filters in another order, with another page size: the rest of the same list.
+    rest = admin_api.get(f"/runs?limit=5&label=tier:x&cursor={cursor}&label=team:a").get_json()
+    listed = [r["run_id"] for r in first["items"] + rest["items"]]
+    assert listed == ["r5", "r3", "r1"] and rest["next_cursor"] is None
+    for other in (
+        "label=team:b&label=tier:x",
+        "label=team:a",
+        "",
+        "label=team:a&label=tier:x&status=pending",
+    ):
+        refused = admin_api.get(f"/runs?{other}&cursor={cursor}")
+        assert refused.status_code == 400, other
+        error = refused.get_json()["error"]
+        assert error["code"] == "INVALID_CURSOR" and "other filters" in error["message"], other
+    unfiltered = admin_api.get("/runs?limit=2").get_json()["next_cursor"]
+    assert admin_api.get(f"/runs?limit=2&cursor={unfiltered}").status_code == 200
+    refused = admin_api.get(f"/runs?status=pending&cursor={unfiltered}")
+    assert refused.status_code == 400 and refused.get_json()["error"]["code"] == "INVALID_CURSOR"
+
+
 def test_history_is_paged_by_sequence(admin_api, deployed):
     run_id = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "x"}}).get_json()[
         "run_id"
