@@ -143,8 +143,12 @@ def start_run(namespace: Namespace) -> Any:
         service.RunRequest(**body.model_dump()),
         command().to_json(),
     )
+    # The answer is read in the transaction that wrote the run: a later one is bound to the
+    # user's namespaces again, and a user disabled meanwhile would see none (a 500 for a run
+    # that started, which a client might start again).
+    answer = run_json(session, run, namespace)
     session.commit()
-    return jsonify(run_json(session, run, namespace)), (201 if created else 200)
+    return jsonify(answer), (201 if created else 200)
 
 
 @operation(
@@ -260,8 +264,9 @@ def cancel_run(namespace: Namespace, run_id: str) -> Any:
     session = context.session()
     by = command(body.reason).to_json()
     run = service.cancel(session, context.now(), namespace, run_id, body.reason, by)
+    answer = run_json(session, run, namespace)
     session.commit()
-    return jsonify(run_json(session, run, namespace))
+    return jsonify(answer)
 
 
 @operation(
@@ -279,8 +284,9 @@ def terminate_run(namespace: Namespace, run_id: str) -> Any:
     session = context.session()
     by = command(body.reason).to_json()
     run = service.terminate(session, context.now(), namespace, run_id, body.reason, by)
+    answer = run_json(session, run, namespace)
     session.commit()
-    return jsonify(run_json(session, run, namespace))
+    return jsonify(answer)
 
 
 @operation(

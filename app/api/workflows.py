@@ -63,10 +63,13 @@ def deploy(namespace: Namespace) -> Any:
     """Validate and store a definition as a new immutable version."""
     session = context.session()
     version = workflows.deploy(session, context.now(), namespace, json_object())
-    session.commit()
+    # The answer is read in the transaction that wrote it: a later one is bound to the user's
+    # namespaces again, and a user disabled meanwhile would see none (a 500 for a done deploy).
     flow = session.get(Workflow, version.workflow_id)
     assert flow is not None
-    return jsonify(version_json(flow, version)), 201
+    answer = version_json(flow, version)
+    session.commit()
+    return jsonify(answer), 201
 
 
 @operation(
@@ -180,8 +183,9 @@ def retire(namespace: Namespace, activation_id: str) -> Any:
     """Retire an activation: new runs can no longer start from it."""
     session = context.session()
     activation = workflows.retire(session, context.now(), namespace, activation_id)
-    session.commit()
     flow = session.get(Workflow, activation.workflow_id)
     version = session.get(WorkflowVersion, activation.workflow_version_id)
     assert flow is not None and version is not None
-    return jsonify(activation_json(activation, flow, version))
+    answer = activation_json(activation, flow, version)
+    session.commit()
+    return jsonify(answer)
