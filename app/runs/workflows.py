@@ -6,6 +6,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app.db import Namespace, Schedule
@@ -26,16 +28,22 @@ def deploy(
     validate_definition(definition)
     begin_write(session)
     name = definition["name"]
-    flow = session.scalar(
-        for_update(
-            session,
-            select(Workflow).where(Workflow.namespace_id == namespace.id, Workflow.name == name),
-        )
+    query = for_update(
+        session,
+        select(Workflow).where(Workflow.namespace_id == namespace.id, Workflow.name == name),
     )
+    flow = session.scalar(query)
     if flow is None:
-        flow = Workflow(namespace_id=namespace.id, name=name, created_at=now)
-        session.add(flow)
-        session.flush()
+        # Two first deploys of one name at once: the second's insert finds the first's row
+        # (waiting for its commit) and becomes a no-op, and both go on to lock that row, so each
+        # gets its own next version instead of one failing on the unique name.
+        insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        session.execute(
+            insert(Workflow)
+            .values(namespace_id=namespace.id, name=name, created_at=now)
+            .on_conflict_do_nothing(index_elements=["namespace_id", "name"])
+        )
+        flow = session.scalars(query).one()
     latest = (
         session.scalar(
             select(func.max(WorkflowVersion.version)).where(WorkflowVersion.workflow_id == flow.id)
