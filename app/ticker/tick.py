@@ -10,6 +10,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from flask import Flask
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
 
 from app.context import clock as app_clock
@@ -80,19 +82,13 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
 
 
 def _record_beat(db: Database, now: datetime, duration_ms: int) -> None:
+    """Upsert this process's beat: ticks of one process may end at once (several `/admin/tick`
+    requests), and a read-then-insert let two of them insert its first row."""
     with db.session(LIMITED) as session:
         begin_write(session)
-        beat = session.get(TickerBeat, ticker_id())
         wall = datetime.now(UTC)
-        if beat is None:
-            session.add(
-                TickerBeat(
-                    ticker_id=ticker_id(),
-                    last_tick_at=wall,
-                    last_tick_clock=now,
-                    duration_ms=duration_ms,
-                )
-            )
-        else:
-            beat.last_tick_at, beat.last_tick_clock, beat.duration_ms = wall, now, duration_ms
+        values = {"last_tick_at": wall, "last_tick_clock": now, "duration_ms": duration_ms}
+        insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        statement = insert(TickerBeat).values(ticker_id=ticker_id(), **values)
+        session.execute(statement.on_conflict_do_update(index_elements=["ticker_id"], set_=values))
         session.commit()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -16,7 +18,7 @@ from app.context import ticker_database
 from app.db import normalize_url
 from app.ticker import rotation
 from app.ticker.host import warn_if_discovery_refused
-from app.ticker.tick import ticker_id
+from app.ticker.tick import run_tick, ticker_id
 from tests.conftest import make_test_app
 from tests.support.schedules_harness import Harness
 
@@ -206,3 +208,41 @@ def test_a_beat_row_locked_elsewhere_is_a_named_failure_after_the_work_is_done(h
     finally:
         conn.rollback()
         conn.close()
+
+
+def test_a_first_beat_written_at_once_by_another_tick_of_this_process_is_updated(h, owner):
+    """Two ticks of one process (several `/admin/tick` at once) may write its first beat
+    together: the second updates the row the first inserted instead of failing its beat."""
+    h.set_clock("12:10")
+    other = owner.connect()
+    other.execute(
+        text(
+            "INSERT INTO ticker_beats (ticker_id, last_tick_at, last_tick_clock, duration_ms) "
+            "VALUES (:id, now(), now() - interval '1 day', 1)"
+        ),
+        {"id": ticker_id()},
+    )
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.setdefault("result", run_tick(h.app)))
+    thread.start()
+    try:
+        waiting = text("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        with owner.connect() as probe:
+            for _ in range(500):
+                if probe.scalar(waiting) or not thread.is_alive():
+                    break
+                time.sleep(0.002)
+            assert probe.scalar(waiting) == 1  # the beat waits for the other insert
+    finally:
+        other.commit()
+        other.close()
+    thread.join()
+    result = box["result"]
+    assert {r["namespace"] for r in result.rows} == {"alpha", "beta"}
+    assert result.failures == []
+    with owner.connect() as conn:
+        (clock,) = conn.execute(
+            text("SELECT last_tick_clock FROM ticker_beats WHERE ticker_id = :id"),
+            {"id": ticker_id()},
+        ).one()
+    assert clock.isoformat() == "2026-01-05T12:10:00+00:00"
