@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -128,3 +129,32 @@ def test_search_attributes_saved_before_they_were_checked_become_text(
     for query in ("n:5", "ok:true", "s:text"):
         found = admin_api.get(f"/runs?search_attribute={query}").get_json()["items"]
         assert [run["run_id"] for run in found] == ["old-run"], query
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_child_policies_written_without_their_parent_probe_get_it(app, postgres_owner_url):
+    """0014: a database an early build migrated to 0010 kept child policies without `OFFSET 0`
+    (a hash of every visible parent per statement); the upgrade writes them in their final form."""
+    engine = make_engine(postgres_owner_url)
+    policies = text(
+        "SELECT tablename, qual, with_check FROM pg_policies "
+        "WHERE policyname = 'namespace_scope' AND qual LIKE '%EXISTS%' ORDER BY tablename"
+    )
+    with engine.begin() as conn:
+        children = conn.execute(policies).all()
+        assert len(children) == 8
+        for table, qual, _check in children:
+            early = qual.replace("\n", " ").replace(" OFFSET 0", "")
+            conn.execute(
+                text(f"ALTER POLICY namespace_scope ON {table} USING {early} WITH CHECK {early}")
+            )
+        assert not any("OFFSET 0" in qual for _t, qual, _c in conn.execute(policies))
+    config = alembic_config(postgres_owner_url)
+    command.stamp(config, "0013")
+    command.upgrade(config, "head")
+    with engine.connect() as conn:
+        upgraded = conn.execute(policies).all()
+    engine.dispose()
+    assert [t for t, _q, _c in upgraded] == [t for t, _q, _c in children]
+    for table, qual, check in upgraded:
+        assert "OFFSET 0" in qual and "OFFSET 0" in check, table
