@@ -100,12 +100,17 @@ def _check_description(item: dict[str, Any], loc: list[str | int]) -> None:
         raise DefinitionInvalid([*loc, "description"], msg)
 
 
-def _check_steps(steps: Any, loc: list[str | int], seen: set[str], depth: int) -> None:
-    """Check one sequence of steps; `seen` collects step ids across the whole definition."""
+def _check_steps(
+    steps: Any, loc: list[str | int], seen: set[str], depth: int, owner: str | None = None
+) -> None:
+    """Check one sequence of steps; `seen` collects step ids across the whole definition.
+
+    `owner` is the parallel step holding the sequence (None at the top): a mistake no step id
+    of its own can name, such as a branch's missing steps or a nested step's bad id, names it."""
     if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
-        raise DefinitionInvalid(loc, f"must be a list of 1 to {MAX_STEPS} steps")
+        raise DefinitionInvalid(loc, f"must be a list of 1 to {MAX_STEPS} steps", owner)
     for index, step in enumerate(steps):
-        _check_step(step, [*loc, index], seen, depth)
+        _check_step(step, [*loc, index], seen, depth, owner)
 
 
 def _check_schema(schema: Any) -> None:
@@ -182,14 +187,17 @@ def _check_seconds(value: Any, loc: list[str | int], step: str | None) -> None:
         raise DefinitionInvalid(loc, f"must be from 1 to {MAX_TIMEOUT_SECONDS}", step)
 
 
-def _check_step(step: Any, loc: list[str | int], seen: set[str], depth: int) -> None:
+def _check_step(
+    step: Any, loc: list[str | int], seen: set[str], depth: int, owner: str | None = None
+) -> None:
     if not isinstance(step, dict):
-        raise DefinitionInvalid(loc, "a step must be a JSON object")
+        raise DefinitionInvalid(loc, "a step must be a JSON object", owner)
     step_id = step.get("id")
     if not isinstance(step_id, str) or not STEP_ID_RE.fullmatch(step_id):
         raise DefinitionInvalid(
             [*loc, "id"],
             "must be 1-128 letters, digits, '.', '_', ':' or '-', starting alphanumeric",
+            owner,
         )
     if step_id in seen:
         raise DefinitionInvalid([*loc, "id"], f"duplicate step id {step_id!r}", step_id)
@@ -246,7 +254,7 @@ def _check_parallel(
         if branch_id in branch_ids:
             raise DefinitionInvalid([*where, "id"], f"duplicate branch id {branch_id!r}", step_id)
         branch_ids.add(branch_id)
-        _check_steps(branch.get("steps"), [*where, "steps"], seen, depth)
+        _check_steps(branch.get("steps"), [*where, "steps"], seen, depth, step_id)
 
 
 def _check_action(step: dict[str, Any], loc: list[str | int], step_id: str) -> None:

@@ -21,8 +21,8 @@ from app.errors import ValidationFailed
 from app.runs.deadlines import refuse_after_run_timeout
 from app.runs.definitions import STEP_ID_RE
 from app.runs.errors import RunFinished
-from app.runs.frames import Frame, branch_path_of, frame_of_node, is_waiting_at, settle
-from app.runs.layout import ROOT, Layout, Node
+from app.runs.frames import frame_of_node, is_waiting_at, settle
+from app.runs.layout import ROOT, Layout, Node, branch_path
 from app.runs.lifecycle import append_event
 from app.runs.locking import begin_write
 from app.runs.service import check_size, get_run
@@ -90,15 +90,15 @@ def _route(
     failing = _failing_timeout_due(session, run, layout, now)
     if failing is not None:
         # The scan would fail the run now: no step takes the signal any more.
-        where, failing_step, failing_at = failing
-        return _ignore(session, run, signal, now, "too_late", failing_at, failing_step["id"], where)
+        failing_step, failing_at = failing
+        return _ignore(session, run, layout, signal, now, "too_late", failing_at, failing_step)
     named = [
         node
         for node in layout.nodes.values()
         if node.step["type"] == "signal" and node.step["signal"] == signal.name
     ]
     # The first step passed over at its deadline: the one a too-late signal was for.
-    late: tuple[Frame, dict[str, Any], datetime] | None = None
+    late: tuple[str, datetime] | None = None
     for node in named:
         frame = frame_of_node(session, run, layout, node.step["id"])
         if frame is None or not is_waiting_at(frame, node.step["id"], node.step):
@@ -115,26 +115,27 @@ def _route(
             deliver_signal(session, run, frame, node.step, signal, now, due)
             return SignalOutcome(signal, "delivered")
         # Past its deadline: it continues, or (a suspended run) the scan holds its failure.
-        late = late or (frame, node.step, due)
-    entered = _entered(session, run, [node.step["id"] for node in named])
-    if any(node.step["id"] not in entered for node in named):
-        return SignalOutcome(signal, "buffered")
-    if late is not None:
-        frame, step, due = late
-        return _ignore(session, run, signal, now, "too_late", due, step["id"], frame)
+        late = late or (node.step["id"], due)
     passed = [node.step["id"] for node in named]
-    reason = (
-        "too_late" if passed and _deadline_passed(session, run, passed, now) else "not_expected"
-    )
-    return _ignore(session, run, signal, now, reason, None, passed[-1] if passed else None)
+    entered = _entered(session, run, passed)
+    if any(node_id not in entered for node_id in passed):
+        return SignalOutcome(signal, "buffered")
+    # Every step of that name is behind the run: too late after the last deadline issued to
+    # one of them (whether the scan has timed it out yet or not), else not expected.
+    late = late or _last_deadline_passed(session, run, passed, now)
+    if late is not None:
+        node_id, due = late
+        return _ignore(session, run, layout, signal, now, "too_late", due, node_id)
+    last = passed[-1] if passed else None
+    return _ignore(session, run, layout, signal, now, "not_expected", None, last)
 
 
 def _failing_timeout_due(
     session: Session, run: Run, layout: Layout, now: datetime
-) -> tuple[Frame, dict[str, Any], datetime] | None:
+) -> tuple[str, datetime] | None:
     """The first signal or task step, anywhere in the run, still waiting past a deadline due at
-    `now` whose timeout fails the run (`on_timeout: fail`), with its frame and deadline. None in
-    a suspended run, where the scan holds such a failure until the incident is resolved."""
+    `now` whose timeout fails the run (`on_timeout: fail`), with that deadline. None in a
+    suspended run, where the scan holds such a failure until the incident is resolved."""
     if run.status == "suspended":
         return None
     due = session.execute(
@@ -153,7 +154,7 @@ def _failing_timeout_due(
             continue
         frame = frame_of_node(session, run, layout, node.step["id"])
         if frame is not None and is_waiting_at(frame, node.step["id"], node.step):
-            return frame, node.step, due_at
+            return node.step["id"], due_at
     return None
 
 
@@ -218,35 +219,45 @@ def _open_deadline(session: Session, run: Run, node_id: str) -> Deadline | None:
     )
 
 
-def _deadline_passed(session: Session, run: Run, node_ids: list[str], now: datetime) -> bool:
-    due = session.scalar(
-        select(func.max(Deadline.due_at)).where(
-            Deadline.run_pk == run.id, Deadline.kind == "signal", Deadline.node_id.in_(node_ids)
-        )
-    )
-    return due is not None and now >= due
+def _last_deadline_passed(
+    session: Session, run: Run, node_ids: list[str], now: datetime
+) -> tuple[str, datetime] | None:
+    """The signal step among `node_ids` issued the latest deadline, with it, if that has passed."""
+    last = session.execute(
+        select(Deadline.node_id, Deadline.due_at)
+        .where(Deadline.run_pk == run.id, Deadline.kind == "signal", Deadline.node_id.in_(node_ids))
+        .order_by(Deadline.due_at.desc(), Deadline.id.desc())
+        .limit(1)
+    ).first()
+    if last is None or last.node_id is None or now < last.due_at:
+        return None
+    return last.node_id, last.due_at
 
 
 def _ignore(
     session: Session,
     run: Run,
+    layout: Layout,
     signal: Signal,
     now: datetime,
     reason: str,
     deadline: datetime | None,
     node_id: str | None,
-    frame: Frame | None = None,
 ) -> SignalOutcome:
+    """Record the signal as ignored, like `signal_received` records one delivered: with its
+    payload, the deadline of the step it was too late for, and that step's branch."""
     signal.status = "ignored"
     signal.reason = reason
     signal.node_id = node_id
     payload = {
         "signal_id": signal.id,
         "signal": signal.name,
+        "payload": signal.payload,
         "accepted_at": format_utc_or_none(signal.accepted_at),
         "deadline": format_utc_or_none(deadline),
         "reason": reason,
     }
-    branch_path = branch_path_of(frame) if frame is not None else None
-    append_event(session, run, now, "signal_ignored", payload, node_id, branch_path)
+    node = layout.nodes.get(node_id or "")
+    path = branch_path(node.path) if node is not None else None
+    append_event(session, run, now, "signal_ignored", payload, node_id, path)
     return SignalOutcome(signal, "ignored", reason)

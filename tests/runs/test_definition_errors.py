@@ -1,0 +1,59 @@
+"""A mistake inside a parallel step's branches names a step in `details.step`: the offending
+step when it has an id, else the innermost parallel step holding it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+def _parallel(step_id: str, steps: Any) -> dict[str, Any]:
+    return {"id": step_id, "type": "parallel", "branches": [{"id": "b", "steps": steps}]}
+
+
+def _branch_without_steps(step_id: str) -> dict[str, Any]:
+    return {"id": step_id, "type": "parallel", "branches": [{"id": "b"}]}
+
+
+IN_BRANCH = ["steps", 0, "branches", 0, "steps"]
+NESTED = [*IN_BRANCH, 0, "branches", 0, "steps"]
+
+
+@pytest.mark.parametrize(
+    ("step", "loc", "named"),
+    [
+        (_parallel("p", []), IN_BRANCH, "p"),
+        (_parallel("p", "x"), IN_BRANCH, "p"),
+        (_branch_without_steps("p"), IN_BRANCH, "p"),
+        (_parallel("p", [5]), [*IN_BRANCH, 0], "p"),
+        (_parallel("p", [{"id": "bad id", "type": "wait"}]), [*IN_BRANCH, 0, "id"], "p"),
+        (_parallel("p", [{"type": "wait", "duration": "PT1M"}]), [*IN_BRANCH, 0, "id"], "p"),
+        (_parallel("p", [_parallel("q", [])]), NESTED, "q"),
+        (_parallel("p", [_parallel("q", {"a": 1})]), NESTED, "q"),
+        (_parallel("p", [_parallel("q", [None])]), [*NESTED, 0], "q"),
+        # A step with an id of its own is the one named, however deep it is.
+        (
+            _parallel("p", [_parallel("q", [{"id": "w", "type": "wait", "duration": "x"}])]),
+            [*NESTED, 0, "duration"],
+            "w",
+        ),
+    ],
+)
+def test_a_mistake_in_a_branch_names_the_innermost_step_with_an_id(admin_api, step, loc, named):
+    response = admin_api.post("/workflows", json={"name": "v1", "steps": [step]})
+    assert response.status_code == 422
+    error = response.get_json()["error"]
+    assert error["code"] == "VALIDATION"
+    assert error["details"]["errors"][0]["loc"] == loc
+    assert error["details"]["step"] == named
+    assert error["message"].startswith(f"step {named!r}: ")
+    assert admin_api.get("/workflows/v1").status_code == 404
+
+
+def test_a_mistake_in_a_top_level_step_without_an_id_names_no_step(admin_api):
+    response = admin_api.post("/workflows", json={"name": "v1", "steps": [{"type": "wait"}]})
+    assert response.status_code == 422
+    error = response.get_json()["error"]
+    assert error["details"]["errors"][0]["loc"] == ["steps", 0, "id"]
+    assert "step" not in error["details"]
