@@ -66,7 +66,14 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
     if work:
         wctx = replace(ctx, db=database(app).bound(Scope.all()))
         for worker in WORKERS:
-            worker(wctx)
+            try:
+                worker(wctx)
+            except DBAPIError as exc:
+                # The steps worked so far are committed, and so are the rows fired above: the
+                # tick's result keeps them and names the failure (not a bare error, rows lost).
+                cause = _cause(exc)
+                rotation.log_failed(f"tick work failed: {cause}", exc)
+                ctx.result.failures.append({"phase": "work", "where": "", "cause": cause})
     # A tick that could not reach its work (discovery refused, every phase failed) is no sign
     # of life: without its beat `/health` turns degraded once the last good one grows stale.
     if reached:
@@ -75,10 +82,14 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
         except DBAPIError as exc:
             # The tick's work is committed; a beat that cannot be written (its row locked
             # elsewhere past the lock timeout, the database gone) is named, not waited on.
-            cause = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            cause = _cause(exc)
             rotation.log_failed(f"tick beat failed: {cause}", exc)
             ctx.result.failures.append({"phase": "beat", "where": "", "cause": cause})
     return ctx.result
+
+
+def _cause(exc: DBAPIError) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
 
 
 def _record_beat(db: Database, now: datetime, duration_ms: int) -> None:

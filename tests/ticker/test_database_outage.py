@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
+from app.ticker import runs as tick_runs
 from app.ticker.tick import run_tick
 from tests.console.test_pages import sign_in
 
@@ -131,3 +132,31 @@ def test_a_writer_that_waits_out_sqlites_write_lock_gets_503_backend_busy(
     assert busy.get_json()["error"]["code"] == "BACKEND_BUSY"
     assert busy.headers["Retry-After"] == "1"
     assert admin_api.post("/namespaces", json={"name": "later"}).status_code == 201
+
+
+def test_a_working_tick_cut_off_in_its_work_reports_what_it_fired_and_the_failure(
+    h, app, monkeypatch
+):
+    """`scheduler tick --work` / `/admin/tick {"work": true}`: the fire phase committed its rows
+    before the work broke off; the tick's answer keeps them and names the work's failure."""
+    h.create("s", cron="* * * * *", overlap_policy="allow_all")
+    h.set_clock("12:01:00")
+    worked: list[int] = []
+    real = tick_runs.engine.work_once
+
+    def once_then_away(*args: Any, **kwargs: Any) -> int:
+        if worked:
+            with database_down():
+                return real(*args, **kwargs)
+        worked.append(real(*args, **kwargs))
+        return worked[-1]
+
+    monkeypatch.setattr(tick_runs.engine, "work_once", once_then_away)
+    result = run_tick(app, work=True)
+    assert [(r["schedule_id"], r["outcome"]) for r in result.rows] == [("s", "triggered")]
+    assert worked == [1] and result.steps == 1
+    assert [f["phase"] for f in result.failures] == ["work"]
+    assert "server closed the connection" in result.failures[0]["cause"]
+    # The run it fired is there, and the step worked before the failure is kept.
+    (run,) = h.runs("s")
+    assert run.status == "completed"
