@@ -98,7 +98,10 @@ def check_range(spec: Spec, now: datetime) -> None:
         return
     if spec.end_at is not None and spec.end_at <= require_utc(now, ("now",)):
         raise SpecRangeError(f"end_at {format_utc(spec.end_at)} is in the past", ("spec", "end_at"))
-    raise SpecRangeError("the spec has no occurrence in the next 50 years before end_at")
+    starts_later = spec.start_at is not None and spec.start_at > require_utc(now, ("now",))
+    window = "in the 50 years from start_at" if starts_later else "in the next 50 years"
+    before = "" if spec.end_at is None else " before end_at"
+    raise SpecRangeError(f"the spec has no occurrence {window}{before}")
 
 
 def _window(

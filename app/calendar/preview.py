@@ -53,7 +53,10 @@ def preview(
 def _due_items(spec: Spec, after: datetime, uid: str, jitter_seconds: int) -> Iterator[PreviewItem]:
     # Jitter is below jitter_seconds, so an occurrence this far back may still be due later.
     start = after - timedelta(seconds=jitter_seconds)
-    stream = iter_occurrences(spec, start, start + HORIZON)
+    # The save's range check: 50 years from max(after, start_at), so a spec starting later
+    # than that still shows the occurrence its save found (start_at is at most year 9000).
+    first = start if spec.start_at is None else max(start, spec.start_at)
+    stream = iter_occurrences(spec, start, first + HORIZON)
     current = next(stream, None)
     while current is not None:
         following = next(stream, None)
