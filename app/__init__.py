@@ -67,8 +67,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 def _log_lines() -> None:
     """Timestamped lines with their level on stderr for the app's own loggers (the ticker, the
     workers, phase failures), unless the host process configured logging itself (gunicorn's
-    --log-config, a test runner). APScheduler's line per executed tick and
-    alembic's plugin list are left out."""
+    --log-config, a test runner). APScheduler's line per executed tick, alembic's plugin list
+    and its setup lines are left out; its line per revision run stays."""
     root = logging.getLogger()
     if root.handlers:
         return
@@ -77,3 +77,14 @@ def _log_lines() -> None:
     )
     for noisy in ("apscheduler", "alembic.runtime.plugins"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("alembic.runtime.migration").addFilter(_alembic_steps_only)
+
+
+# What alembic says of its setup at every command ("Context impl PostgresqlImpl.", "Will assume
+# transactional DDL."): printed before a refusal too, it read as if something had run.
+ALEMBIC_SETUP = ("Context impl", "Will assume")
+
+
+def _alembic_steps_only(record: logging.LogRecord) -> bool:
+    """Keep alembic's "Running upgrade 0013 -> 0014, …" lines, drop its setup lines."""
+    return not str(record.msg).startswith(ALEMBIC_SETUP)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
@@ -10,6 +13,7 @@ from app.cli.database import alembic_config
 from app.db import make_engine
 from app.db.roles import BUSINESS_TABLES
 from tests.conftest import fresh_postgres, login_url, make_test_app
+from tests.live import BIN, ROOT
 
 # Logins, ownership and role membership are PostgreSQL's: each test has its own database.
 WEAK = "almanac_test_migrator"
@@ -120,6 +124,34 @@ def test_a_downgrade_by_the_app_login_is_refused_without_a_traceback(at_0003):
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert "downgrade refused: permission denied" in result.output
     assert _state(at_0003) == before
+
+
+def test_a_refused_downgrade_prints_its_refusal_and_nothing_as_if_it_had_run(at_0003):
+    """The command as an operator runs it: alembic's setup lines ("Context impl …") no longer
+    precede the refusal; a downgrade that runs still logs its "Running downgrade" lines."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    app_login = login_url(at_0003, "almanac_app")
+    env = kept | {"ALMANAC_SECRET_KEY": "k", "ALMANAC_DATABASE_URL": app_login}
+    flask = [str(BIN / "flask"), "--app", "wsgi", "db", "downgrade"]
+    refused = subprocess.run(
+        [*flask, "0002"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines() == [
+        "downgrade refused: permission denied for table alembic_version",
+        "  run it as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL)",
+    ]
+    done = subprocess.run(
+        [*flask, "0002"],
+        cwd=ROOT,
+        env=env | {"ALMANAC_MIGRATION_DATABASE_URL": at_0003},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout == "database downgraded to 0002\n"
+    ran = [line.split(": ", 1)[1] for line in done.stderr.splitlines()]
+    assert ran == ["Running downgrade 0003 -> 0002, schedules revisions ledger and audit"]
 
 
 def _sequence_usage(url: str) -> dict[str, dict[str, bool]]:
