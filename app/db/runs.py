@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import Base, JSONType, UTCDateTime, new_uid
+from app.db.base import Base, JSONType, UTCDateTime, new_sortable_uid, new_uid
 
 ACTIVE_RUN_STATUSES = ("pending", "running", "waiting", "suspended")
 FINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "terminated", "timed_out")
@@ -43,7 +43,7 @@ class Activation(Base):
 
     __tablename__ = "activations"
 
-    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uid)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_sortable_uid)
     namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"))
     workflow_version_id: Mapped[int] = mapped_column(ForeignKey("workflow_versions.id"))
@@ -155,7 +155,7 @@ class Task(Base):
     __tablename__ = "tasks"
     __table_args__ = (Index("ix_tasks_inbox", "namespace_id", "status"),)
 
-    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uid)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_sortable_uid)
     run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
     node_id: Mapped[str] = mapped_column(String(128))
@@ -209,7 +209,7 @@ class RunIncident(Base):
     __tablename__ = "run_incidents"
     __table_args__ = (Index("ix_run_incidents_list", "namespace_id", "opened_at"),)
 
-    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uid)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_sortable_uid)
     run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
     node_id: Mapped[str] = mapped_column(String(128))

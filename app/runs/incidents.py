@@ -15,7 +15,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db import Namespace, new_uid
+from app.db import Namespace
+from app.db.base import new_sortable_uid
 from app.db.runs import ACTIVE_RUN_STATUSES, Run, RunBranch, RunIncident
 from app.errors import Conflict, NotFound
 from app.paging import newest_first, split_page
@@ -50,7 +51,7 @@ def open_incident(
 ) -> RunIncident:
     """Suspend the run at `frame`'s failed step (its run row is locked by the caller)."""
     incident = RunIncident(
-        id=new_uid(),
+        id=new_sortable_uid(),
         run_pk=run.id,
         namespace_id=run.namespace_id,
         node_id=frame.current_step or "",

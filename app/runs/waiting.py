@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc_or_none
-from app.db.base import new_uid
+from app.db.base import new_sortable_uid, new_uid
 from app.db.runs import Deadline, Run, Signal, Task
 from app.runs.definitions import wait_duration
 from app.runs.frames import Frame, branch_path_of
@@ -87,7 +87,7 @@ def enter_task(
 ) -> Signal | None:
     due = timeout_due(step, now)
     task = Task(
-        id=new_uid(),
+        id=new_sortable_uid(),
         run_pk=run.id,
         namespace_id=run.namespace_id,
         node_id=step["id"],

@@ -387,3 +387,20 @@ def test_run_labels_follow_the_schedules_rule_and_are_shown(admin_api, deployed)
     assert admin_api.get("/runs/r").get_json()["labels"] == {"team/x": "a b"}
     (listed,) = admin_api.get("/runs?label=team/x:a b").get_json()["items"]
     assert listed["run_id"] == "r" and listed["labels"] == {"team/x": "a b"}
+
+
+def test_tasks_made_in_one_instant_list_newest_first_in_the_order_they_were_made(admin_api):
+    flow = {"name": "ask", "steps": [{"id": "approve", "type": "task", "title": "Approve"}]}
+    assert admin_api.post("/workflows", json=flow).status_code == 201
+    admin_api.post("/activations", json={"workflow": "ask"})
+    for index in range(6):
+        admin_api.post("/runs", json={"workflow": "ask", "run_id": f"t{index}"})
+    admin_api.post("/admin/tick", json={"work": True})
+    listed = admin_api.get("/tasks?status=open").get_json()["items"]
+    assert len(listed) == 6 and len({t["created_at"] for t in listed}) == 1
+    made = {}
+    for task in listed:
+        events = admin_api.get(f"/runs/{task['run_id']}/history").get_json()["items"]
+        (event,) = [e for e in events if e["event_type"] == "task_created"]
+        made[task["id"]] = event["id"]
+    assert [t["id"] for t in listed] == sorted(made, key=made.__getitem__, reverse=True)

@@ -375,3 +375,22 @@ def test_a_fail_resolution_releases_nothing_and_says_so(scenario):
     body = _resolve(scenario, run_id, incident["id"], "fail").get_json()
     assert body["report"] == {"held_continuations": 0, "elapsed_waits": 0, "timeouts": 0}
     assert scenario.run(run_id)["status"] == "failed" and _agrees(scenario, run_id)
+
+
+def test_incidents_opened_in_one_instant_list_newest_first_in_the_order_they_opened(scenario):
+    """Ties in the opening time are broken by the order the incidents were opened (their ids
+    sort so), the same on every database, not at random."""
+    scenario.deploy(
+        "solo", [{"id": "boom", "type": "action", "action": "fail"}], on_step_failure="incident"
+    )
+    for _ in range(6):
+        scenario.start("solo")
+    scenario.tick()
+    listed = scenario.api.get("/incidents?status=open").get_json()["items"]
+    assert len(listed) == 6 and len({i["opened_at"] for i in listed}) == 1
+    opened = {}
+    for item in listed:
+        events = scenario.api.get(f"/runs/{item['run_id']}/history").get_json()["items"]
+        (event,) = [e for e in events if e["event_type"] == "incident_opened"]
+        opened[item["id"]] = event["id"]
+    assert [i["id"] for i in listed] == sorted(opened, key=opened.__getitem__, reverse=True)
