@@ -29,7 +29,7 @@ from app.console.htmx import render
 from app.console.session import NamespaceView, namespace_view
 from app.errors import AlmanacError
 from app.schedules import service, store
-from app.schedules.errors import RevisionConflict
+from app.schedules.errors import RevisionConflict, ScheduleDeleted
 
 bp = Blueprint("console_schedule_forms", __name__)
 errors.register(bp)
@@ -68,6 +68,10 @@ def _form_page(
     )
 
 
+TAKEN_ID = "a schedule with this id already exists: choose another id, or edit that schedule"
+DELETED_ID = "a deleted schedule had this id, and ids are never reused: choose another id"
+
+
 def _errors_of(exc: Exception) -> dict[str, str]:
     if isinstance(exc, CalendarError):
         return errors_by_field([{"loc": list(exc.loc), "msg": exc.msg}])
@@ -100,6 +104,12 @@ def create(ns: str) -> Response:
         schedule, _ = service.save(
             session, context.now(), view.current, actor(), command(), data, None
         )
+    except (RevisionConflict, ScheduleDeleted) as exc:
+        # The API's answer (`If-Match` needed, or deleted) names nothing a form has: here it
+        # is the id field that is wrong.
+        session.rollback()
+        taken = TAKEN_ID if isinstance(exc, RevisionConflict) else DELETED_ID
+        return _form_page(view, request.form.to_dict(), errors={"schedule_id": taken}, status=422)
     except (AlmanacError, CalendarError, SpecRangeError) as exc:
         session.rollback()
         return _form_page(view, request.form.to_dict(), errors=_errors_of(exc), status=422)

@@ -102,6 +102,47 @@ def test_create_through_form_with_field_error_then_success(client, operator, app
     assert good.status_code == 302, good.get_data(as_text=True)[:2000]
     detail = client.get(good.headers["Location"]).get_data(as_text=True)
     assert "daily" in detail and "buffer one" in detail and "Europe/Berlin" in detail
+    # The id is taken now: the id field says so (not an If-Match message), nothing is written.
+    before = count(app, Schedule)
+    again = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "schedule_id": "daily",
+            "cron_expressions": "0 9 * * 1-5",
+            "workflow": "invoice-sync",
+            "input": "{}",
+        },
+    )
+    assert again.status_code == 422
+    html = again.get_data(as_text=True)
+    assert re.search(r'id="err-schedule_id"[^>]*>[^<]*already exists', html), html[:3000]
+    assert "If-Match" not in html and ">0 9 * * 1-5</textarea>" in html
+    assert count(app, Schedule) == before
+
+
+def test_creating_a_schedule_with_a_deleted_schedules_id_names_the_id_field(
+    client, operator, api_for, app
+):
+    api = api_for("apiuser")
+    make_schedule(api, "gone")
+    assert api.request("DELETE", "/schedules/gone", headers={"If-Match": "1"}).status_code == 200
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    before = count(app, Schedule)
+    refused = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "schedule_id": "gone",
+            "cron_expressions": "0 2 * * *",
+            "workflow": "invoice-sync",
+            "input": "{}",
+        },
+    )
+    assert refused.status_code == 422
+    html = refused.get_data(as_text=True)
+    assert re.search(r'id="err-schedule_id"[^>]*>[^<]*never reused', html), html[:3000]
+    assert count(app, Schedule) == before
 
 
 def test_live_preview_shows_dst_note_and_errors(client, operator):
