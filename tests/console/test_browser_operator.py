@@ -75,6 +75,14 @@ def test_create_schedule_with_live_preview_and_field_error(
     page.screenshot(path=str(artifacts / "console-list-1280.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=str(artifacts / "console-list-390.png"), full_page=True)
+    # On a phone each filter's caption sits on its control's line, never at the end of the
+    # line above it.
+    for control in ("#f-status", "#f-label", "#f-q"):
+        caption = page.locator(f"label[for='{control[1:]}']").bounding_box()
+        box = page.locator(control).bounding_box()
+        assert caption and box and caption["x"] < box["x"], control
+        middle = caption["y"] + caption["height"] / 2
+        assert box["y"] <= middle <= box["y"] + box["height"], control
 
 
 def test_pause_resume_trigger_and_delete(live_server, live_api, workflows, page, artifacts):
