@@ -10,6 +10,7 @@ from typing import Any
 
 from flask import Blueprint, request, url_for
 from flask_login import login_required
+from markupsafe import escape
 from werkzeug.wrappers import Response
 
 from app import context, inputs
@@ -140,7 +141,13 @@ SKIP_TEXT = {
 @login_required
 def backfill_count(ns: str, schedule_id: str) -> str:
     """What a backfill of the range would do, decided as the backfill decides (a read: GET, no
-    CSRF token in the URL)."""
+    CSRF token in the URL). The answer is swapped into the page as HTML: it is escaped, since
+    it may quote the query (a link could otherwise plant markup, and htmx attributes that act
+    with the signed-in user's session, in the page)."""
+    return str(escape(_count_text(ns, schedule_id)))
+
+
+def _count_text(ns: str, schedule_id: str) -> str:
     view = namespace_view(ns, RUN_READ)
     session = context.session()
     schedule = store.get(session, view.current, schedule_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import func, insert, select
@@ -449,3 +450,17 @@ def test_remembering_the_namespace_waits_for_another_writer(client, app, account
         user = session.scalar(select(User).where(User.username == "pia"))
         assert user.last_namespace == "billing"
         assert session.scalar(select(Namespace.id).where(Namespace.name == "written-meanwhile"))
+
+
+def test_backfill_count_quotes_its_query_as_text_never_as_markup(client, olga, api_for):
+    """The count is swapped into the page as HTML: a link carrying markup in the range or the
+    policy (a meta refresh, htmx attributes acting with the reader's session) shows it as text."""
+    _schedule(api_for("apiuser"))
+    planted = '<div hx-post="/x" hx-trigger="load">'
+    for query in (
+        f"from={quote(planted)}&to=2026-01-05T10:00:00Z",
+        f"from=2026-01-05T06:00:00Z&to={quote(planted)}",
+        f"{RANGE}&overlap_policy={quote(planted)}",
+    ):
+        text = _count(client, query)
+        assert "<" not in text and "&lt;div hx-post=" in text, (query, text)
