@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from typing import Any
 
@@ -31,6 +32,16 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    """A JSON number as a float, refused when it is too large for one (`1e400` would become
+    infinity, which neither JSON nor PostgreSQL's json can hold)."""
+    value = float(text)
+    if not math.isfinite(value):
+        shown = text if len(text) <= 32 else text[:32] + "…"
+        raise ValueError(f"the number {shown} is too large to store")
+    return value
+
+
 def json_depth(value: Any) -> int:
     """How deeply arrays and objects nest in `value` (a scalar is 0), without recursing."""
     deepest, stack = 0, [(value, 1)]
@@ -48,10 +59,11 @@ def json_depth(value: Any) -> int:
 def loads(raw: str | bytes, loc: list[str | int]) -> Any:
     """Parse JSON text; malformed text is 400, nesting deeper than 64 levels is 422 naming `loc`.
 
-    `NaN` and `Infinity` are refused: they are not JSON and PostgreSQL cannot store them.
+    `NaN` and `Infinity` are refused: they are not JSON and PostgreSQL cannot store them; so is
+    a number too large for a float (`1e400`), which would become infinity.
     """
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant)
+        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         value = None
         too_deep = True

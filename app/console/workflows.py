@@ -14,13 +14,13 @@ from flask import Blueprint, flash, redirect, request, url_for
 from flask_login import login_required
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
 from app.console import errors
 from app.console.common import next_cursor, page_key
 from app.console.htmx import render
 from app.console.session import NamespaceView, namespace_view
-from app.errors import ValidationFailed
+from app.errors import BadRequest, ValidationFailed
 from app.runs import actions, catalog, workflows
 
 bp = Blueprint("console_workflows", __name__)
@@ -105,11 +105,20 @@ def deploy(ns: str) -> Response:
     session, now = context.session(), context.now()
     text = request.form.get("definition", "")
     try:
-        definition = json.loads(text)
+        json.loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         error = {"message": f"That is not valid JSON: {exc.msg}", "step": None, "where": where}
         return _page(view, text, error)
+    try:
+        # As the API reads a body: no NaN or Infinity, no number too large to store, no NUL,
+        # no lone surrogate, no nesting deeper than the limit.
+        definition = inputs.loads(text, ["definition"])
+    except BadRequest as exc:
+        error = {"message": f"That is not valid JSON: {exc.details['reason']}", "step": None}
+        return _page(view, text, error | {"where": "definition"})
+    except ValidationFailed as exc:
+        return _page(view, text, _refusal(exc))
     try:
         version = workflows.deploy(session, now, view.current, definition)
     except ValidationFailed as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.security.conftest import NOOP_STEPS as NOOP
-from tests.security.conftest import deploy, error_of, sign_in
+from tests.security.conftest import csrf_from, deploy, error_of, sign_in
 
 
 def test_stray_ns_and_url_for_arguments_in_the_query_do_not_500(client, accounts, admin_api):
@@ -219,3 +219,57 @@ def test_a_form_encoded_body_is_400_saying_to_send_json(admin_api):
     assert (
         admin_api.post("/schedules", data=body, content_type="application/json").status_code == 201
     )
+
+
+def test_a_number_too_large_for_a_float_is_400_and_writes_nothing(admin_api, client, accounts):
+    """`1e400` parses to infinity: PostgreSQL's json refused it with a 500, SQLite stored it and
+    then answered `Infinity`, which is not JSON, on every read. Refused like `NaN`."""
+    deploy(admin_api)
+    good = '{"id": "s", "cron": "0 * * * *", "action": {"workflow": "wf"}'
+    cases = [
+        ("/schedules", good + ', "memo": {"a": 1e400}}'),
+        ("/runs", '{"workflow": "wf", "input": {"n": -1e999}}'),
+        (
+            "/workflows",
+            '{"name": "big", "steps": [{"id": "a", "type": "action", '
+            '"action": "noop", "args": {"x": 1e400}}]}',
+        ),
+    ]
+    for path, text in cases:
+        response = admin_api.post(path, data=text, content_type="application/json")
+        assert response.status_code == 400, (path, response.status_code, response.data[:200])
+        error = error_of(response)
+        assert error["code"] == "BAD_REQUEST" and "too large to store" in error["message"]
+    run = admin_api.post("/runs", json={"workflow": "wf", "run_id": "r"})
+    assert run.status_code == 201
+    signal = admin_api.post(
+        "/runs/r/signals/go", data='{"payload": {"a": 1e400}}', content_type="application/json"
+    )
+    assert signal.status_code == 400
+    assert admin_api.get("/schedules").get_json()["items"] == []
+    assert [r["run_id"] for r in admin_api.get("/runs").get_json()["items"]] == ["r"]
+    assert [w["name"] for w in admin_api.get("/workflows").get_json()["items"]] == ["wf"]
+    # Large numbers that fit stay numbers.
+    fits = admin_api.post(
+        "/schedules", data=good + ', "memo": {"a": 1e300}}', content_type="application/json"
+    )
+    assert fits.status_code == 201 and fits.get_json()["memo"] == {"a": 1e300}
+    # The console's deploy form reads its definition as the API reads a body.
+    account = accounts.create("alice", role="admin")
+    sign_in(client, "alice", account.password)
+    form = client.get("/ns/default/workflows")
+    definition = (
+        '{"name": "big", "steps": [{"id": "a", "type": "action", "action": "noop", '
+        '"args": {"x": 1e400}}]}'
+    )
+    page = client.post(
+        "/ns/default/workflows", data={"csrf_token": csrf_from(form), "definition": definition}
+    )
+    assert "too large to store" in page.get_data(as_text=True)
+    for constant in ("NaN", "Infinity"):
+        text = definition.replace("1e400", constant)
+        page = client.post(
+            "/ns/default/workflows", data={"csrf_token": csrf_from(form), "definition": text}
+        )
+        assert "not valid JSON" in page.get_data(as_text=True), constant
+    assert [w["name"] for w in admin_api.get("/workflows").get_json()["items"]] == ["wf"]
