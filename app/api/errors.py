@@ -86,6 +86,17 @@ def init_app(app: Flask) -> None:
         error_page = current_app.extensions.get("almanac.error_page")
         return error_page(exc) if error_page else exc  # type: ignore[no-any-return]
 
+    @app.errorhandler(AlmanacError)
+    def _refused_outside(exc: AlmanacError) -> Any:
+        """A refusal raised where no blueprint's handlers apply: the app's own request checks
+        (NUL in the path) on a path no route matched, or on a static file."""
+        if request.path.startswith("/api/"):
+            return _from_domain(exc)
+        refusal_page = current_app.extensions.get("almanac.refusal_page")
+        if refusal_page:
+            return refusal_page(exc)
+        return error_response(exc.http_status, exc.code, exc.message, exc.details)
+
 
 @contextmanager
 def located(*prefix: str | int) -> Iterator[None]:

@@ -177,3 +177,4 @@ def init_app(app: Flask) -> None:
     """Paths no blueprint matched get the console's error page; `/api` keeps its JSON (the API
     calls this hook for the other paths)."""
     app.extensions["almanac.error_page"] = http_page
+    app.extensions["almanac.refusal_page"] = lambda exc: page(_status(exc), _text(exc))

@@ -273,3 +273,23 @@ def test_a_number_too_large_for_a_float_is_400_and_writes_nothing(admin_api, cli
         )
         assert "not valid JSON" in page.get_data(as_text=True), constant
     assert [w["name"] for w in admin_api.get("/workflows").get_json()["items"]] == ["wf"]
+
+
+def test_nul_in_a_path_no_route_matches_is_422_in_the_faces_own_error(client):
+    """The NUL check runs before routing: on a path no route (or method) matched, or a static
+    file, its refusal had no handler and came out as the server's bare 500 page."""
+    for method, path in (
+        ("GET", "/api/v1/bogus/%00"),
+        ("PUT", "/api/v1/namespaces/default/schedules/%00"),
+        ("GET", "/api/v1/namespaces/default/tasks/%00/complete"),
+    ):
+        response = client.open(path, method=method)
+        assert response.status_code == 422, (method, path)
+        error = error_of(response)
+        assert error["code"] == "VALIDATION" and error["details"]["errors"][0]["loc"] == ["path"]
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+    for path in ("/%00", "/static/%00"):
+        response = client.get(path)
+        assert response.status_code == 422 and response.mimetype == "text/html", path
+        assert "must not contain the NUL character" in response.get_data(as_text=True)
+        assert "Content-Security-Policy" in response.headers
