@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from almanac import models as m
-from almanac.backfill import RangeSplitter
+from almanac.backfill import PREVIEW_PAGE, RangeSplitter, ran_out
 from almanac.errors import AlmanacError, NotFound
 from almanac.run_operations import RunOperations
 from almanac.transport import Call, SyncTransport, page_body, parsed
@@ -158,12 +158,28 @@ class Client(RunOperations):
                     schedule_id, part[0], part[1], overlap_policy=overlap_policy, reason=reason
                 )
             except AlmanacError as exc:
-                splitter.refused(exc)
-                continue
-            splitter.accepted(result.raw)
+                exhausted = splitter.may_have_run_out(exc) and self._skip_rest(
+                    schedule_id, splitter
+                )
+                if not exhausted:
+                    splitter.refused(exc)
+                    continue
+            else:
+                splitter.accepted(result.raw)
             if progress is not None:
                 progress(splitter.fraction)
         return splitter.summary()
+
+    def _skip_rest(self, schedule_id: str, splitter: RangeSplitter) -> bool:
+        """If the schedule ran out of runs, report every occurrence left as skipped (True)."""
+        schedule = self.get_schedule(schedule_id)
+        if not ran_out(schedule):
+            return False
+        rest = splitter.rest()
+        while rest.after is not None:
+            rest.add(self.preview_calendar(schedule.spec, after=rest.after, count=PREVIEW_PAGE))
+        splitter.ran_out(rest)
+        return True
 
     def find_incident(self, incident_id: str | int) -> m.Incident:
         """The namespace's incident with this id (to learn its run), or NotFound."""

@@ -22,7 +22,12 @@ class AlmanacError(Exception):
         self.status = status
 
 
-class NotUnicode(ValueError):
+class InvalidId(ValueError):
+    """An id or namespace no request can name: one holding '/' (the server reads it as a path
+    separator, so the request would reach another route) or empty. Raised before any request."""
+
+
+class NotUnicode(InvalidId):
     """A string that is not Unicode text (a lone surrogate) where no request can carry it, such
     as an id in the path: raised before any request."""
 

@@ -59,6 +59,11 @@ class Resource:
             values[name] = value
         return cls(**values, raw=data)
 
+    def __getitem__(self, key: str) -> Any:
+        """The API's value of `key` as sent (`raw[key]`): items of lists that were plain dicts
+        before they were typed (`Schedule.upcoming`, `TickResult.rows`) still read the same."""
+        return self.raw[key]
+
 
 class ShapeError(ValueError):
     """A body without the shape of the resource: a required field missing or of another type."""
@@ -98,6 +103,14 @@ def _plan(cls: type[Resource]) -> tuple[tuple[str, bool, tuple[str, ...] | None]
 
 
 @dataclass(kw_only=True)
+class PreviewOccurrence(Resource):
+    at: datetime | None = None
+    local: str
+    utc_offset: str
+    note: str | None = None
+
+
+@dataclass(kw_only=True)
 class Schedule(Resource):
     schedule_id: str
     uid: str
@@ -130,7 +143,9 @@ class Schedule(Resource):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     deleted_at: datetime | None = None
-    upcoming: list[Any] | None = None
+    # The next due times, answered by a read (`get_schedule`) only.
+    upcoming: list[PreviewOccurrence] | None = None
+    nested: ClassVar[dict[str, type[Resource]]] = {"upcoming": PreviewOccurrence}
 
 
 @dataclass(kw_only=True)
@@ -163,6 +178,10 @@ class Occurrence(Resource):
     run_id: str | None = None
     revision: int | None = None
     observed_at: datetime | None = None
+    # Where the occurrence came from (scheduled, manual, backfill), and how many canonical
+    # occurrences the row covers (a skipped row is a range, instant through `through`).
+    origin: str | None = None
+    count: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -210,14 +229,6 @@ class Simulation(Resource):
 
 
 @dataclass(kw_only=True)
-class PreviewOccurrence(Resource):
-    at: datetime | None = None
-    local: str
-    utc_offset: str
-    note: str | None = None
-
-
-@dataclass(kw_only=True)
 class Run(Resource):
     run_id: str
     uid: str
@@ -232,6 +243,7 @@ class Run(Resource):
     error: Any = None
     current_step: str | None = None
     queue: str | None = None
+    labels: dict[str, str] | None = None
     created_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -292,13 +304,21 @@ class Incident(Resource):
 
 
 @dataclass(kw_only=True)
+class VersionSummary(Resource):
+    version: int
+    created_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
 class WorkflowVersion(Resource):
     name: str
     version: int
     definition: dict[str, Any]
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    versions: list[dict[str, Any]] | None = None
+    # Every deployed version of the workflow, answered by `get_workflow` only.
+    versions: list[VersionSummary] | None = None
+    nested: ClassVar[dict[str, type[Resource]]] = {"versions": VersionSummary}
 
 
 @dataclass(kw_only=True)
@@ -333,8 +353,32 @@ class Me(Resource):
 
 
 @dataclass(kw_only=True)
+class TickRow(Resource):
+    """What one tick did to one schedule: `outcome` triggered, buffered, skipped, drained,
+    blocked or refused (capacity)."""
+
+    schedule_id: str
+    namespace: str
+    outcome: str
+    occurrence_time: datetime | None = None
+    run_id: str | None = None
+    next_fire_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class TickFailure(Resource):
+    """A phase of the tick that failed (the rest of the tick went on), with its cause."""
+
+    phase: str
+    where: str = ""
+    cause: str = ""
+
+
+@dataclass(kw_only=True)
 class TickResult(Resource):
     now: datetime | None = None
-    rows: list[dict[str, Any]]
+    rows: list[TickRow]
     deadlines: int
     steps: int
+    failures: list[TickFailure] = field(default_factory=list)
+    nested: ClassVar[dict[str, type[Resource]]] = {"rows": TickRow, "failures": TickFailure}

@@ -14,25 +14,49 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from almanac import models as m
-from almanac.errors import NotUnicode
+from almanac.errors import InvalidId, NotUnicode
 from almanac.transport import Call
 
 T = TypeVar("T")
 Parse = Callable[[Any], T]
 
 
-def segment(value: str) -> str:
-    """One path segment: ids may hold ':' and '.', never '/'.
+# What the path segment after each of these names, for the error about a segment no id can be.
+SEGMENT_NAMES = {
+    "namespaces": "namespace",
+    "schedules": "schedule id",
+    "runs": "run id",
+    "signals": "signal name",
+    "workflows": "workflow name",
+    "activations": "activation id",
+    "tasks": "task id",
+    "incidents": "incident id",
+}
+
+
+def segment(value: str, what: str = "id") -> str:
+    """One path segment, `what` naming it in errors: ids may hold ':' and '.', never '/'.
 
     A segment of only `.` or `..` is sent as `%2E`s: left as is, URL normalization would drop it
-    (or the segment before it) and the request would reach another resource. A segment that is
-    not Unicode text (a lone surrogate, which no id can hold) is `NotUnicode` naming it.
+    (or the segment before it) and the request would reach another resource. One holding '/'
+    (the server decodes `%2F` before routing, so it would reach another route) or empty is
+    `InvalidId`; one that is not Unicode text (a lone surrogate) is `NotUnicode`. No id or
+    namespace the server accepts is any of these, so nothing is sent.
     """
+    text = str(value)
+    if not text:
+        raise InvalidId(f"the {what} is empty, which no {what} is; nothing was sent")
+    if "/" in text:
+        raise InvalidId(
+            f"the {what} {text!r} holds '/', which no {what} can (the server would route the "
+            "request elsewhere); nothing was sent"
+        )
     try:
-        text = quote(str(value), safe=":@")
+        text = quote(text, safe=":@")
     except UnicodeEncodeError:
         raise NotUnicode(
-            f"{value!r} is not valid Unicode text (it holds a lone surrogate): no id can hold it"
+            f"the {what} {value!r} is not valid Unicode text (it holds a lone surrogate), "
+            f"which no {what} can be; nothing was sent"
         ) from None
     return text.replace(".", "%2E") if text in (".", "..") else text
 
@@ -96,8 +120,11 @@ class Operations:
         raise NotImplementedError
 
     def _ns(self, *parts: str) -> str:
-        tail = "".join("/" + segment(p) for p in parts)
-        return f"/namespaces/{segment(self.namespace)}{tail}"
+        """The path of `parts` in the client's namespace; an id that no request can carry is
+        refused naming what the segment before it says it is (`schedules`: a schedule id)."""
+        names = ["namespaces", self.namespace, *parts]
+        kinds = [SEGMENT_NAMES.get(before, "id") for before in names[:-1]]
+        return "/namespaces/" + "/".join(map(segment, names[1:], kinds))
 
     # --- identity and namespaces -------------------------------------------------------------
 

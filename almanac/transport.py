@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -89,10 +90,18 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
     """The settings of the httpx client, checked first so a bad URL or token fails clearly.
 
     A URL that cannot be parsed is `ConnectionFailed` (no server can be reached at it); a token
-    that is not printable ASCII cannot go in a header (the server issues only ASCII tokens).
+    that is not printable ASCII cannot go in a header (the server issues only ASCII tokens), and
+    a URL with a user or password would send them instead of the token: both are `ValueError`.
     """
     if token is not None and not (token.isascii() and token.isprintable()):
         raise ValueError("the token must be printable ASCII text, as the server issues tokens")
+    if has_credentials(url):
+        # Never echoed: the URL holds a password. httpx would send it as Basic auth instead of
+        # the token, so it is refused rather than stripped.
+        raise ValueError(
+            "the URL holds a user name or password (user:password@host): the server takes only "
+            "the token; give the URL without them"
+        )
     base = api_base(url)
     try:
         problem = url_problem(httpx.URL(base))
@@ -107,6 +116,14 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
         # Servers close idle connections (gunicorn after 2 s): drop ours before they do.
         "limits": httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
     }
+
+
+def has_credentials(url: str) -> bool:
+    """Whether `url` names a user or password before its host (`http://user:pw@host`)."""
+    # The authority as RFC 3986 cuts it, so a URL too broken to parse is checked as well.
+    text = url.strip()
+    authority = re.split(r"[/?#]", text.partition("//")[2] or text, maxsplit=1)[0]
+    return "@" in authority
 
 
 def url_problem(url: httpx.URL) -> str | None:

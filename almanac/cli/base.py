@@ -20,7 +20,7 @@ import click
 
 from almanac.cli.config import resolve
 from almanac.cli.output import inert
-from almanac.errors import AlmanacError, ConnectionFailed, NotUnicode, RevisionConflict
+from almanac.errors import AlmanacError, ConnectionFailed, InvalidId, RevisionConflict
 
 if TYPE_CHECKING:
     from almanac.client import Client
@@ -93,10 +93,13 @@ class Root(click.Group):
         except AlmanacError as exc:
             click.echo(describe(exc), err=True)
             ctx.exit(API_ERROR)
-        except (UnicodeEncodeError, NotUnicode) as exc:
-            # An argument the terminal could not decode, or a lone surrogate from a JSON escape:
-            # no request can carry it.
-            reason = exc.reason if isinstance(exc, UnicodeEncodeError) else "a lone surrogate"
+        except InvalidId as exc:
+            # An id no request can name: with '/', empty, or not Unicode text (a lone surrogate
+            # from a JSON escape or from argument bytes the terminal could not decode).
+            raise click.UsageError(str(exc)) from exc
+        except UnicodeEncodeError as exc:
+            # Text elsewhere (a query parameter) that is not Unicode: no request can carry it.
+            reason = exc.reason
             raise click.UsageError(
                 f"an argument holds text that is not valid Unicode ({reason}); it cannot be sent"
             ) from exc
@@ -104,7 +107,8 @@ class Root(click.Group):
 
 def describe(exc: AlmanacError) -> str:
     text = f"error {exc.code}: {inert(exc.message)}"
-    if isinstance(exc, RevisionConflict):
+    # A schedule that does not exist has no current revision: then the suffix is left out.
+    if isinstance(exc, RevisionConflict) and exc.current_revision is not None:
         text += f" (current revision: {exc.current_revision})"
     for item in exc.details.get("errors", []) if isinstance(exc.details, dict) else []:
         if isinstance(item, dict):
