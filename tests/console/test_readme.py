@@ -55,3 +55,17 @@ def test_the_first_ten_minutes_work_as_written(fresh_server):
     assert events == ["ScheduleCreated", "ScheduleTriggered"]
     assert history["events"][1]["workflow_instance_id"] == run["run_id"]
     assert history["events"][1]["payload"]["command_context"]["reason"] == "first try"
+    # Run again on the same database, as the README says: the schedule exists, so the block
+    # stops at step 3 with the API's JSON error, and nothing after it runs.
+    again = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", first_ten_minutes()],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode != 0
+    bodies = [json.loads(line) for line in again.stdout.splitlines() if line.startswith("{")]
+    assert [b.get("version") for b in bodies[:1]] == [2]
+    assert bodies[-1]["error"]["code"] == "SCHEDULE_REVISION" and len(bodies) == 3
