@@ -14,6 +14,11 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from app.db.roles import APP_ROLE, SCHEDULER_ROLE
+
+# The logins the processes run as: never the ones to migrate with.
+PROCESS_LOGINS = frozenset({APP_ROLE, SCHEDULER_ROLE})
+
 
 def _merged(requirements: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
     merged: dict[str, set[str]] = {
@@ -94,6 +99,15 @@ def missing_privileges(conn: Connection, requirements: Iterable[Mapping[str, Any
     missing += _missing_roles(conn, merged["roles"] | merged["member_of"])
     missing += _missing_ownership(conn, merged["own"])
     missing += _missing_memberships(conn, merged["member_of"])
+    login = str(conn.scalar(text("SELECT current_user")))
+    if missing and login in PROCESS_LOGINS:
+        # Granting what is listed would give a process's login the schema (and, through
+        # almanac_catalog, every namespace's rows): the remedy is the owner's login instead.
+        return [
+            f"the schema's ownership: {login} is the login Almanac's processes run as, not the "
+            "schema's owner; migrate as the owner (ALMANAC_MIGRATION_DATABASE_URL), and grant "
+            f"{login} nothing more"
+        ]
     return missing
 
 

@@ -108,6 +108,23 @@ def test_an_upgrade_as_the_app_login_names_what_it_lacks_instead_of_failing(at_0
     assert _state(at_0003) == before
 
 
+@pytest.mark.parametrize("login", ["almanac_app", "almanac_scheduler"])
+def test_a_first_upgrade_as_a_process_login_says_to_migrate_as_the_owner(login):
+    """On an empty database the check found CREATE and almanac_catalog missing and printed the
+    GRANT that would give a process's login the schema and every namespace's rows."""
+    with fresh_postgres(migrate=False) as owner:
+        result = _cli(login_url(owner, login), "db", "upgrade")
+        assert result.exit_code == 1
+        assert "upgrade refused, nothing was changed" in result.output
+        assert f"{login} is the login Almanac's processes run as" in result.output
+        assert "ALMANAC_MIGRATION_DATABASE_URL" in result.output
+        assert "GRANT" not in result.output and "almanac_catalog" not in result.output
+        engine = make_engine(owner)
+        with engine.connect() as conn:
+            assert inspect(conn).get_table_names() == []
+        engine.dispose()
+
+
 def test_create_roles_by_a_login_that_may_not_alter_them_changes_nothing_and_says_so(at_0003):
     # The roles exist (the fixture made them), so this login would have to ALTER them.
     result = _cli(login_url(at_0003, WEAK), "db", "create-roles")
