@@ -31,7 +31,7 @@ browser:
 run: install
 	$(BIN)/flask --app wsgi db upgrade
 	$(BIN)/flask --app wsgi admin bootstrap
-	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 --access-logfile - wsgi:app
+	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 --no-control-socket --access-logfile - wsgi:app
 
 # The console on its own SQLite file (instance/demo.db, made afresh each time) with a replayed day
 # of a realistic namespace; the login is printed. Your own database is not touched.
@@ -41,7 +41,7 @@ demo: install
 	$(BIN)/flask --app wsgi db upgrade
 	ALMANAC_SCHEDULER=off $(BIN)/flask --app wsgi demo seed
 	@echo "Open http://$(ALMANAC_BIND)/ (Ctrl-C stops)."
-	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 wsgi:app
+	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 --no-control-socket wsgi:app
 
 # Exit code 5 (no test collected) is a failure, never a pass.
 test: install-dev browser

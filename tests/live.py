@@ -95,7 +95,8 @@ def serve(db_url: str, workdir: Path, backend: str, threads: int = 4) -> Iterato
     with open(workdir / "server.log", "wb") as log:
         proc = subprocess.Popen(
             [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{port}", "--workers", "1"]
-            + ["--threads", str(threads), "--graceful-timeout", "2", "wsgi:app"],
+            + ["--threads", str(threads), "--graceful-timeout", "2", "--no-control-socket"]
+            + ["wsgi:app"],
             cwd=ROOT,
             env=env,
             stdout=log,
