@@ -31,10 +31,9 @@ def fresh_server(tmp_path) -> Iterator[LiveServer]:
         yield server
 
 
-def test_the_first_ten_minutes_work_as_written(fresh_server):
-    live_server = fresh_server
-    env = live_server.env | {"ALMANAC_URL": live_server.url, "PATH": os.environ["PATH"]}
-    done = subprocess.run(
+def _run_as_a_script(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The block as the README says to run it: a script under `bash -euo pipefail`."""
+    return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", first_ten_minutes()],
         cwd=ROOT,
         env=env,
@@ -42,6 +41,12 @@ def test_the_first_ten_minutes_work_as_written(fresh_server):
         text=True,
         timeout=120,
     )
+
+
+def test_the_first_ten_minutes_work_as_written(fresh_server):
+    live_server = fresh_server
+    env = live_server.env | {"ALMANAC_URL": live_server.url, "PATH": os.environ["PATH"]}
+    done = _run_as_a_script(env)
     assert done.returncode == 0, done.stderr + done.stdout
     outputs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     workflow, activation, schedule, run, history = outputs
@@ -57,14 +62,7 @@ def test_the_first_ten_minutes_work_as_written(fresh_server):
     assert history["events"][1]["payload"]["command_context"]["reason"] == "first try"
     # Run again on the same database, as the README says: the schedule exists, so the block
     # stops at step 3 with the API's JSON error, and nothing after it runs.
-    again = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", first_ten_minutes()],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = _run_as_a_script(env)
     assert again.returncode != 0
     bodies = [json.loads(line) for line in again.stdout.splitlines() if line.startswith("{")]
     assert [b.get("version") for b in bodies[:1]] == [2]
