@@ -37,6 +37,25 @@ def test_capacity_refusal_retries_the_same_occurrence_until_it_fits(h):
     assert [o["kind"] for o in h.ledger("s")] == ["started"]
 
 
+def test_a_buffered_occurrence_refused_for_capacity_names_its_occurrence(h):
+    """The drain's refusal row names the occurrence that waits for room, as every tick row
+    names the occurrence it acted on (it said `occurrence_time: null`)."""
+    h.create("s", cron="*/10 * * * *", overlap_policy="buffer_one")
+    assert [r["outcome"] for r in h.tick("12:10")] == ["triggered"]
+    assert [r["outcome"] for r in h.tick("12:20")] == ["buffered"]
+    h.finish("schedule:s:20260105T121000Z")
+    hold_the_only_slot(h)
+    rows = h.tick("12:20:10")
+    assert [(r["outcome"], r["occurrence_time"], r["run_id"]) for r in rows] == [
+        ("refused", "2026-01-05T12:20:00Z", None)
+    ]
+    h.finish()
+    rows = h.tick("12:20:20")
+    assert [(r["outcome"], r["occurrence_time"], r["run_id"]) for r in rows] == [
+        ("drained", "2026-01-05T12:20:00Z", "schedule:s:20260105T122000Z")
+    ]
+
+
 def test_capacity_counts_the_runs_of_the_page_still_being_written(h, monkeypatch):
     """On PostgreSQL a page is decided while the one before it is still being written; the
     namespace's limit must count that page's runs all the same."""

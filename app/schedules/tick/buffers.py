@@ -73,10 +73,6 @@ def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict
         return [row | {"outcome": "blocked", "next_fire_at": None}]
     target = ctx.target(schedule)
     assert target is not None
-    if not ctx.has_room():
-        return [
-            row | {"outcome": "refused", "next_fire_at": format_utc_or_none(schedule.next_fire_at)}
-        ]
     if not may_drain(len(ctx.active[schedule.uid]), schedule.buffered_count):
         return []
     oldest = store.buffered(session, schedule, limit=1)
@@ -89,6 +85,16 @@ def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict
         occurrence_time = due_time(
             store.spec_of(schedule), schedule.uid, schedule.jitter_seconds, buffered.instant
         )
+    if not ctx.has_room():
+        # The occurrence that would drain waits for room in the namespace: the row names it.
+        return [
+            row
+            | {
+                "outcome": "refused",
+                "occurrence_time": format_utc(occurrence_time),
+                "next_fire_at": format_utc_or_none(schedule.next_fire_at),
+            }
+        ]
     firing = Firing(
         buffered.instant, occurrence_time, buffered.origin, schedule.overlap_policy, "drained"
     )
