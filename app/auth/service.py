@@ -10,6 +10,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -61,11 +63,20 @@ def create_namespace(
     if max_active_runs is not None and not 1 <= max_active_runs <= MAX_ACTIVE_RUNS_LIMIT:
         msg = f"must be from 1 to {MAX_ACTIVE_RUNS_LIMIT}"
         raise ValidationFailed([{"loc": ["max_active_runs"], "msg": msg}])
-    if session.scalar(select(Namespace.id).where(Namespace.name == name)) is not None:
+    # Inserted unless the name is taken, in one statement: a create of the same name by
+    # another transaction at once is waited for and then found taken (a 409, not a unique
+    # violation escaping as a 500).
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    created = session.scalar(
+        insert(Namespace)
+        .values(name=name, max_active_runs=max_active_runs, created_at=now)
+        .on_conflict_do_nothing(index_elements=["name"])
+        .returning(Namespace.id)
+    )
+    if created is None:
         raise AlreadyExists("namespace", name)
-    namespace = Namespace(name=name, max_active_runs=max_active_runs, created_at=now)
-    session.add(namespace)
-    session.flush()
+    namespace = session.get(Namespace, created)
+    assert namespace is not None
     return namespace
 
 

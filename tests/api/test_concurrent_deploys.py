@@ -1,4 +1,5 @@
-"""Two first deploys of one workflow name at once: each gets its own version, neither a 500."""
+"""Two creates of one name at once (a workflow's first deploy, a namespace): each gets the answer
+it would get one after the other, never a 500."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from app.auth import service as auth_service
 from app.context import database
 from app.db import Namespace
 from app.db.rls import Scope
@@ -39,3 +41,26 @@ def test_a_first_deploy_waiting_on_another_first_deploy_of_the_name_becomes_vers
     assert response.get_json()["version"] == 2
     versions = admin_api.get("/workflows/fresh").get_json()["versions"]
     assert sorted(v["version"] for v in versions) == [1, 2]
+
+
+def test_a_namespace_created_while_another_create_of_its_name_waits_to_commit_is_409(
+    app, admin_api
+):
+    with database(app).bound(Scope.all()).session() as other:
+        auth_service.create_namespace(other, FIXED_NOW, "twice")
+        box: dict[str, Any] = {}
+        second = Api(app.test_client(), admin_api.token)
+        thread = threading.Thread(
+            target=lambda: box.setdefault("r", second.post("/namespaces", json={"name": "twice"}))
+        )
+        thread.start()
+        thread.join(timeout=1.0)
+        if app.config["DATABASE_URL"].startswith("postgresql"):
+            assert thread.is_alive()  # it waits for the other create's row
+        other.commit()
+    thread.join()
+    response = box["r"]
+    assert response.status_code == 409, response.get_json()
+    assert response.get_json()["error"]["code"] == "CONFLICT"
+    names = [n["name"] for n in admin_api.get("/namespaces").get_json()["items"]]
+    assert names.count("twice") == 1
