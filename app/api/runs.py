@@ -199,7 +199,8 @@ def run_history(namespace: Namespace, run_id: str) -> Any:
     session = context.session()
     run = service.get_run(session, namespace, run_id)
     limit, after = page_args(namespace.name, f"run-history:{run.uid}")
-    if request.args.get("after_sequence") is not None:
+    # Empty is absent, as for every query parameter: only a value competes with the cursor.
+    if request.args.get("after_sequence"):
         if after is not None:
             raise BadRequest("give either cursor or after_sequence, not both")
         after = [parse_after_sequence(request.args.get("after_sequence"))]

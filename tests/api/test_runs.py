@@ -288,6 +288,11 @@ def test_a_cursor_is_bound_to_the_filters_that_listed_it(admin_api, deployed):
     assert admin_api.get(f"/runs?limit=2&cursor={unfiltered}").status_code == 200
     refused = admin_api.get(f"/runs?status=pending&cursor={unfiltered}")
     assert refused.status_code == 400 and refused.get_json()["error"]["code"] == "INVALID_CURSOR"
+    # One filter spelled otherwise binds alike: a status list in another order, an empty value.
+    by_status = admin_api.get("/runs?status=pending,terminated&limit=2").get_json()["next_cursor"]
+    for same in ("status=terminated,pending", "status=pending,,terminated"):
+        assert admin_api.get(f"/runs?{same}&cursor={by_status}").status_code == 200, same
+    assert admin_api.get(f"/runs?limit=2&status=&cursor={unfiltered}").status_code == 200
 
 
 def test_history_is_paged_by_sequence(admin_api, deployed):
@@ -328,6 +333,9 @@ def test_history_is_paged_by_sequence(admin_api, deployed):
         assert refused.get_json()["error"]["code"] == "INVALID_CURSOR"
     both = admin_api.get(f"/runs/{run_id}/history?after_sequence=1&cursor={first['next_cursor']}")
     assert both.status_code == 400 and both.get_json()["error"]["code"] == "BAD_REQUEST"
+    # An empty after_sequence is absent, as every empty query parameter: the cursor alone.
+    empty = admin_api.get(f"/runs/{run_id}/history?after_sequence=&cursor={first['next_cursor']}")
+    assert empty.status_code == 200 and empty.get_json()["items"] == rest["items"]
 
 
 def test_runs_belong_to_their_namespace(admin_api, deployed):

@@ -156,6 +156,14 @@ def test_list_filters_and_pages(h):
     rest = h.api.get(f"/schedules?limit=5&include_deleted=true&cursor={page['next_cursor']}")
     assert [i["schedule_id"] for i in rest.get_json()["items"]] == ["b", "a"]
     assert rest.get_json()["next_cursor"] is None
+    # The same filter spelled otherwise binds the cursor alike.
+    spelled = h.api.get(f"/schedules?include_deleted=YES&cursor={page['next_cursor']}")
+    assert [i["schedule_id"] for i in spelled.get_json()["items"]] == ["b", "a"]
+    first = h.api.get("/schedules?limit=1").get_json()["next_cursor"]
+    for same in ("include_deleted=", "include_deleted=false", "include_deleted=0"):
+        assert h.api.get(f"/schedules?{same}&cursor={first}").status_code == 200, same
+    other = h.api.get(f"/schedules?include_deleted=true&cursor={first}")
+    assert other.get_json()["error"]["code"] == "INVALID_CURSOR"
     assert h.api.get("/schedules?status=sleeping").status_code == 422
     assert ids("?include_deleted=") == ["b", "a"] and ids("?include_deleted=no") == ["b", "a"]
     maybe = h.api.get("/schedules?include_deleted=maybe")
