@@ -156,9 +156,12 @@ class Operations:
         return self._call(Call("POST", "/admin/tick", json={"work": work}), m.TickResult.from_json)
 
     def set_clock(self, now: datetime | str, *, tick: bool = False, work: bool = False) -> Any:
-        """Move a manual clock (superuser; the server must run with the manual clock)."""
+        """Move a manual clock (superuser; the server must run with the manual clock). With
+        `tick`, the tick that follows answers as `tick()` does (a `TickResult`); else the
+        answer is `{"now": …}`."""
         body = {"now": instant(now), "tick": tick, "work": work}
-        return self._call(Call("POST", "/admin/clock", json=body), dict)
+        parse = m.TickResult.from_json if tick else dict
+        return self._call(Call("POST", "/admin/clock", json=body), parse)
 
     # --- schedules -----------------------------------------------------------------------------
 

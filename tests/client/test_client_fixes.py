@@ -258,6 +258,13 @@ def test_a_tick_answers_typed_rows_and_failures(own_server):
     assert row.occurrence_time == datetime(2026, 12, 1, 0, 1, tzinfo=UTC)
     assert row.next_fire_at == datetime(2026, 12, 1, 0, 2, tzinfo=UTC)
     assert row["occurrence_time"] == "2026-12-01T00:01:00Z"  # still read as the API's dict
+    # Moving the clock with `tick` answers the same typed result.
+    with Client(own_server.url, own_server.token, "default") as client:
+        moved = client.set_clock("2026-12-01T00:02:00Z", tick=True)
+        plain = client.set_clock("2026-12-01T00:02:30Z")
+    assert type(moved).__name__ == "TickResult" and moved.failures == []
+    assert [(r.schedule_id, r.outcome) for r in moved.rows] == [("ticked", "triggered")]
+    assert plain == {"now": "2026-12-01T00:02:30Z"}
 
 
 class FailedTick(JsonHandler):
