@@ -40,27 +40,10 @@ def _serializer(collection: str) -> URLSafeSerializer:
 NOT_FILTERS = frozenset({"cursor", "limit", "after_sequence"})
 
 
-YES = frozenset({"true", "1", "yes"})
-
-
-def _same_meaning(name: str, value: str) -> tuple[str, str]:
-    """A filter as the lists read it, so spellings of one filter bind alike: an empty value is
-    absent, a yes/no parameter is "true" or absent, a status list is a set."""
-    if name == "include_deleted":
-        return name, "true" if value.lower() in YES else ""
-    if name == "status":
-        return name, ",".join(sorted({part for part in value.split(",") if part}))
-    return name, value
-
-
 def filters_of(pairs: Iterable[tuple[str, str]]) -> str:
-    """A short digest of a request's filters (its query pairs in any order, but the position and
-    the page size, each read for its meaning); "" when it has none."""
-    kept = sorted(
-        (name, value)
-        for name, value in (_same_meaning(name, raw) for name, raw in pairs)
-        if name not in NOT_FILTERS and value
-    )
+    """A short digest of a request's filters (its query pairs in any order, but the position,
+    the page size and empty values); "" when it has none."""
+    kept = sorted((name, value) for name, value in pairs if name not in NOT_FILTERS and value)
     if not kept:
         return ""
     return hashlib.sha256(json.dumps(kept).encode()).hexdigest()[:16]

@@ -48,6 +48,18 @@ PAGE: list[QueryParam] = [
 
 # A yes/no query parameter: the server also takes 1/0 and yes/no, in any case.
 FLAG = {"type": "boolean"}
+# What a yes/no query parameter (`FLAG`) accepts; absent or empty is no.
+FLAG_WORDS = {
+    "": False,
+    "0": False,
+    "false": False,
+    "no": False,
+    "1": True,
+    "true": True,
+    "yes": True,
+}
+# The yes/no query parameters: a cursor binds their meaning, not their spelling.
+FLAG_PARAMS = frozenset({"include_deleted"})
 
 
 @dataclass
@@ -230,9 +242,28 @@ def page_json(
     return {"items": items, "next_cursor": cursor}
 
 
+def query_flag(name: str) -> bool:
+    """A yes/no query parameter: absent or empty is no; anything but these words is 422."""
+    raw = (request.args.get(name) or "").lower()
+    if raw not in FLAG_WORDS:
+        msg = "must be true or false (or 1/0, yes/no)"
+        raise ValidationFailed([{"loc": ["query", name], "msg": msg}])
+    return FLAG_WORDS[raw]
+
+
 def _filters() -> str:
-    """This request's filters, which a list's cursor is bound to."""
-    return filters_of(request.args.items(multi=True))
+    """This request's filters, which a list's cursor is bound to, each as the lists read it so
+    spellings of one filter bind alike: a yes/no parameter is "true" or absent, a status list
+    is a set (empty values are absent: `filters_of` drops them)."""
+    return filters_of(_as_read(name, value) for name, value in request.args.items(multi=True))
+
+
+def _as_read(name: str, value: str) -> tuple[str, str]:
+    if name in FLAG_PARAMS:
+        return name, "true" if FLAG_WORDS.get(value.lower()) else ""
+    if name == "status":
+        return name, ",".join(sorted({part for part in value.split(",") if part}))
+    return name, value
 
 
 def command(reason: str | None = None) -> CommandContext:

@@ -21,6 +21,7 @@ from app.api.routing import (
     page_args,
     page_json,
     parse_body,
+    query_flag,
     query_int,
 )
 from app.api.schedule_models import (
@@ -34,7 +35,7 @@ from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, parse_instant
 from app.db import Namespace, Schedule
 from app.db.schedules import SCHEDULE_STATUSES
-from app.errors import BadRequest, InvalidCursor, ValidationFailed
+from app.errors import BadRequest, InvalidCursor
 from app.schedules import manual, queries, service, store
 from app.schedules.config import label_pair
 from app.schedules.errors import invalid
@@ -107,7 +108,7 @@ def list_schedules(namespace: Namespace) -> Any:
         status=request.args.get("status") or None,
         labels=_labels(),
         text=(request.args.get("q") or None),
-        include_deleted=_flag("include_deleted"),
+        include_deleted=query_flag("include_deleted"),
     )
     session = context.session()
     rows, next_key = queries.list_schedules(session, namespace, filters, limit, after)
@@ -395,26 +396,6 @@ def _instant(text: str, field: str) -> datetime:
         return parse_instant(text, (field,))
     except CalendarError as exc:
         raise invalid([field], exc.msg) from None
-
-
-def _flag(name: str) -> bool:
-    """A yes/no query parameter: absent or empty is no; anything but these words is 422."""
-    raw = (request.args.get(name) or "").lower()
-    if raw not in FLAG_WORDS:
-        msg = "must be true or false (or 1/0, yes/no)"
-        raise ValidationFailed([{"loc": ["query", name], "msg": msg}])
-    return FLAG_WORDS[raw]
-
-
-FLAG_WORDS = {
-    "": False,
-    "0": False,
-    "false": False,
-    "no": False,
-    "1": True,
-    "true": True,
-    "yes": True,
-}
 
 
 def _int_key(key: list[Any] | None) -> int | None:

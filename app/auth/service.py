@@ -10,8 +10,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, bindparam, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -19,6 +17,7 @@ from app.auth import sessions as console_sessions
 from app.auth.errors import AlreadyExists, NamespaceNotFound, TokenNotFound, UserNotFound
 from app.auth.grants import ROLE_GRANTS
 from app.db import ApiToken, Membership, Namespace, User, rls
+from app.db.base import upsert_insert
 from app.db.session import begin_write
 from app.errors import ValidationFailed
 
@@ -66,7 +65,7 @@ def create_namespace(
     # Inserted unless the name is taken, in one statement: a create of the same name by
     # another transaction at once is waited for and then found taken (a 409, not a unique
     # violation escaping as a 500).
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    insert = upsert_insert(session.get_bind().dialect.name)
     created = session.scalar(
         insert(Namespace)
         .values(name=name, max_active_runs=max_active_runs, created_at=now)

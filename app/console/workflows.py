@@ -105,6 +105,8 @@ def deploy(ns: str) -> Response:
     session, now = context.session(), context.now()
     text = request.form.get("definition", "")
     try:
+        # Parsed as plain JSON first only for a syntax error's line and column, which the form
+        # shows; the read below is the one that counts.
         json.loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"

@@ -11,6 +11,8 @@ from typing import Any
 
 from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import DeclarativeBase
 
 NAMING_CONVENTION = {
@@ -45,6 +47,12 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 # JSONB on PostgreSQL (indexable, compact); plain JSON text elsewhere.
 JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def upsert_insert(dialect: str) -> Any:
+    """The `insert` of the database named `dialect` ("postgresql" or "sqlite"): both take
+    `on_conflict_do_nothing` / `on_conflict_do_update`, which plain `insert` lacks."""
+    return pg_insert if dialect == "postgresql" else sqlite_insert
 
 
 def new_uid() -> str:

@@ -31,12 +31,10 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import Connection, ForeignKey, Integer, String, Table, event, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapped, Session, SessionTransaction, mapped_column
 from sqlalchemy.orm.attributes import PASSIVE_NO_INITIALIZE, get_history
 
-from app.db.base import Base, UTCDateTime
+from app.db.base import Base, UTCDateTime, upsert_insert
 from app.db.runs import ACTIVE_RUN_STATUSES, Run
 
 STRIPES = 8
@@ -175,7 +173,7 @@ def add(conn: Connection, changes: Mapping[Key, int]) -> None:
     if not rows:
         return
     table = cast(Table, RunRollup.__table__)
-    insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    insert = upsert_insert(conn.dialect.name)
     statement = insert(table).values(rows)
     conn.execute(
         statement.on_conflict_do_update(

@@ -6,11 +6,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app.db import Namespace, Schedule
+from app.db.base import upsert_insert
 from app.db.runs import Activation, Workflow, WorkflowVersion
 from app.errors import ValidationFailed
 from app.inputs import ascii_int
@@ -37,7 +36,7 @@ def deploy(
         # Two first deploys of one name at once: the second's insert finds the first's row
         # (waiting for its commit) and becomes a no-op, and both go on to lock that row, so each
         # gets its own next version instead of one failing on the unique name.
-        insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        insert = upsert_insert(session.get_bind().dialect.name)
         session.execute(
             insert(Workflow)
             .values(namespace_id=namespace.id, name=name, created_at=now)

@@ -10,13 +10,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from flask import Flask
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
 
 from app.context import clock as app_clock
 from app.context import database, ticker_database
 from app.db import Database, TickerBeat
+from app.db.base import upsert_insert
 from app.db.rls import Scope
 from app.db.session import begin_write
 from app.ticker import rotation, runs, schedules
@@ -99,7 +98,7 @@ def _record_beat(db: Database, now: datetime, duration_ms: int) -> None:
         begin_write(session)
         wall = datetime.now(UTC)
         values = {"last_tick_at": wall, "last_tick_clock": now, "duration_ms": duration_ms}
-        insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        insert = upsert_insert(session.get_bind().dialect.name)
         statement = insert(TickerBeat).values(ticker_id=ticker_id(), **values)
         session.execute(statement.on_conflict_do_update(index_elements=["ticker_id"], set_=values))
         session.commit()
