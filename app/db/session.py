@@ -47,15 +47,21 @@ class WriterQueue:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._owner: int | None = None
 
     def acquire(self) -> None:
+        if self._owner == threading.get_ident():
+            # A second connection of the thread that holds the lock would wait for itself.
+            raise RuntimeError("this thread already holds the SQLite write lock on another session")
         if not self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
             # As SQLAlchemy wraps the driver's own "database is locked", so every face answers
             # it alike (503 BACKEND_BUSY): raised from a BEGIN hook, it is not wrapped for us.
             locked = sqlite3.OperationalError("database is locked")
             raise OperationalError("BEGIN IMMEDIATE", None, locked)
+        self._owner = threading.get_ident()
 
     def release(self) -> None:
+        self._owner = None
         self._lock.release()
 
 

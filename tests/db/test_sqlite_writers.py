@@ -87,3 +87,18 @@ def test_a_writer_that_gives_up_leaves_the_queue(app, ending):
     with db.session() as check:
         names = set(check.scalars(text("SELECT name FROM namespaces")))
     assert names == {"next"}
+
+
+@sqlite_only
+def test_a_thread_holding_the_lock_is_refused_a_second_writer_at_once(app):
+    """A second write session of the same thread would wait 30 s for itself: it is a bug, and
+    says so at once."""
+    db = database(app)
+    with db.session() as first:
+        begin_write(first)
+        with db.session() as second, pytest.raises(RuntimeError, match="already holds"):
+            begin_write(second)
+        _add(first, "first")
+        first.commit()
+    with db.session() as session:
+        assert _count(session) == 1
