@@ -25,11 +25,13 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc_or_none
 from app.db import Database, Namespace
 from app.db.runs import Deadline, Run, RunBranch
+from app.db.session import log_failure
 from app.inputs import storable, unstorable_at
 from app.runs import deadlines, secrets
 from app.runs.actions import ActionContext, ActionError, get_action
@@ -385,6 +387,40 @@ def _fail_attempt(
     fail_run(session, run, now, step_error, frame.current_step)
 
 
+# Pauses (seconds) before committing a batch's results again when the database was away: a
+# restart kills the pooled connections, and the first commit after it can meet one of them. The
+# results are kept (the heartbeat holds their leases meanwhile) instead of lapsing and running
+# the actions a second time.
+COMMIT_RETRY_PAUSES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def _commit_through_outages(
+    db: Database,
+    clock: Clock,
+    settings: WorkerSettings,
+    results: list[tuple[Claim, Outcome]],
+    unstarted: list[Claim],
+    took: float,
+    monotonic: Callable[[], float],
+) -> None:
+    """`commit_outcomes`, tried again after an outage for up to half a lease.
+
+    Trying again is safe: a result is applied only while its step's lease is still this
+    worker's, so one whose first commit did land (the connection died on the answer to COMMIT)
+    is not applied twice; a lease that lapsed meanwhile discards it, as any late result.
+    """
+    began = monotonic()
+    for pause in (*COMMIT_RETRY_PAUSES, None):
+        try:
+            commit_outcomes(db, clock, results, hand_back=unstarted, waited=took)
+            return
+        except (OperationalError, InterfaceError) as exc:
+            if pause is None or monotonic() - began + pause > settings.lease_seconds / 2:
+                raise
+            log_failure(log, "committing a batch's results failed, trying again", exc)
+            time.sleep(pause)
+
+
 def work_once(
     db: Database,
     clock: Clock,
@@ -423,7 +459,7 @@ def work_once(
                 break
             results.append((claim, execute(claim)))
         took = monotonic() - began
-        commit_outcomes(db, clock, results, hand_back=unstarted, waited=took)
+        _commit_through_outages(db, clock, settings, results, unstarted, took, monotonic)
     finally:
         if heartbeat is not None:
             heartbeat.remove(batch.claims)

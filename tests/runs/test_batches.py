@@ -10,11 +10,15 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 
+import psycopg
 import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 
 from app.context import clock, database
 from app.db import Run
+from app.db import session as session_module
+from app.db.roles import APP_ROLE
 from app.runs import engine
 from app.runs.actions import ActionContext, action
 from app.runs.claims import ClaimSize
@@ -223,3 +227,85 @@ def test_hand_back_never_waits_longer_than_a_heartbeat_period():
 def test_the_worker_pool_defaults_to_batches_of_100_handed_back_after_a_second(app):
     pool = worker_pool(app)
     assert (pool.batch, pool.batch_seconds) == (100, 1.0)
+
+
+def _cut_every_connection_of_the_app(owner_url: str) -> None:
+    """What a database restart does to a pool: every connection the app holds is gone."""
+    url = owner_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, autocommit=True) as admin:
+        cut = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            f" AND usename = '{APP_ROLE}'"
+        ).fetchall()
+    assert cut, "the app held no connection to cut"
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_results_finished_across_a_database_restart_are_committed_not_run_again(
+    app, scenario, postgres_owner_url, monkeypatch
+):
+    """The connection the batch commits on died while its action ran (a restart): the commit is
+    tried again on a fresh one, and the action's result counts. Before, the batch gave up, the
+    lease lapsed, and the action ran a second time."""
+    [run_id] = _start(scenario, 1)
+    # The pooled connection was used a moment ago: it is not pinged before the commit.
+    monkeypatch.setattr(session_module, "PING_AFTER_IDLE_SECONDS", 3600.0)
+    HOOKS[run_id] = lambda: _cut_every_connection_of_the_app(postgres_owner_url)
+    settings = engine.WorkerSettings(name="restarted", queue=engine.ANY_QUEUE, batch=1)
+    assert engine.work_once(database(app), clock(app), settings, monotonic=Stopwatch()) == 1
+    assert scenario.run(run_id)["status"] == "completed"
+    assert scenario.types(run_id) == [
+        "run_started",
+        "step_started",
+        "step_completed",
+        "run_completed",
+    ]
+    # Nothing is left to run again once the lease would have lapsed.
+    scenario.advance(seconds=LEASE + 1)
+    scenario.tick()
+    assert EXECUTED == [(run_id, 1)]
+
+
+def test_a_commit_that_meets_an_outage_is_tried_again(app, scenario, monkeypatch):
+    [run_id] = _start(scenario, 1)
+    real, calls = engine.commit_outcomes, []
+
+    def away_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("COMMIT", None, Exception("server closed the connection"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "commit_outcomes", away_once)
+    settings = engine.WorkerSettings(name="retrier", queue=engine.ANY_QUEUE, batch=1)
+    assert engine.work_once(database(app), clock(app), settings, monotonic=Stopwatch()) == 1
+    assert len(calls) == 2
+    assert scenario.run(run_id)["status"] == "completed"
+    scenario.advance(seconds=LEASE + 1)
+    scenario.tick()
+    assert EXECUTED == [(run_id, 1)]
+
+
+def test_an_outage_that_outlasts_half_a_lease_is_left_to_the_lease(app, scenario, monkeypatch):
+    """A database away for long: the batch stops trying (its thread logs it and goes on), and
+    the step runs again once its lease lapses, as after any lost worker."""
+    [run_id] = _start(scenario, 1)
+    watch = Stopwatch()
+
+    def away(*_args, **_kwargs):
+        watch.now += 10.0  # each attempt waits on the database for 10 s
+        raise OperationalError("COMMIT", None, Exception("connection refused"))
+
+    monkeypatch.setattr(engine, "commit_outcomes", away)
+    monkeypatch.setattr(engine.time, "sleep", lambda seconds: None)
+    settings = engine.WorkerSettings(name="patient", queue=engine.ANY_QUEUE, batch=1)
+    with pytest.raises(OperationalError):
+        engine.work_once(database(app), clock(app), settings, monotonic=watch)
+    # 30 s of a 60 s lease: three attempts, then it gave up.
+    assert watch.now == 30.0
+    monkeypatch.undo()
+    scenario.advance(seconds=LEASE + 1)
+    scenario.tick()
+    assert scenario.run(run_id)["status"] == "completed"
+    assert EXECUTED == [(run_id, 1), (run_id, 1)]
