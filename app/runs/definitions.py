@@ -203,7 +203,7 @@ def _check_step(
         raise DefinitionInvalid([*loc, "id"], f"duplicate step id {step_id!r}", step_id)
     seen.add(step_id)
     kind = step.get("type")
-    if kind not in STEP_KEYS:
+    if not isinstance(kind, str) or kind not in STEP_KEYS:
         raise DefinitionInvalid(
             [*loc, "type"],
             f"unknown step type {kind!r}; expected one of {', '.join(STEP_KEYS)}",
@@ -324,7 +324,8 @@ def _check_task(step: dict[str, Any], loc: list[str | int], step_id: str) -> Non
     title = step.get("title")
     if not isinstance(title, str) or not 1 <= len(title) <= 256:
         raise DefinitionInvalid([*loc, "title"], "must be a string of 1-256 characters", step_id)
-    if step.get("role") is not None and step["role"] not in ROLE_GRANTS:
+    role = step.get("role")
+    if role is not None and (not isinstance(role, str) or role not in ROLE_GRANTS):
         raise DefinitionInvalid([*loc, "role"], f"must be one of {', '.join(ROLE_GRANTS)}", step_id)
     _check_deadline(step, loc, step_id)
 

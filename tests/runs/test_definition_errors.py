@@ -57,3 +57,23 @@ def test_a_mistake_in_a_top_level_step_without_an_id_names_no_step(admin_api):
     error = response.get_json()["error"]
     assert error["details"]["errors"][0]["loc"] == ["steps", 0, "id"]
     assert "step" not in error["details"]
+
+
+@pytest.mark.parametrize(
+    ("step", "loc"),
+    [
+        ({"id": "a", "type": {}}, ["steps", 0, "type"]),
+        ({"id": "a", "type": ["action"]}, ["steps", 0, "type"]),
+        ({"id": "a", "type": "task", "title": "t", "role": ["viewer"]}, ["steps", 0, "role"]),
+        ({"id": "a", "type": "task", "title": "t", "role": {}}, ["steps", 0, "role"]),
+        (_parallel("p", [{"id": "w", "type": {"x": 1}}]), [*IN_BRANCH, 0, "type"]),
+    ],
+)
+def test_a_type_or_role_that_is_not_a_string_is_refused_naming_it(admin_api, step, loc):
+    """An object or a list where a name belongs was a 500 (it cannot be looked up by name)."""
+    response = admin_api.post("/workflows", json={"name": "v1", "steps": [step]})
+    assert response.status_code == 422, response.get_json()
+    error = response.get_json()["error"]
+    assert error["code"] == "VALIDATION"
+    assert error["details"]["errors"][0]["loc"] == loc
+    assert admin_api.get("/workflows/v1").status_code == 404
