@@ -44,13 +44,21 @@ def _from_domain(exc: AlmanacError) -> Response:
     response = error_response(exc.http_status, exc.code, exc.message, exc.details)
     if isinstance(exc, CapacityExceeded | BackendBusy):
         response.headers["Retry-After"] = str(exc.retry_after)
+    if exc.http_status == 401:
+        # What a 401 must say (RFC 9110): how to authenticate.
+        response.headers["WWW-Authenticate"] = 'Bearer realm="almanac"'
     return response
 
 
 def _from_http(exc: HTTPException) -> Response:
     status = exc.code or 500
     code = CODE_BY_STATUS.get(status, "INTERNAL" if status >= 500 else "BAD_REQUEST")
-    return error_response(status, code, exc.description or exc.name, {})
+    response = error_response(status, code, exc.description or exc.name, {})
+    # The headers the status carries: a 405's `Allow` (the methods the path takes).
+    for name, value in exc.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
 
 
 def _database_unavailable(exc: OperationalError) -> Response:

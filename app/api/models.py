@@ -34,6 +34,10 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", str_max_length=4096, strict=True)
 
 
+class NothingIn(Strict):
+    """The body of an operation that takes no fields: empty, or `{}`."""
+
+
 class NamespaceIn(Strict):
     name: str = Field(min_length=1, max_length=64)
     # An Integer column: a larger limit would not fit (and no namespace needs it).

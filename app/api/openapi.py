@@ -40,6 +40,17 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
                 "schema": {"type": "string", "default": "default"},
             }
         )
+    if op.if_match:
+        params.append(
+            {
+                "name": "If-Match",
+                "in": "header",
+                "required": False,
+                "description": 'The schedule\'s revision, as its ETag gives it ("3"); a change '
+                "to an existing schedule needs it, and a stale one is 409 SCHEDULE_REVISION",
+                "schema": {"type": "string"},
+            }
+        )
     for name, description, *schema in op.query:
         params.append(
             {
@@ -90,7 +101,7 @@ def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
         "operationId": f"{op.method}_{op.path}".replace("/", "_").replace("{", "").replace("}", ""),
         "parameters": _parameters(op),
         "responses": {
-            str(op.status): _success(op),
+            **{str(status): _success(op) for status in (op.status, *op.also)},
             "default": {
                 "description": "Error",
                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -103,14 +114,16 @@ def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
         doc["security"] = [{"bearer": []}]
     if op.body is not None:
         doc["requestBody"] = {
-            "required": True,
+            # A body whose every field is optional may be left out: it reads as `{}`.
+            "required": any(field.is_required() for field in op.body.model_fields.values()),
             "content": {
                 "application/json": {"schema": _schema_ref(op.body, schemas, "validation")}
             },
         }
     if op.response is not None:
-        content = doc["responses"][str(op.status)]["content"]["application/json"]
-        content["schema"] = _schema_ref(op.response, schemas, "serialization")
+        for status in (op.status, *op.also):
+            content = doc["responses"][str(status)]["content"]["application/json"]
+            content["schema"] = _schema_ref(op.response, schemas, "serialization")
     return doc
 
 

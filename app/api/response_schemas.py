@@ -85,11 +85,28 @@ OCCURRENCE = obj(
     revision=INT,
     observed_at=STRING,
 )
+INCIDENT = obj(
+    id=STRING,
+    run_id=STRING,
+    node_id=STRING,
+    branch_path={"type": "array", "items": STRING},
+    error=ANY,
+    attempts=INT,
+    opened_at=STRING,
+    resolved_at=TEXT_OR_NULL,
+    resolution=TEXT_OR_NULL,
+    report=ANY,
+)
 REPLAY_STATE = obj(status=STRING, current_step=TEXT_OR_NULL, output=ANY, error=ANY)
 
 RESPONSES: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/health"): obj(status=STRING, database=STRING, clock=STRING, ticker=OBJECT),
     ("get", "/openapi.json"): obj(openapi=STRING, info=OBJECT, paths=OBJECT),
+    ("get", "/me"): obj(
+        username=STRING,
+        superuser=BOOL,
+        namespaces={"type": "array", "items": obj(name=STRING, role=STRING)},
+    ),
     ("get", "/namespaces"): page(obj(name=STRING)),
     ("post", "/namespaces"): obj(name=STRING, max_active_runs=INT_OR_NULL, created_at=STRING),
     ("post", "/calendar/preview"): obj(
@@ -137,6 +154,9 @@ RESPONSES: dict[tuple[str, str], dict[str, Any]] = {
     ),
     ("post", "/runs/{run_id}/cancel"): RUN,
     ("post", "/runs/{run_id}/terminate"): RUN,
+    ("get", "/incidents"): page(INCIDENT),
+    ("get", "/runs/{run_id}/incidents"): page(INCIDENT),
+    ("post", "/runs/{run_id}/incidents/{incident_id}/resolve"): INCIDENT,
     ("get", "/tasks"): page(OBJECT),
     ("post", "/tasks/{task_id}/complete"): OBJECT,
     ("post", "/admin/clock"): obj(now=STRING),

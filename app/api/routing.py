@@ -76,6 +76,10 @@ class Operation:
     query: list[QueryParam] = field(default_factory=list)
     namespaced: bool = False
     response: type[BaseModel] | None = None
+    # Other success statuses answering the same body (a replaced schedule's 200 beside 201).
+    also: tuple[int, ...] = ()
+    # Whether the operation reads `If-Match` (a schedule's revision).
+    if_match: bool = False
 
 
 OPERATIONS: list[Operation] = []
@@ -139,6 +143,8 @@ def operation(
     query: list[QueryParam] | None = None,
     namespaced: bool = False,
     response: type[BaseModel] | None = None,
+    also: tuple[int, ...] = (),
+    if_match: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a view; namespaced views get `namespace` and are also served at the bare path."""
     grants = (grant,) if isinstance(grant, str) else tuple(grant or ())
@@ -177,6 +183,8 @@ def operation(
                     query=list(query or []),
                     namespaced=namespaced,
                     response=response,
+                    also=also,
+                    if_match=if_match,
                 )
             )
         return wrapped

@@ -130,6 +130,7 @@ def _run_filter() -> service.RunFilter:
     grant=RUN_START,
     body=RunIn,
     status=201,
+    also=(200,),
     namespaced=True,
 )
 def start_run(namespace: Namespace) -> Any:

@@ -124,7 +124,9 @@ def list_schedules(namespace: Namespace) -> Any:
     grant=START,
     body=ScheduleIn,
     status=201,
+    also=(200,),
     namespaced=True,
+    if_match=True,
 )
 def save_schedule(namespace: Namespace) -> Any:
     """Create a schedule (201), or replace one whose revision is in If-Match (200)."""
@@ -163,6 +165,7 @@ def read_schedule(namespace: Namespace, schedule_id: str) -> Any:
     grant=CHANGE,
     body=SchedulePatchIn,
     namespaced=True,
+    if_match=True,
 )
 def patch_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Merge the body into the schedule's configuration as a new revision."""
@@ -226,6 +229,7 @@ def _change(namespace: Namespace, schedule_id: str, change: Callable[..., Schedu
     grant=CHANGE,
     body=ReasonIn,
     namespaced=True,
+    if_match=True,
 )
 def pause_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Stop a schedule firing until it is resumed."""
@@ -240,6 +244,7 @@ def pause_schedule(namespace: Namespace, schedule_id: str) -> Any:
     grant=CHANGE,
     body=ReasonIn,
     namespaced=True,
+    if_match=True,
 )
 def disable_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Stop a schedule firing until it is enabled."""
@@ -254,6 +259,7 @@ def disable_schedule(namespace: Namespace, schedule_id: str) -> Any:
     grant=START,
     body=ReasonIn,
     namespaced=True,
+    if_match=True,
 )
 def resume_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Fire again from now on, under the caller's authority."""
@@ -268,6 +274,7 @@ def resume_schedule(namespace: Namespace, schedule_id: str) -> Any:
     grant=START,
     body=ReasonIn,
     namespaced=True,
+    if_match=True,
 )
 def enable_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Fire again from now on, under the caller's authority."""
@@ -282,6 +289,7 @@ def enable_schedule(namespace: Namespace, schedule_id: str) -> Any:
     grant=CHANGE,
     body=ReasonIn,
     namespaced=True,
+    if_match=True,
 )
 def delete_schedule_post(namespace: Namespace, schedule_id: str) -> Any:
     """Delete a schedule; its revisions, ledger and history stay readable."""
@@ -289,7 +297,13 @@ def delete_schedule_post(namespace: Namespace, schedule_id: str) -> Any:
 
 
 @operation(
-    bp, "DELETE", ONE, summary="Delete a schedule (soft, If-Match)", grant=CHANGE, namespaced=True
+    bp,
+    "DELETE",
+    ONE,
+    summary="Delete a schedule (soft, If-Match)",
+    grant=CHANGE,
+    namespaced=True,
+    if_match=True,
 )
 def delete_schedule(namespace: Namespace, schedule_id: str) -> Any:
     """Delete a schedule; its revisions, ledger and history stay readable."""

@@ -10,17 +10,21 @@ from app import context
 from app.api import errors
 from app.api.models import ClockIn, NamespaceIn, TickIn
 from app.api.openapi import build_document
-from app.api.routing import current_user, operation, parse_body
+from app.api.routing import PAGE, current_user, operation, page_args, page_json, parse_body
 from app.auth import service as auth_service
 from app.calendar import CalendarError, format_utc, parse_instant
 from app.db import Namespace
 from app.db.session import begin_write
-from app.errors import Conflict, ValidationFailed
+from app.errors import Conflict, InvalidCursor, ValidationFailed
 from app.ticker import health as ticker_health
 from app.ticker.tick import run_tick
 
 bp = Blueprint("api_system", __name__)
 errors.register(bp)
+
+# The list of namespaces belongs to none: its cursors are bound to this instead of a name (no
+# namespace is named with an empty name).
+NO_NAMESPACE = ""
 
 
 def namespace_json(namespace: Namespace) -> dict[str, Any]:
@@ -44,11 +48,18 @@ def openapi() -> Any:
     return jsonify(build_document())
 
 
-@operation(bp, "GET", "/namespaces", summary="Namespaces the caller belongs to")
+@operation(bp, "GET", "/namespaces", summary="Namespaces the caller belongs to", query=PAGE)
 def list_namespaces() -> Any:
-    """List the namespaces visible to the caller."""
-    items = auth_service.visible_namespaces(context.session(), current_user())
-    return jsonify({"items": [namespace_json(n) for n in items], "next_cursor": None})
+    """List the namespaces visible to the caller, by name, a page at a time."""
+    limit, key = page_args(NO_NAMESPACE, "namespaces")
+    if key is not None and (len(key) != 1 or not isinstance(key[0], str)):
+        raise InvalidCursor("the cursor is not valid for this list")
+    rows = auth_service.visible_namespaces(
+        context.session(), current_user(), after=key[0] if key else None, limit=limit + 1
+    )
+    items = [namespace_json(n) for n in rows[:limit]]
+    next_key = [rows[limit - 1].name] if len(rows) > limit else None
+    return jsonify(page_json(NO_NAMESPACE, "namespaces", items, next_key))
 
 
 @operation(bp, "GET", "/me", summary="The caller: username, superuser, namespaces with roles")

@@ -8,6 +8,7 @@ from flask import Blueprint, jsonify, request
 
 from app import context
 from app.api import errors
+from app.api.models import NothingIn
 from app.api.routing import PAGE, json_object, one_of, operation, page_args, page_json, parse_body
 from app.api.run_models import ActivationIn, DefinitionIn
 from app.auth.grants import RUN_READ, WORKFLOW_DEPLOY
@@ -177,10 +178,12 @@ def list_activations(namespace: Namespace) -> Any:
     "/activations/<activation_id>/retire",
     summary="Retire an activation",
     grant=WORKFLOW_DEPLOY,
+    body=NothingIn,
     namespaced=True,
 )
 def retire(namespace: Namespace, activation_id: str) -> Any:
     """Retire an activation: new runs can no longer start from it."""
+    parse_body(NothingIn)  # a body is refused as any other operation's would be
     session = context.session()
     activation = workflows.retire(session, context.now(), namespace, activation_id)
     flow = session.get(Workflow, activation.workflow_id)

@@ -79,11 +79,18 @@ def create_namespace(
     return namespace
 
 
-def visible_namespaces(session: Session, user: User) -> list[Namespace]:
-    """The namespaces `user` may switch to: all of them for a superuser, else its memberships."""
+def visible_namespaces(
+    session: Session, user: User, *, after: str | None = None, limit: int | None = None
+) -> list[Namespace]:
+    """The namespaces `user` may switch to, by name: all of them for a superuser, else its
+    memberships; with `after` and `limit`, a page of them."""
     query = select(Namespace).order_by(Namespace.name)
     if not user.is_superuser:
         query = query.join(Membership).where(Membership.user_id == user.id)
+    if after is not None:
+        query = query.where(Namespace.name > after)
+    if limit is not None:
+        query = query.limit(limit)
     return list(session.scalars(query))
 
 

@@ -35,6 +35,8 @@ def test_missing_and_unknown_tokens_are_401(client, admin):
     response = client.get("/api/v1/namespaces", headers={"Authorization": "Bearer nope"})
     assert response.status_code == 401
     assert error_of(response)["code"] == "UNAUTHENTICATED"
+    # A 401 says how to authenticate (RFC 9110).
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="almanac"'
 
 
 def test_tokens_are_stored_hashed_and_their_use_recorded(app, admin_api, admin):
@@ -52,6 +54,39 @@ def test_namespaces_list_only_memberships(api_for, accounts):
     response = viewer.get("/namespaces")
     assert response.status_code == 200
     assert [n["name"] for n in response.get_json()["items"]] == ["reports"]
+
+
+def test_namespaces_are_listed_a_page_at_a_time(admin_api):
+    names = [f"team-{i:02d}" for i in range(7)]
+    for name in names:
+        assert admin_api.post("/namespaces", json={"name": name}).status_code == 201
+    seen, cursor = [], None
+    while True:
+        query = f"?limit=3&cursor={cursor}" if cursor else "?limit=3"
+        body = admin_api.get("/namespaces" + query).get_json()
+        assert len(body["items"]) <= 3
+        seen += [item["name"] for item in body["items"]]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == sorted(["default", *names])
+    for bad in ("limit=0", "limit=101", "limit=abc"):
+        response = admin_api.get("/namespaces?" + bad)
+        assert response.status_code == 422, bad
+        assert error_of(response)["details"]["errors"][0]["loc"] == ["query", "limit"]
+    response = admin_api.get("/namespaces?cursor=garbage")
+    assert response.status_code == 400 and error_of(response)["code"] == "INVALID_CURSOR"
+    # A cursor of another list is refused too.
+    admin_api.post(
+        "/workflows", json={"name": "w", "steps": [{"id": "a", "type": "wait", "duration": "PT1M"}]}
+    )
+    admin_api.post(
+        "/workflows", json={"name": "x", "steps": [{"id": "a", "type": "wait", "duration": "PT1M"}]}
+    )
+    other = admin_api.get("/workflows?limit=1").get_json()["next_cursor"]
+    assert other is not None
+    response = admin_api.get(f"/namespaces?cursor={other}")
+    assert response.status_code == 400 and error_of(response)["code"] == "INVALID_CURSOR"
 
 
 def test_superuser_creates_namespace(app, admin_api):
@@ -111,6 +146,11 @@ def test_unknown_path_and_method_are_json(admin_api):
     assert response.status_code == 404 and error_of(response)["code"] == "NOT_FOUND"
     response = admin_api.request("DELETE", "/namespaces")
     assert response.status_code == 405 and error_of(response)["code"] == "METHOD_NOT_ALLOWED"
+    # A 405 names the methods the path takes (RFC 9110).
+    assert set(response.headers["Allow"].split(", ")) >= {"GET", "POST"}
+    response = admin_api.request("PUT", "/schedules/s1")
+    assert response.status_code == 405
+    assert {"GET", "PATCH", "DELETE"} <= set(response.headers["Allow"].split(", "))
 
 
 def test_oversized_body_is_413(app, admin_api):

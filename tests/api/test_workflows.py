@@ -210,6 +210,31 @@ def test_activations_are_ready_then_retired(admin_api):
     assert len(admin_api.get("/activations?workflow=invoice-sync").get_json()["items"]) == 2
 
 
+def test_a_retire_refuses_a_body_it_cannot_read_and_retires_nothing(admin_api):
+    """Retiring takes no fields: its body is read and refused as any other operation's."""
+    admin_api.post("/workflows", json=DEFINITION)
+    activation = admin_api.post("/activations", json={"workflow": "invoice-sync"}).get_json()
+    path = f"/activations/{activation['id']}/retire"
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    as_json = {"Content-Type": "application/json"}
+    refusals = [
+        (admin_api.post(path, data="reason=x", headers=form), 400, "BAD_REQUEST"),
+        (admin_api.post(path, data="garbage{", headers=as_json), 400, "BAD_REQUEST"),
+        (admin_api.post(path, json={"reason": "old"}), 422, "VALIDATION"),
+        (admin_api.post(path, data="x" * (1024 * 1024 + 1), headers=as_json), 413, None),
+        # The body is checked before the activation is looked up.
+        (admin_api.post("/activations/unknown/retire", json=[1]), 422, "VALIDATION"),
+    ]
+    for response, status, code in refusals:
+        assert response.status_code == status, response.get_json()
+        assert code is None or response.get_json()["error"]["code"] == code
+    assert admin_api.get("/activations").get_json()["items"][0]["status"] == "ready"
+    for empty in ({}, None):
+        kwargs = {"json": empty} if empty is not None else {}
+        assert admin_api.post(path, **kwargs).status_code == 200
+    assert admin_api.get("/activations").get_json()["items"][0]["status"] == "retired"
+
+
 def test_workflow_and_activation_lists_are_keyset_pages(admin_api):
     for name in ("c", "a", "b"):
         admin_api.post("/workflows", json={**DEFINITION, "name": name})

@@ -45,6 +45,21 @@ def _count(client, query):
 RANGE = "from=2026-01-05T06:00:00Z&to=2026-01-05T10:00:00Z"
 
 
+def test_backfill_count_of_a_deleted_schedule_says_it_would_be_refused(client, olga, api_for):
+    """As the backfill answers (409 SCHEDULE_DELETED), not "past max runs" for every
+    occurrence (a schedule deleted when its max_runs ran out read so)."""
+    api = api_for("apiuser")
+    _schedule(api)
+    assert api.request("DELETE", "/schedules/s", headers={"If-Match": '"1"'}).status_code == 200
+    text = _count(client, RANGE)
+    assert text == "This schedule is deleted: a backfill would be refused."
+    refused = api.post(
+        "/schedules/s/backfill", json={"from": "2026-01-05T06:00:00Z", "to": "2026-01-05T10:00:00Z"}
+    )
+    assert refused.status_code == 409
+    assert refused.get_json()["error"]["code"] == "SCHEDULE_DELETED"
+
+
 def test_backfill_count_says_how_many_start_and_how_many_the_overlap_policy_skips(
     client, olga, api_for, app
 ):

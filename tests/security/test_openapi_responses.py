@@ -61,3 +61,71 @@ def test_documented_success_schemas_match_real_responses(client, admin_api):
         documented = document["paths"]["/api/v1" + template][method]["responses"]
         schema = documented[str(response.status_code)]["content"]["application/json"]["schema"]
         jsonschema.validate(response.get_json(), schema)
+
+
+def _documented(document, method: str, template: str, status: int):
+    answers = document["paths"]["/api/v1" + template][method]["responses"]
+    assert str(status) in answers, (method, template, status, sorted(answers))
+    return answers[str(status)]["content"]["application/json"]["schema"]
+
+
+def test_every_success_a_client_meets_is_documented_with_its_schema(client, admin_api):
+    """Answers beside an operation's main status (a replaced schedule's 200, a repeated run's
+    200), the caller, and incidents: each status is in the document and its body matches."""
+    document = client.get("/api/v1/openapi.json").get_json()
+    deploy(admin_api, "wf")
+    steps = [{"id": "charge", "type": "action", "action": "fail"}]
+    admin_api.post(
+        "/workflows", json={"name": "risky", "steps": steps, "on_step_failure": "incident"}
+    )
+    admin_api.post("/activations", json={"workflow": "risky"})
+    body = {"id": "s", "cron": "*/5 * * * *", "action": {"workflow": "wf"}}
+    assert admin_api.post("/schedules", json=body).status_code == 201
+    replaced = admin_api.post("/schedules", json=body | {"notes": "x"}, headers={"If-Match": '"1"'})
+    started = [admin_api.post("/runs", json={"workflow": "wf", "run_id": "r1"}) for _ in "12"]
+    admin_api.post("/runs", json={"workflow": "risky", "run_id": "r2"})
+    admin_api.post("/admin/tick", json={"work": True})
+    [incident] = admin_api.get("/incidents").get_json()["items"]
+    resolved = admin_api.post(
+        f"/runs/r2/incidents/{incident['id']}/resolve", json={"action": "skip"}
+    )
+    answers = [
+        ("post", "/schedules", replaced, 200),
+        ("post", "/runs", started[0], 201),
+        ("post", "/runs", started[1], 200),
+        ("get", "/me", admin_api.get("/me"), 200),
+        ("get", "/incidents", admin_api.get("/incidents"), 200),
+        ("get", "/runs/{run_id}/incidents", admin_api.get("/runs/r2/incidents"), 200),
+        ("post", "/runs/{run_id}/incidents/{incident_id}/resolve", resolved, 200),
+    ]
+    for method, template, response, status in answers:
+        assert response.status_code == status, (template, response.get_json())
+        schema = _documented(document, method, template, status)
+        assert schema, (method, template)  # a schema that states something
+        jsonschema.validate(response.get_json(), schema)
+
+
+def test_the_document_says_which_bodies_may_be_left_out_and_which_operations_read_if_match(
+    client,
+):
+    paths = client.get("/api/v1/openapi.json").get_json()["paths"]
+    # Every field optional: a body left out reads as `{}`, so it is not required.
+    for path in ("/schedules/{schedule_id}/pause", "/runs/{run_id}/cancel"):
+        assert paths["/api/v1" + path]["post"]["requestBody"]["required"] is False
+    # A field that must be given: so must the body.
+    assert paths["/api/v1/namespaces"]["post"]["requestBody"]["required"] is True
+
+    def headers(method: str, path: str) -> list[str]:
+        params = paths["/api/v1" + path][method]["parameters"]
+        return [p["name"] for p in params if p["in"] == "header"]
+
+    for method, path in [
+        ("post", "/schedules"),
+        ("patch", "/schedules/{schedule_id}"),
+        ("delete", "/schedules/{schedule_id}"),
+        ("post", "/schedules/{schedule_id}/pause"),
+        ("post", "/schedules/{schedule_id}/resume"),
+        ("post", "/namespaces/{ns}/schedules/{schedule_id}/delete"),
+    ]:
+        assert "If-Match" in headers(method, path), (method, path)
+    assert "If-Match" not in headers("post", "/schedules/{schedule_id}/trigger")
