@@ -51,7 +51,8 @@ def run_squares(runs: list[RecentRun], base: str) -> Markup:
     for run in runs:
         run_id, status = escape(run.run_id), escape(run.status)
         href = escape(base + url_part(run.run_id))
-        title = f"{run_id}: {escape(run.status.replace('_', ' '))}, started {utc(run.created_at)}"
+        # When the run was made (fired or started by a call); its first step may begin later.
+        title = f"{run_id}: {escape(run.status.replace('_', ' '))}, created {utc(run.created_at)}"
         parts.append(
             f'<a class="square run-{status}" href="{href}" title="{title}">'
             f'<span class="visually-hidden">{run_id}: {status}</span></a>'

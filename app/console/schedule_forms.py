@@ -30,6 +30,7 @@ from app.console.session import NamespaceView, namespace_view
 from app.errors import AlmanacError
 from app.schedules import service, store
 from app.schedules.errors import RevisionConflict, ScheduleDeleted
+from app.schedules.simulate_start import jitter_uid
 
 bp = Blueprint("console_schedule_forms", __name__)
 errors.register(bp)
@@ -216,7 +217,11 @@ def live_preview(ns: str) -> Response:
     try:
         spec = Spec.from_dict(spec_from_form(request.form))
         jitter = inputs.ascii_int(request.form.get("jitter_seconds") or "0") or 0
-        items = preview(spec, context.now(), 8, jitter_seconds=max(0, min(jitter, 3600)))
+        # Jitter is drawn from the schedule's uid: an edited schedule previews its own due
+        # times, a new one those the form's simulation shows (docs/console.md).
+        named = request.args.get("schedule") or request.form.get("schedule_id", "").strip()
+        uid = jitter_uid(context.session(), view.current, named or None)
+        items = preview(spec, context.now(), 8, uid=uid, jitter_seconds=max(0, min(jitter, 3600)))
         note = zone_note(spec.timezone)
     except (CalendarError, AlmanacError, ValueError) as exc:
         error = _errors_of(exc)

@@ -150,6 +150,13 @@ def _instant(data: Mapping[str, Any], key: str) -> datetime:
     return value
 
 
+def jitter_uid(session: Session, namespace: Namespace, schedule_id: str | None) -> str:
+    """The uid whose jitter a schedule saved as `schedule_id` would have: the existing
+    schedule's (a replacement keeps it), else the stand-in `from_body` uses."""
+    existing = store.find(session, namespace, schedule_id) if schedule_id else None
+    return existing.uid if existing is not None else _stand_in_uid(namespace, schedule_id)
+
+
 def _stand_in_uid(namespace: Namespace, schedule_id: str | None) -> str:
     digest = hashlib.blake2b(f"{namespace.name}|{schedule_id or ''}".encode(), digest_size=16)
     return f"simulated-{digest.hexdigest()}"

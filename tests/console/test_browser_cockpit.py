@@ -304,6 +304,11 @@ def test_the_simulation_panel_follows_its_inputs(live_server, live_api, cockpit,
     started.wait_for()
     day = int(started.inner_text())
     assert day > 0 and page.locator("#simulation svg .sim-bar").count() == day
+    # On a laptop the timeline shows its whole window, not a third of it behind a scroller
+    # (it sat in one of the page's three columns).
+    scroller = page.locator("#simulation .gantt-scroll")
+    sizes = scroller.evaluate("el => [el.clientWidth, el.scrollWidth]")
+    assert sizes[0] >= 720 and sizes[1] <= sizes[0], sizes
     with page.expect_response(lambda r: "horizon=7d" in r.url):
         page.get_by_label("Over the next").select_option("7d")
     expect(started).not_to_have_text(str(day))

@@ -376,6 +376,51 @@ def test_history_rows_read_in_one_line_and_jump_to_latest_loads_the_last_page(
     assert "Load more" not in latest and "From the start" in latest
 
 
+def _previewed(client, url, token, **fields):
+    data = {"csrf_token": token, "timezone": "UTC", "intervals": ""} | fields
+    html = client.post(url, headers={"HX-Request": "true"}, data=data).get_data(as_text=True)
+    return re.findall(r'<time datetime="([^"]+)"', html)
+
+
+def _z(values):
+    return [value.replace("+00:00", "Z") for value in values]
+
+
+def test_the_form_preview_shows_the_due_times_the_schedule_will_use_with_jitter(
+    client, olga, api_for
+):
+    """Jitter is drawn from the schedule's uid: the edit form previewed with an empty one, so
+    its "Next fires" differed from the schedule's own due times and from the simulation beside
+    it. An edited schedule previews its own; a new one agrees with its simulation."""
+    api = api_for("apiuser")
+    _schedule(api, "jit", jitter_seconds=40, timezone="Australia/Sydney")
+    upcoming = [item["at"] for item in api.get("/schedules/jit?upcoming=4").get_json()["upcoming"]]
+    form = client.get("/ns/default/schedules/jit/edit").get_data(as_text=True)
+    url = re.search(r'hx-post="([^"]*calendar/preview[^"]*)"', form).group(1).replace("&amp;", "&")
+    token = csrf_from(client.get("/ns/default/schedules/jit/edit"))
+    shown = _previewed(
+        client, url, token, cron_expressions="0 * * * *", timezone="Australia/Sydney",
+        jitter_seconds="40",
+    )  # fmt: skip
+    # (The preview also lists the 12:00 occurrence, due after "now" but not after the
+    # schedule's cursor: previews list due times after now.)
+    assert [at for at in _z(shown) if at >= upcoming[0]][:4] == upcoming
+    assert len(set(at[17:19] for at in upcoming)) > 1  # jittered, not all on the minute
+    # A new schedule: the preview agrees with the simulation of the same form.
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    shown = _previewed(
+        client, "/ns/default/calendar/preview", token, schedule_id="sim-test",
+        cron_expressions="*/20 * * * *", timezone="America/New_York", jitter_seconds="30",
+    )  # fmt: skip
+    body = {
+        "id": "sim-test", "cron": "*/20 * * * *", "timezone": "America/New_York",
+        "jitter_seconds": 30, "action": {"workflow": "invoice-sync"},
+        "from": "2026-01-05T12:00:00Z", "to": "2026-01-05T15:00:00Z",
+    }  # fmt: skip
+    simulated = api.post("/schedules/simulate", json=body).get_json()["items"]
+    assert _z(shown[:4]) == [item["due_at"] for item in simulated[:4]]
+
+
 def test_preview_notes_that_a_fixed_offset_zone_never_observes_dst(client, olga):
     token = csrf_from(client.get("/ns/default/schedules/new"))
     response = client.post(

@@ -4,10 +4,12 @@ statement for the whole page (both databases)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from sqlalchemy import event
 
 from app.context import database
+from app.db.runs import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES
 from tests.console.test_pages import sign_in
 
 
@@ -82,3 +84,19 @@ def test_one_statement_reads_the_runs_of_the_whole_page(h, app, client):
     assert html.count('class="square run-') == 12
     reading_runs = [s for s in statements if re.search(r"\bFROM runs\b", s)]
     assert len(reading_runs) == 1, reading_runs
+
+
+def test_every_run_status_has_its_own_square_style_and_the_title_says_created(h, client):
+    """A suspended run (open incident) fell back to the grey of a stopped one; each status of a
+    run now has a rule, and a square's title names when the run was made, not when it began."""
+    css = Path(__file__).resolve().parents[2].joinpath("static", "app.css").read_text()
+    styled = set(re.findall(r"a\.square\.run-([a-z_]+)", css))
+    assert set(ACTIVE_RUN_STATUSES) | set(FINAL_RUN_STATUSES) <= styled
+    suspended = re.search(r"a\.square\.run-suspended \{([^}]*)\}", css)
+    assert suspended and "outline" in suspended.group(1) and "--o-progress" in suspended.group(1)
+    activation = h.workflow()
+    h.create("titled", "* * * * *", activation_id=activation, overlap_policy="allow_all")
+    h.tick("12:01")
+    sign_in(client, "olga", "pw-olga-secret")
+    [(_, title)] = squares_of(client.get("/ns/default/schedules").get_data(as_text=True), "titled")
+    assert title.endswith("created 2026-01-05 12:01:00 UTC"), title
