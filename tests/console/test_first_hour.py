@@ -524,3 +524,15 @@ def test_backfill_count_quotes_its_query_as_text_never_as_markup(client, olga, a
     ):
         text = _count(client, query)
         assert "<" not in text and "&lt;div hx-post=" in text, (query, text)
+
+
+def test_a_schedules_bounds_read_as_times_like_the_rest_of_the_page(client, olga, api_for):
+    api = api_for("apiuser")
+    spec = {"cron_expressions": ["0 * * * *"], "end_at": "2026-02-01T00:00:00Z"}
+    body = {"schedule_id": "bounded", "spec": spec, "workflow": "invoice-sync"}
+    assert api.post("/schedules", json=body).status_code == 201
+    html = client.get("/ns/default/schedules/bounded").get_data(as_text=True)
+    bounds = re.search(r"<dt>Bounds</dt><dd>(.*?)</dd>", html, re.S).group(1)
+    assert "2026-02-01T00:00:00Z" not in bounds
+    assert '<time datetime="2026-02-01T00:00:00+00:00"' in bounds and "2026-02-01 00:00" in bounds
+    assert bounds.startswith("… →")
