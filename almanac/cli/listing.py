@@ -31,12 +31,13 @@ def page_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def show_pages(
     cli: Cli, pager: Pager[Any], columns: Sequence[Column], every: bool, *, history: bool = False
 ) -> None:
-    """Print `pager`'s first page, or every page with `every` (--all)."""
+    """Print `pager`'s first page, or every page with `every` (--all). The first column (the
+    id other commands take) is printed whole, however narrow the terminal."""
     key = "events" if history else "items"
     if every:
         items = pager.raw()
         if cli.output == "table":
-            table(items, columns)
+            table(items, columns, whole=1)
         else:
             stream_items(cli.output, items)
         return
@@ -47,7 +48,7 @@ def show_pages(
         for item in body.get(key, []):
             click.echo(dumps(item))
     else:
-        table(body.get(key, []), columns)
+        table(body.get(key, []), columns, whole=1)
     if cli.output == "table":
         _next_hint(body, history)
 

@@ -54,13 +54,15 @@ def _escaped(char: str) -> str:
     return char
 
 
-def fit(widths: list[int], total: int) -> list[int]:
-    """Shrink the widest columns until the row fits `total` columns."""
+def fit(widths: list[int], total: int, whole: int = 0) -> list[int]:
+    """Shrink the widest columns until the row fits `total` columns; the first `whole` columns
+    (a list's ids, which other commands take) are never cut: a row too wide then wraps."""
     widths = list(widths)
     budget = total - len(GAP) * (len(widths) - 1)
     while sum(widths) > budget:
-        widest = max(range(len(widths)), key=lambda i: widths[i])
-        if widths[widest] <= MIN_WIDTH:
+        cuttable = range(whole, len(widths))
+        widest = max(cuttable, key=lambda i: widths[i], default=None)
+        if widest is None or widths[widest] <= MIN_WIDTH:
             break
         widths[widest] -= 1
     return widths
@@ -95,15 +97,16 @@ def pad(text: str, size: int) -> str:
     return text + " " * (size - display_width(text))
 
 
-def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column]) -> None:
-    """Aligned columns; long cells are cut with an ellipsis so a row never wraps."""
+def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column], whole: int = 0) -> None:
+    """Aligned columns; long cells are cut with an ellipsis so a row does not wrap, except in
+    the first `whole` columns (ids another command takes are printed whole)."""
     cells = [[cell(get(row)) for _, get in columns] for row in rows]
     headers = [name for name, _ in columns]
     natural = [
         max([display_width(h)] + [display_width(r[i]) for r in cells])
         for i, h in enumerate(headers)
     ]
-    sizes = fit(natural, width())
+    sizes = fit(natural, width(), whole)
     for line in [headers, *cells]:
         parts = [pad(clip(text, size), size) for text, size in zip(line, sizes, strict=True)]
         click.echo(GAP.join(parts).rstrip())

@@ -173,7 +173,10 @@ def bootstrap() -> None:
     with _transaction() as (session, now):
         user = service.bootstrap_admin(session, now, username, password, config["ADMIN_TOKEN"])
     if user is None:
-        click.echo("users exist already; nothing to bootstrap")
+        ignored = " (ALMANAC_ADMIN_TOKEN is not made a token: make one with `tokens create`)"
+        click.echo(
+            "users exist already; nothing to bootstrap" + (ignored if config["ADMIN_TOKEN"] else "")
+        )
         return
     shown = password if not config["ADMIN_PASSWORD"] else "(from ALMANAC_ADMIN_PASSWORD)"
     click.echo(f"created superuser {username!r}, admin of namespace 'default'; password: {shown}")

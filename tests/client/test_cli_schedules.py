@@ -305,17 +305,25 @@ def test_a_backfill_with_to_before_from_exits_1(almanac, sdk):
     assert garbage.exit_code == 2 and "not an ISO-8601 instant" in garbage.stderr
 
 
-def test_tables_fit_80_columns_without_wrapping_rows(almanac, sdk):
-    long_id = "a-very-long-schedule-identifier-" + "x" * 60
-    body = schedule_body(long_id, "0 9 * * 1-5", timezone="America/New_York")
+def test_tables_fit_80_columns_but_print_ids_whole(almanac, sdk):
+    """Cells are cut to fit, but not a list's ids: another command takes them (a cut id
+    "daily-invoice-s…" named nothing)."""
+    medium_id = "daily-invoice-sync-eu-west"
+    body = schedule_body(medium_id, "0 9 * * 1-5", timezone="America/New_York")
     body["spec"] = {"cron_expressions": ["0 9 * * 1-5", "30 17 * * 1-5"], "timezone": "UTC"}
+    body["notes"] = "n" * 200
     del body["cron"], body["timezone"]
     sdk.save_schedule(body)
-    result = almanac("schedules", "list")
-    lines = result.stdout.splitlines()
+    lines = almanac("schedules", "list").stdout.splitlines()
     assert len(lines) == 2
-    assert all(len(line) <= 80 for line in lines)
-    assert "…" in lines[1]
+    assert all(len(line) <= 80 for line in lines), lines
+    assert lines[1].startswith(medium_id + " ")
+    long_id = "a-very-long-schedule-identifier-" + "x" * 60
+    sdk.save_schedule(body | {"schedule_id": long_id})
+    lines = almanac("schedules", "list").stdout.splitlines()
+    row = next(line for line in lines if line.startswith("a-very"))
+    assert row.split()[0] == long_id  # whole: the row is wider than 80 instead
+    assert "…" in row  # the other cells are still cut
     assert all(
         len(line) <= 80 for line in almanac("schedules", "read", long_id).stdout.splitlines()
     )

@@ -291,3 +291,25 @@ def test_a_profiles_file_nested_too_deeply_is_a_usage_error_naming_it(tmp_path):
     assert result.exit_code == 2, result.output
     assert f"cannot read {path}: it nests too deeply" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_every_result_type_the_docs_name_imports_from_the_package():
+    """docs/sdk.md names the nested result types beside the others; `from almanac import
+    TickResult` raised ImportError while they lived in `almanac.models` alone."""
+    import almanac
+    from almanac import models
+
+    results = {
+        name
+        for name, value in vars(models).items()
+        if isinstance(value, type) and issubclass(value, models.Resource)
+        and value is not models.Resource
+    }  # fmt: skip
+    assert results <= set(almanac.__all__), sorted(results - set(almanac.__all__))
+    assert len(almanac.__all__) == len(set(almanac.__all__))
+    for name in almanac.__all__:
+        assert getattr(almanac, name) is not None
+    documented = (ROOT / "docs" / "sdk.md").read_text()
+    for name in ("PreviewOccurrence", "TickResult", "TickRow", "TickFailure", "VersionSummary"):
+        assert f"`{name}`" in documented
+        assert getattr(almanac, name) is getattr(models, name)
