@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from app.api.response_schemas import response_schema
-from app.api.routing import OPERATIONS, Operation
+from app.api.routing import IF_MATCH_TEXT, OPERATIONS, Operation
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -48,7 +48,7 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
                 "required": False,
                 "description": 'The schedule\'s revision, as its ETag gives it ("3"); a change '
                 "to an existing schedule needs it, and a stale one is 409 SCHEDULE_REVISION",
-                "schema": {"type": "string"},
+                "schema": {"type": "string", "pattern": f"^{IF_MATCH_TEXT}$"},
             }
         )
     for name, description, *schema in op.query:

@@ -40,6 +40,9 @@ def list_of(values: Iterable[str]) -> dict[str, Any]:
     return {"type": "string", "pattern": f"^,*(?:{word}(?:,+{word})*)?,*$"}
 
 
+# What `If-Match` holds: a schedule's revision, bare or as its ETag gives it (ASCII digits).
+IF_MATCH_TEXT = r'\s*(?:([0-9]{1,9})|(?:W/)?"([0-9]{1,9})")\s*'
+
 # The two query parameters of every paged list.
 PAGE: list[QueryParam] = [
     ("limit", "1-100, default 50"),

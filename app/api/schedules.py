@@ -14,6 +14,7 @@ from app import context
 from app.api import errors
 from app.api.routing import (
     FLAG,
+    IF_MATCH_TEXT,
     command,
     current_user,
     one_of,
@@ -47,7 +48,7 @@ ONE = "/schedules/<schedule_id>"
 CHANGE = (TRIGGER_MANAGE,)
 START = (TRIGGER_MANAGE, RUN_START)
 # 3, "3" or W/"3": a weak tag is always quoted, and quotes come in pairs.
-IF_MATCH = re.compile(r'\s*(?:(\d{1,9})|(?:W/)?"(\d{1,9})")\s*')
+IF_MATCH = re.compile(IF_MATCH_TEXT)
 # Clients may declare themselves (informational); anything else is recorded as plain `api`.
 DECLARED_SOURCES = frozenset({"cli", "sdk"})
 

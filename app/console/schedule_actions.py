@@ -164,6 +164,8 @@ def _count_text(ns: str, schedule_id: str) -> str:
     if override is not None and override not in OVERLAP_POLICIES:
         return f"Unknown overlap policy {override!r}."
     plan = manual.plan_backfill(session, view.current, schedule, start, end, override)
+    if plan.refusal is not None:
+        return f"A backfill would be refused: {plan.refusal}."
     if plan.too_large:
         return f"More than {manual.MAX_BACKFILL} occurrences: split the range."
     return plan_text(plan)

@@ -143,6 +143,8 @@ class BackfillPlan:
     starts: int = 0
     already_started: int = 0
     skips: dict[str, int] = field(default_factory=dict)
+    # Why the backfill would be refused as a whole (409), as `backfill` refuses it.
+    refusal: str | None = None
 
     @property
     def too_large(self) -> bool:
@@ -161,10 +163,15 @@ def plan_backfill(
     capacity rules), writing nothing: how many runs would start and why the others would not."""
     policy = backfill_policy(schedule, _policy(overlap_policy))
     instants = backfill_instants(store.spec_of(schedule), start, end)
+    ctx = FiringContext.load(session, namespace, [schedule])
+    # In the order `backfill` checks: its target, then the range's size.
+    if schedule.status != "deleted" and ctx.target(schedule) is None:
+        return BackfillPlan(
+            policy, len(instants), refusal="the schedule has no ready activation to start"
+        )
     if len(instants) > MAX_BACKFILL:
         return BackfillPlan(policy, len(instants))
     taken = _taken(session, schedule, instants)
-    ctx = FiringContext.load(session, namespace, [schedule])
     leased = [run.leased for run in ctx.active[schedule.uid]]
     remaining, starts, skips = schedule.remaining_runs, 0, Counter[str]()
     for instant in instants:

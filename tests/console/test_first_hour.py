@@ -526,6 +526,23 @@ def test_backfill_count_quotes_its_query_as_text_never_as_markup(client, olga, a
         assert "<" not in text and "&lt;div hx-post=" in text, (query, text)
 
 
+def test_backfill_count_without_a_ready_activation_says_it_would_be_refused(
+    app, client, olga, api_for
+):
+    """As the backfill answers (409, activation_not_ready), not "1 run would start"."""
+    api = api_for("apiuser")
+    _schedule(api)
+    deployer = api_for("dora", "deployer")
+    [activation] = deployer.get("/activations?status=ready").get_json()["items"]
+    assert deployer.post(f"/activations/{activation['id']}/retire", json={}).status_code == 200
+    text = _count(client, RANGE)
+    assert text == ("A backfill would be refused: the schedule has no ready activation to start.")
+    window = {"from": "2026-01-05T06:00:00Z", "to": "2026-01-05T10:00:00Z"}
+    refused = api.post("/schedules/s/backfill", json=window)
+    assert refused.status_code == 409
+    assert refused.get_json()["error"]["details"]["reason"] == "activation_not_ready"
+
+
 def test_a_schedules_bounds_read_as_times_like_the_rest_of_the_page(client, olga, api_for):
     api = api_for("apiuser")
     spec = {"cron_expressions": ["0 * * * *"], "end_at": "2026-02-01T00:00:00Z"}

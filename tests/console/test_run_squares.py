@@ -100,3 +100,31 @@ def test_every_run_status_has_its_own_square_style_and_the_title_says_created(h,
     sign_in(client, "olga", "pw-olga-secret")
     [(_, title)] = squares_of(client.get("/ns/default/schedules").get_data(as_text=True), "titled")
     assert title.endswith("created 2026-01-05 12:01:00 UTC"), title
+
+
+def test_every_status_badge_has_its_colours_in_the_dark_theme_too():
+    """A suspended run's badge was red in the light theme and fell back to the grey of a
+    cancelled one in the dark theme: each status coloured in one theme is coloured in both."""
+    css = Path(__file__).resolve().parents[2].joinpath("static", "app.css").read_text()
+    begin = css.index("{", css.index("@media (prefers-color-scheme: dark)"))
+    depth, end = 0, begin
+    while True:
+        depth += {"{": 1, "}": -1}.get(css[end], 0)
+        if depth == 0:
+            break
+        end += 1
+    light, dark = css[:begin] + css[end:], css[begin:end]
+
+    def fixed_colours(rule: str) -> bool:
+        """Colours written out: the dark theme must restate them (a `var()` follows it)."""
+        return "#" in re.sub(r"var\([^)]*\)", "", rule.partition("{")[2])
+
+    light_statuses = {
+        status
+        for rule in light.split("}")
+        if fixed_colours(rule)
+        for status in re.findall(r"\.status-([a-z_]+)", rule.partition("{")[0])
+    }
+    dark_statuses = set(re.findall(r"\.status-([a-z_]+)", dark))
+    assert {"suspended", "failed", "cancelled"} <= light_statuses
+    assert light_statuses <= dark_statuses, sorted(light_statuses - dark_statuses)

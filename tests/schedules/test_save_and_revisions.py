@@ -173,9 +173,11 @@ def test_stale_revision_conflicts_and_the_current_one_replaces(h):
 
 def test_malformed_if_match_is_a_bad_request(h):
     h.create("s")
-    response = h.api.post("/schedules/s/pause", json={}, headers={"If-Match": "abc"})
-    assert response.status_code == 400
-    assert response.get_json()["error"]["code"] == "BAD_REQUEST"
+    # Not a revision; nor are digits other than ASCII ones (an Arabic-Indic 1 read as 1).
+    for value in ("abc", "*", "\u0661", '"\u0661"'):
+        response = h.api.post("/schedules/s/pause", json={}, headers={"If-Match": value})
+        assert response.status_code == 400, value
+        assert response.get_json()["error"]["code"] == "BAD_REQUEST"
     weak = h.api.post("/schedules/s/pause", json={}, headers={"If-Match": 'W/"1"'})
     assert weak.status_code == 200 and weak.get_json()["revision"] == 2
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jsonschema
 
 from tests.security.conftest import deploy
@@ -129,3 +131,12 @@ def test_the_document_says_which_bodies_may_be_left_out_and_which_operations_rea
     ]:
         assert "If-Match" in headers(method, path), (method, path)
     assert "If-Match" not in headers("post", "/schedules/{schedule_id}/trigger")
+    [if_match] = [
+        p for p in paths["/api/v1/schedules/{schedule_id}"]["patch"]["parameters"]
+        if p["name"] == "If-Match"
+    ]  # fmt: skip
+    pattern = if_match["schema"]["pattern"]
+    for taken in ("3", '"3"', 'W/"3"', " 12 "):
+        assert re.fullmatch(pattern, taken), taken
+    for refused in ("*", "abc", "W/3", "\u0661"):
+        assert not re.fullmatch(pattern, refused), refused
