@@ -65,7 +65,7 @@ def test_bootstrap_creates_admin_once_with_generated_password(db_url):
     again = runner.invoke(args=["admin", "bootstrap"])
     assert "nothing to bootstrap" in again.output
     # The token setting applies on the first start only: saying so, not seeming to take it.
-    assert "ALMANAC_ADMIN_TOKEN is not made a token" in again.output
+    assert "ALMANAC_ADMIN_TOKEN applies on a first start only" in again.output
 
 
 def test_commands_on_a_database_without_tables_say_to_upgrade_it(tmp_path):
