@@ -173,7 +173,7 @@ def bootstrap() -> None:
     with _transaction() as (session, now):
         user = service.bootstrap_admin(session, now, username, password, config["ADMIN_TOKEN"])
     if user is None:
-        ignored = " (ALMANAC_ADMIN_TOKEN applies on a first start only; make a token with `tokens create`)"
+        ignored = " (ALMANAC_ADMIN_TOKEN applies on a first start only; use `tokens create`)"
         click.echo(
             "users exist already; nothing to bootstrap" + (ignored if config["ADMIN_TOKEN"] else "")
         )
