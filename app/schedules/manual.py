@@ -164,8 +164,10 @@ def plan_backfill(
     policy = backfill_policy(schedule, _policy(overlap_policy))
     instants = backfill_instants(store.spec_of(schedule), start, end)
     ctx = FiringContext.load(session, namespace, [schedule])
-    # In the order `backfill` checks: its target, then the range's size.
-    if schedule.status != "deleted" and ctx.target(schedule) is None:
+    # In the order `backfill` checks: the schedule, its target, then the range's size.
+    if schedule.status == "deleted":
+        return BackfillPlan(policy, len(instants), refusal="the schedule is deleted")
+    if ctx.target(schedule) is None:
         return BackfillPlan(
             policy, len(instants), refusal="the schedule has no ready activation to start"
         )
@@ -177,7 +179,7 @@ def plan_backfill(
     for instant in instants:
         if instant in taken:
             continue
-        if exhausted(remaining) or schedule.status == "deleted":
+        if exhausted(remaining):
             skips["max_runs_exhausted"] += 1
             continue
         if _scheduler_owns(schedule, instant):

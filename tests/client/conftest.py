@@ -44,14 +44,36 @@ def this_checkouts_command() -> Iterator[None]:
 def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    workdir = tmp_path_factory.mktemp(f"client-{request.param}")
+    with served(request, tmp_path_factory, "client") as server:
+        yield server
+
+
+@contextmanager
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str
+) -> Iterator[Live]:
+    """A live server on the database `request.param` names (sqlite or postgres), its files in
+    a fresh folder called after `name`."""
+    workdir = tmp_path_factory.mktemp(f"{name}-{request.param}")
     if request.param == "sqlite":
-        with serve(f"sqlite:///{workdir / 'live.db'}", workdir, "sqlite") as server:
+        with serve(f"sqlite:///{workdir / f'{name}.db'}", workdir, "sqlite") as server:
             yield server
         return
     request.getfixturevalue("postgres_url")  # skips (or fails when required) without PostgreSQL
     with postgres_database(PG_URL) as url, serve(url, workdir, "postgres") as server:
         yield server
+
+
+def run_cli(url: str, tmp_path: Path, *args: str, input: str | bytes | None = None) -> Result:
+    """The `almanac` command against `url` with token `t`, no profile of the machine's."""
+    env = {
+        "ALMANAC_URL": url,
+        "ALMANAC_TOKEN": "t",
+        "ALMANAC_NAMESPACE": None,
+        "ALMANAC_PROFILE": None,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    return CliRunner().invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
 
 
 @pytest.fixture

@@ -5,15 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
 from almanac import AlmanacError, AsyncClient, Client, ConnectionFailed
-from almanac.cli import cli
-from tests.client.conftest import JsonHandler, schedule_body, serving
+from tests.client.conftest import JsonHandler, run_cli, schedule_body, serving
 
 
 class Recorder(JsonHandler):
@@ -40,17 +37,6 @@ def recorder() -> Iterator[str]:
         yield url
 
 
-def run(url: str, tmp_path: Path, *args: str, input: str | bytes | None = None) -> Result:
-    env = {
-        "ALMANAC_URL": url,
-        "ALMANAC_TOKEN": "t",
-        "ALMANAC_NAMESPACE": None,
-        "ALMANAC_PROFILE": None,
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-    }
-    return CliRunner().invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
-
-
 def test_files_that_are_not_utf8_are_usage_errors_naming_the_file(recorder, tmp_path):
     latin = tmp_path / "latin.json"
     latin.write_bytes(json.dumps(schedule_body("café"), ensure_ascii=False).encode("latin-1"))
@@ -63,10 +49,12 @@ def test_files_that_are_not_utf8_are_usage_errors_naming_the_file(recorder, tmp_
         ("schedules", "save", "--request", str(latin)),
         ("workflows", "deploy", str(latin)),
     ):
-        result = run(recorder, tmp_path, *args)
+        result = run_cli(recorder, tmp_path, *args)
         assert result.exit_code == 2, (args, result.stderr)
         assert "latin.json is not UTF-8 text" in result.stderr
-    piped = run(recorder, tmp_path, "schedules", "save", "--request", "-", input=b'{"x": "\xe9"}')
+    piped = run_cli(
+        recorder, tmp_path, "schedules", "save", "--request", "-", input=b'{"x": "\xe9"}'
+    )
     assert piped.exit_code == 2 and "stdin is not UTF-8 text" in piped.stderr
     assert Recorder.seen == []
 
@@ -86,7 +74,7 @@ def test_nan_and_infinity_are_refused_before_anything_is_sent(recorder, tmp_path
         (("runs", "start", "w", "--input", '{"x": NaN}'), "--input"),
         (("runs", "signal", "r", "go", "--payload", "[Infinity]"), "--payload"),
     ):
-        result = run(recorder, tmp_path, *args)
+        result = run_cli(recorder, tmp_path, *args)
         assert result.exit_code == 2, (args, result.stderr)
         assert name in result.stderr and "NaN and Infinity are not allowed" in result.stderr
     assert Recorder.seen == []
@@ -104,7 +92,7 @@ def test_json_nested_too_deep_to_read_is_a_usage_error_not_a_traceback(recorder,
         (("runs", "signal", "r", "go", "--payload", deep), "--payload"),
         (("tasks", "complete", "t", "--output-json", deep), "--output-json"),
     ):
-        result = run(recorder, tmp_path, *args)
+        result = run_cli(recorder, tmp_path, *args)
         assert result.exit_code == 2, (args, result.stderr)
         assert name in result.stderr and "nests too deeply" in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
@@ -112,7 +100,7 @@ def test_json_nested_too_deep_to_read_is_a_usage_error_not_a_traceback(recorder,
 
 
 def test_a_url_that_cannot_be_parsed_is_a_connection_error(tmp_path):
-    result = run("http://[::1", tmp_path, "schedules", "list")
+    result = run_cli("http://[::1", tmp_path, "schedules", "list")
     assert result.exit_code == 2
     assert result.stderr.startswith("error CONNECTION: cannot reach http://[::1: not a valid URL")
     with pytest.raises(ConnectionFailed):
@@ -135,13 +123,13 @@ def test_a_url_no_server_can_answer_at_is_refused_when_the_client_is_created(url
         Client(url, "t")
     with pytest.raises(ConnectionFailed, match="not a valid URL"):
         AsyncClient(url, "t")
-    result = run(url, tmp_path, "schedules", "list")
+    result = run_cli(url, tmp_path, "schedules", "list")
     assert result.exit_code == 2
     assert result.stderr == f"error CONNECTION: cannot reach {url}: not a valid URL ({why})\n"
 
 
 def test_a_token_that_is_not_ascii_is_refused_clearly(recorder, tmp_path):
-    result = run(recorder, tmp_path, "schedules", "list", "--token", "été")
+    result = run_cli(recorder, tmp_path, "schedules", "list", "--token", "été")
     assert result.exit_code == 2
     assert "the token must be printable ASCII text" in result.stderr
     with pytest.raises(ValueError, match="printable ASCII"):
@@ -158,7 +146,7 @@ def test_an_answer_of_the_wrong_shape_is_a_bad_response_error(recorder, tmp_path
     if not isinstance(answer, dict):
         commands += [("schedules", "read", "x"), ("runs", "show", "r")]
     for args in commands:
-        result = run(recorder, tmp_path, *args)
+        result = run_cli(recorder, tmp_path, *args)
         assert result.exit_code == 1, (args, result.stderr)
         assert result.stderr.startswith("error BAD_RESPONSE: the answer to GET "), result.stderr
     with Client(recorder, "t") as client, pytest.raises(AlmanacError) as caught:
@@ -175,11 +163,11 @@ def test_text_that_is_not_valid_unicode_is_a_usage_error_before_any_request(reco
         ("schedules", "save", "--request", str(surrogate)),
         ("schedules", "apply", str(surrogate)),
     ):
-        result = run(recorder, tmp_path, *args)
+        result = run_cli(recorder, tmp_path, *args)
         assert result.exit_code == 2, (args, result.stderr)
         assert "lone surrogate" in result.stderr and "Traceback" not in result.stderr
     for args in (("schedules", "read", "s\udce9"), ("schedules", "list", "--q", "\udce9")):
-        result = run(recorder, tmp_path, *args)
+        result = run_cli(recorder, tmp_path, *args)
         assert result.exit_code == 2, (args, result.stderr)
         assert "not valid Unicode" in result.stderr
     assert Recorder.seen == []
@@ -199,7 +187,7 @@ def test_an_object_without_the_fields_the_api_always_sends_is_a_bad_response(rec
             with pytest.raises(AlmanacError) as caught:
                 read()
             assert caught.value.code == "BAD_RESPONSE", read
-    result = run(recorder, tmp_path, "auth", "status")
+    result = run_cli(recorder, tmp_path, "auth", "status")
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith("error BAD_RESPONSE: the answer to GET /me "), result
     assert "Me needs 'username'" in result.stderr
@@ -246,7 +234,7 @@ def test_a_listed_item_without_the_apis_shape_is_a_bad_response_in_every_output(
         ("runs", "list", "-o", "jsonl"),
         ("schedules", "list", "--all", "-o", "json"),
     ):
-        result = run(recorder, tmp_path, *args)
+        result = run_cli(recorder, tmp_path, *args)
         assert result.exit_code == 1, (args, result.output)
         assert "BAD_RESPONSE" in result.stderr and result.stdout == "", (args, result.output)
 
@@ -274,7 +262,7 @@ def test_yaml_aliases_that_expand_past_any_request_are_refused_before_expanding(
             ("schedules", "apply", str(document)),
             ("schedules", "save", "--request", str(document)),
         ):
-            result = run(recorder, tmp_path, *args)
+            result = run_cli(recorder, tmp_path, *args)
             assert result.exit_code == 2, (args, result.stderr)
             assert "more than 600,000 values" in result.stderr and "Traceback" not in result.stderr
     assert Recorder.seen == []

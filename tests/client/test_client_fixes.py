@@ -11,13 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from almanac import AsyncClient, Client, Conflict, InvalidId, NotUnicode
-from almanac.cli import cli
-from tests.client.conftest import NOOP, JsonHandler, schedule_body, serving
-from tests.conftest import PG_URL
-from tests.live import postgres_database, serve
+from tests.client.conftest import NOOP, JsonHandler, run_cli, schedule_body, served, serving
 
 # 1500 minutely occurrences: refused whole as too large, then sent as two halves of 750.
 RANGE = ("2026-10-01T00:00:00Z", "2026-10-02T01:00:00Z")
@@ -230,13 +226,7 @@ def test_occurrences_runs_upcoming_and_versions_carry_every_field_typed(sdk):
 def own_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A server of this module's own, so a test can move its manual clock: the shared server's
     clock stays the real one for every other test."""
-    workdir = tmp_path_factory.mktemp(f"own-{request.param}")
-    if request.param == "sqlite":
-        with serve(f"sqlite:///{workdir / 'own.db'}", workdir, "sqlite") as server:
-            yield server
-        return
-    request.getfixturevalue("postgres_url")  # skips (or fails when required) without PostgreSQL
-    with postgres_database(PG_URL) as url, serve(url, workdir, "postgres") as server:
+    with served(request, tmp_path_factory, "own") as server:
         yield server
 
 
@@ -314,16 +304,8 @@ def test_a_url_with_a_password_is_refused_without_echoing_it(recorder, tmp_path:
         with pytest.raises(ValueError) as caught:
             make(url, "t")
         assert "s3cret" not in str(caught.value) and "user name or password" in str(caught.value)
-    env = {
-        "ALMANAC_URL": url,
-        "ALMANAC_TOKEN": "t",
-        "ALMANAC_NAMESPACE": None,
-        "ALMANAC_PROFILE": None,
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-    }
-    runner = CliRunner()
     for args in (("schedules", "list"), ("auth", "setup", "--url", url, "--token", "t")):
-        result = runner.invoke(cli, list(args), env=env, catch_exceptions=False)
+        result = run_cli(url, tmp_path, *args)
         assert result.exit_code == 2, (args, result.output)
         assert "s3cret" not in result.output and "user name or password" in result.stderr
     assert not (tmp_path / "config").exists()  # no profile written

@@ -52,7 +52,7 @@ def test_backfill_count_of_a_deleted_schedule_says_it_would_be_refused(client, o
     _schedule(api)
     assert api.request("DELETE", "/schedules/s", headers={"If-Match": '"1"'}).status_code == 200
     text = _count(client, RANGE)
-    assert text == "This schedule is deleted: a backfill would be refused."
+    assert text == "A backfill would be refused: the schedule is deleted."
     refused = api.post(
         "/schedules/s/backfill", json={"from": "2026-01-05T06:00:00Z", "to": "2026-01-05T10:00:00Z"}
     )
