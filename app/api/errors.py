@@ -7,6 +7,7 @@ pages live in `app/console/errors.py`.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,6 +33,16 @@ CODE_BY_STATUS = {
     422: "VALIDATION",
     429: "CAPACITY",
 }
+
+
+_SLASHES = re.compile(r"/{2,}")
+
+
+def is_api_path(path: str) -> bool:
+    """`/api` and everything under it, however many slashes separate the parts (`//api/v1`
+    is refused as an API path, in JSON, not with the console's page)."""
+    path = _SLASHES.sub("/", path)
+    return path == "/api" or path.startswith("/api/")
 
 
 def error_response(status: int, code: str, message: str, details: dict[str, Any]) -> Response:
@@ -87,9 +98,13 @@ def init_app(app: Flask) -> None:
     """JSON for `/api` paths no blueprint matched (404, 405); other paths get the page the
     console registered as `almanac.error_page` (its error layout), else Flask's own."""
 
+    # `/api/v1//namespaces` is not found rather than redirected by an HTML page: a client's
+    # doubled slash is a bug to show it, and a redirect would resend its request elsewhere.
+    app.url_map.merge_slashes = False
+
     @app.errorhandler(HTTPException)
     def _routing(exc: HTTPException) -> Response | HTTPException:
-        if request.path.startswith("/api/"):
+        if is_api_path(request.path):
             return _from_http(exc)
         error_page = current_app.extensions.get("almanac.error_page")
         return error_page(exc) if error_page else exc  # type: ignore[no-any-return]
@@ -98,12 +113,33 @@ def init_app(app: Flask) -> None:
     def _refused_outside(exc: AlmanacError) -> Any:
         """A refusal raised where no blueprint's handlers apply: the app's own request checks
         (NUL in the path) on a path no route matched, or on a static file."""
-        if request.path.startswith("/api/"):
+        if is_api_path(request.path):
             return _from_domain(exc)
         refusal_page = current_app.extensions.get("almanac.refusal_page")
         if refusal_page:
             return refusal_page(exc)
         return error_response(exc.http_status, exc.code, exc.message, exc.details)
+
+    @app.after_request
+    def _no_html_from_api(response: Response) -> Response:
+        """Flask's own answers that no handler sees stay JSON on `/api` paths: `OPTIONS`
+        answers 204 with `Allow` and no body (it was an empty `text/html` page), and a routing
+        redirect carries the JSON body of its status."""
+        if not is_api_path(request.path) or response.mimetype != "text/html":
+            return response
+        if request.method == "OPTIONS" and response.status_code == 200:
+            response.status_code = 204
+            response.set_data(b"")
+            del response.headers["Content-Type"]
+            return response
+        replaced = error_response(
+            response.status_code, CODE_BY_STATUS.get(response.status_code, "BAD_REQUEST"),
+            response.status, {},
+        )
+        for name in ("Location", "Allow"):
+            if name in response.headers:
+                replaced.headers[name] = response.headers[name]
+        return replaced
 
 
 @contextmanager

@@ -153,6 +153,21 @@ def test_unknown_path_and_method_are_json(admin_api):
     assert {"GET", "PATCH", "DELETE"} <= set(response.headers["Allow"].split(", "))
 
 
+def test_options_and_doubled_slashes_answer_without_html(client, admin_api):
+    # OPTIONS names the methods a path takes, with no body (it was an empty text/html page).
+    response = admin_api.request("OPTIONS", "/schedules")
+    assert response.status_code == 204 and response.data == b""
+    assert "text/html" not in response.headers.get("Content-Type", "")
+    assert {"GET", "POST"} <= set(response.headers["Allow"].split(", "))
+    assert response.headers["X-Frame-Options"] == "DENY"
+    # A doubled slash is not found, in JSON (it was a 308 redirect with an HTML page).
+    response = admin_api.get("//namespaces")
+    assert response.status_code == 404 and error_of(response)["code"] == "NOT_FOUND"
+    assert "Location" not in response.headers
+    # `/api` itself is an API path.
+    assert error_of(client.get("/api"))["code"] == "NOT_FOUND"
+
+
 def test_oversized_body_is_413(app, admin_api):
     before = namespace_count(app)
     response = admin_api.post("/namespaces", json={"name": "x" * (2 * 1024 * 1024)})
