@@ -117,6 +117,18 @@ class Spec:
             end_at=_instant(data, "end_at"),
         )
 
+    def fires_like(self, other: Spec) -> bool:
+        """True when both specs have the same occurrences whatever their spelling: the same
+        expanded cron fields (`00` is `0`, `0-23` is `*`, in any order, repeats ignored), the
+        same intervals, zone name and bounds."""
+        return self._occurrence_key() == other._occurrence_key()
+
+    def _occurrence_key(self) -> tuple[Any, ...]:
+        fields = frozenset(
+            (c.minutes, c.hours, c.days, c.months, c.weekdays) for c in self.calendars
+        )
+        return (fields, frozenset(self.intervals), self.timezone, self.start_at, self.end_at)
+
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON-able form."""
         return {

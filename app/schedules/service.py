@@ -236,8 +236,11 @@ def _replace(
         # again in plaintext, which seals to the same token): a no-op writes nothing.
         return
     w = Writes()
-    fresh_cursor = unblock or (schedule.status == "active" and "spec" in changed)
-    if schedule.status == "active" and "spec" in changed:
+    # A calendar spelled anew (`00` for `0`) that fires alike keeps its cursor and whatever is
+    # due but not yet ticked, as any other change that leaves the occurrences alone does.
+    new_calendar = "spec" in changed and not config.spec.fires_like(previous.spec)
+    fresh_cursor = unblock or (schedule.status == "active" and new_calendar)
+    if schedule.status == "active" and new_calendar:
         # The old calendar's period ends now; the new one starts from a fresh future cursor.
         account_until(w, schedule, now, "updated", context)
     if unblock:

@@ -439,3 +439,29 @@ def test_concurrent_creates_of_one_id_exactly_one_wins(h, db_url):
     assert sorted(outcomes) == ["SCHEDULE_REVISION", "created"]
     assert h.read("twin")["revision"] == 1
     assert h.event_types("twin") == ["ScheduleCreated"]
+
+
+def test_a_calendar_spelled_anew_keeps_what_is_due_but_not_ticked(h):
+    """`00 * * * *` fires as `0 * * * *` does: a save that only respells the calendar keeps the
+    cursor, so the occurrence due but not yet ticked still fires; a real change drops it."""
+    h.create("s", cron="0 * * * *", jitter_seconds=3600)
+    h.set_clock("2026-01-05T13:00:01Z")  # 13:00 is due, its jittered time is later
+    for revision, spelling in enumerate(("00 * * * *", "0 0-23 * * *", "0 * 1-31 * *"), 1):
+        headers = {"If-Match": str(revision)}
+        saved = h.api.request("PATCH", "/schedules/s", json={"cron": spelling}, headers=headers)
+        assert saved.status_code == 200, saved.get_json()
+        assert saved.get_json()["spec"]["cron_expressions"] == [spelling]
+    assert h.ledger() == []
+    due = h.read()["next_fire_at"]
+    assert due.startswith("2026-01-05T13:")
+    assert [row["outcome"] for row in h.tick(due)] == ["triggered"]
+    assert [(row["kind"], row["instant"]) for row in h.ledger()] == [
+        ("started", "2026-01-05T13:00:00Z")
+    ]
+    # A calendar that fires differently starts afresh: what was due under the old one is
+    # accounted as skipped (`updated`).
+    h.set_clock("2026-01-05T15:00:01Z")
+    headers = {"If-Match": str(h.read()["revision"])}
+    changed = h.api.request("PATCH", "/schedules/s", json={"cron": "30 * * * *"}, headers=headers)
+    assert changed.status_code == 200
+    assert [(row["kind"], row["reason"]) for row in h.ledger()][-1:] == [("skipped", "updated")]
