@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -39,7 +39,10 @@ class PreviewItem:
 def preview(
     spec: Spec, after: datetime, count: int = 10, *, uid: str = "", jitter_seconds: int = 0
 ) -> list[PreviewItem]:
-    """The next `count` (1..100) due times strictly after `after`."""
+    """The due times of the next `count` (1..100) occurrences strictly after `after`: what a
+    schedule saved at `after` fires, its jitter drawn from `uid`. An occurrence at or before
+    `after` is not listed even when its jitter would put it later: a save starts its schedule
+    after it, so it never fires (a saved schedule's own forecast starts at its cursor)."""
     if isinstance(count, bool) or not isinstance(count, int):
         raise CalendarError("count must be an integer", ("count",))
     if not 1 <= count <= MAX_PREVIEW_COUNT:
@@ -47,16 +50,14 @@ def preview(
     check_jitter_seconds(jitter_seconds)
     after = require_utc(after, ("after",))
     items = _due_items(spec, after, uid, jitter_seconds)
-    return list(islice((item for item in items if item.at > after), count))
+    return list(islice(items, count))
 
 
 def _due_items(spec: Spec, after: datetime, uid: str, jitter_seconds: int) -> Iterator[PreviewItem]:
-    # Jitter is below jitter_seconds, so an occurrence this far back may still be due later.
-    start = after - timedelta(seconds=jitter_seconds)
     # The save's range check: 50 years from max(after, start_at), so a spec starting later
     # than that still shows the occurrence its save found (start_at is at most year 9000).
-    first = start if spec.start_at is None else max(start, spec.start_at)
-    stream = iter_occurrences(spec, start, first + HORIZON)
+    first = after if spec.start_at is None else max(after, spec.start_at)
+    stream = iter_occurrences(spec, after, first + HORIZON)
     current = next(stream, None)
     while current is not None:
         following = next(stream, None)

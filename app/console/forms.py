@@ -35,6 +35,15 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def calendar_lines(text: str) -> list[str]:
+    """A calendar field's lines as the API would take them: lines end at a browser's CRLF (or
+    LF), and only plain spaces at their ends are dropped. A tab, a no-break space or a Unicode
+    line separator stays in, so the grammar refuses it as it does through the API, instead of
+    the form quietly reading it as a space or a second line."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    return [line.strip(" ") for line in lines if line.strip(" ")]
+
+
 def _fail(field: str, msg: str) -> ValidationFailed:
     return ValidationFailed([{"loc": [field], "msg": msg}])
 
@@ -68,8 +77,8 @@ def _int(form: MultiDict[str, str], field: str) -> int | None:
 def _intervals(text: str) -> list[dict[str, str]]:
     """Lines like `PT6H` or `PT6H offset PT5M`."""
     intervals = []
-    for line in _lines(text):
-        words = line.split()
+    for line in calendar_lines(text):
+        words = [word for word in line.split(" ") if word]
         if len(words) == 1:
             intervals.append({"every": words[0]})
         elif len(words) == 3 and words[1].lower() == "offset":
@@ -81,7 +90,7 @@ def _intervals(text: str) -> list[dict[str, str]]:
 
 def _check_intervals(text: str) -> None:
     """Each interval line written right and meaning an interval, the line named when not."""
-    for line, interval in zip(_lines(text), _intervals(text), strict=True):
+    for line, interval in zip(calendar_lines(text), _intervals(text), strict=True):
         try:
             Spec.from_dict({"intervals": [interval]})
         except CalendarError as exc:
@@ -96,13 +105,20 @@ def _labels(text: str) -> dict[str, str]:
 def spec_from_form(form: MultiDict[str, str]) -> dict[str, Any]:
     """The `spec` object of the form's calendar fields."""
     spec: dict[str, Any] = {
-        "cron_expressions": _lines(form.get("cron_expressions", "")),
+        "cron_expressions": calendar_lines(form.get("cron_expressions", "")),
         "intervals": _intervals(form.get("intervals", "")),
-        "timezone": form.get("timezone", "").strip() or "UTC",
+        "timezone": _calendar_text(form, "timezone") or "UTC",
     }
     for bound in ("start_at", "end_at"):
-        spec[bound] = form.get(bound, "").strip() or None
+        spec[bound] = _calendar_text(form, bound) or None
     return spec
+
+
+def _calendar_text(form: MultiDict[str, str], field: str) -> str:
+    """A one-line calendar field as typed (an empty or blank one is left out): `" UTC "` is
+    refused as the API refuses it, naming the zone it probably means."""
+    raw = form.get(field, "")
+    return raw if raw.strip() else ""
 
 
 def request_from_form(
@@ -238,10 +254,10 @@ def form_errors(form: MultiDict[str, str], stored: dict[str, Any] | None = None)
         "schedule_id": lambda: _schedule_id(form),
         "cron_expressions": lambda: [
             Spec.from_dict({"cron_expressions": [line]})
-            for line in _lines(form.get("cron_expressions", ""))
+            for line in calendar_lines(form.get("cron_expressions", ""))
         ],
         "intervals": lambda: _check_intervals(form.get("intervals", "")),
-        "timezone": lambda: validate_timezone(form.get("timezone", "").strip() or "UTC"),
+        "timezone": lambda: validate_timezone(_calendar_text(form, "timezone") or "UTC"),
         "start_at": lambda: _instant(form, "start_at"),
         "end_at": lambda: _instant(form, "end_at"),
         "labels": lambda: _labels(form.get("labels", "")),
@@ -283,9 +299,15 @@ def _schedule_id(form: MultiDict[str, str]) -> None:
 
 
 def _instant(form: MultiDict[str, str], field: str) -> None:
-    raw = form.get(field, "").strip()
+    raw = _calendar_text(form, field)
     if raw:
         parse_instant(raw, (field,))
+
+
+def bounded_int(form: MultiDict[str, str], field: str) -> int | None:
+    """A whole-number field within its range (`INT_RANGES`), or 422 naming it."""
+    _bounded(form, field)
+    return _int(form, field)
 
 
 def _bounded(form: MultiDict[str, str], field: str) -> None:

@@ -18,6 +18,7 @@ from app.console import errors
 from app.console.common import actor, command
 from app.console.forms import (
     LABELS,
+    bounded_int,
     errors_by_field,
     form_errors,
     form_from_config,
@@ -203,6 +204,22 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.strip().splitlines()]
 
 
+def _due_times(view: NamespaceView, spec: Spec, jitter: int, named: str | None) -> list[Any]:
+    """The due times the schedule fires once saved. Jitter is drawn from the schedule's uid:
+    an edited schedule previews its own due times, a new one those the form's simulation shows
+    (docs/console.md). A new calendar starts after now, as its save does; an edited schedule
+    whose calendar still fires alike keeps its cursor, so what is due but not yet ticked is
+    listed first, as its page's forecast lists it."""
+    session, now = context.session(), context.now()
+    existing = store.find(session, view.current, named) if named else None
+    after = now
+    if existing is not None and existing.status == "active" and existing.cursor_at is not None:
+        keeps = Spec.from_dict(existing.spec).fires_like(spec)
+        after = existing.cursor_at if keeps else max(existing.cursor_at, now)
+    uid = jitter_uid(session, view.current, named)
+    return preview(spec, after, 8, uid=uid, jitter_seconds=jitter)
+
+
 @bp.post("/ns/<ns>/calendar/preview")
 @login_required
 def live_preview(ns: str) -> Response:
@@ -216,12 +233,10 @@ def live_preview(ns: str) -> Response:
         )
     try:
         spec = Spec.from_dict(spec_from_form(request.form))
-        jitter = inputs.ascii_int(request.form.get("jitter_seconds") or "0") or 0
-        # Jitter is drawn from the schedule's uid: an edited schedule previews its own due
-        # times, a new one those the form's simulation shows (docs/console.md).
+        # A jitter the save would refuse is named here too, not previewed as another value.
+        jitter = bounded_int(request.form, "jitter_seconds") or 0
         named = request.args.get("schedule") or request.form.get("schedule_id", "").strip()
-        uid = jitter_uid(context.session(), view.current, named or None)
-        items = preview(spec, context.now(), 8, uid=uid, jitter_seconds=max(0, min(jitter, 3600)))
+        items = _due_times(view, spec, jitter, named or None)
         note = zone_note(spec.timezone)
     except (CalendarError, AlmanacError, ValueError) as exc:
         error = _errors_of(exc)

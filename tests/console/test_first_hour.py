@@ -12,7 +12,7 @@ from sqlalchemy import func, insert, select
 
 from app.console import session as console_session
 from app.console.filters import relative
-from app.context import database
+from app.context import clock, database
 from app.db import Membership, Namespace, Schedule, User
 from app.ticker.tick import run_tick
 from tests.conftest import FIXED_NOW
@@ -402,9 +402,7 @@ def test_the_form_preview_shows_the_due_times_the_schedule_will_use_with_jitter(
         client, url, token, cron_expressions="0 * * * *", timezone="Australia/Sydney",
         jitter_seconds="40",
     )  # fmt: skip
-    # (The preview also lists the 12:00 occurrence, due after "now" but not after the
-    # schedule's cursor: previews list due times after now.)
-    assert [at for at in _z(shown) if at >= upcoming[0]][:4] == upcoming
+    assert _z(shown)[:4] == upcoming
     assert len(set(at[17:19] for at in upcoming)) > 1  # jittered, not all on the minute
     # A new schedule: the preview agrees with the simulation of the same form.
     token = csrf_from(client.get("/ns/default/schedules/new"))
@@ -415,10 +413,98 @@ def test_the_form_preview_shows_the_due_times_the_schedule_will_use_with_jitter(
     body = {
         "id": "sim-test", "cron": "*/20 * * * *", "timezone": "America/New_York",
         "jitter_seconds": 30, "action": {"workflow": "invoice-sync"},
-        "from": "2026-01-05T12:00:00Z", "to": "2026-01-05T15:00:00Z",
+        # Saved just before 12:00:01, as the form would save it now (12:00:00).
+        "from": "2026-01-05T12:00:01Z", "to": "2026-01-05T15:00:00Z",
     }  # fmt: skip
     simulated = api.post("/schedules/simulate", json=body).get_json()["items"]
     assert _z(shown[:4]) == [item["due_at"] for item in simulated[:4]]
+
+
+def _set_clock(app, when):
+    with database(app).session() as session:
+        clock(app).set(session, when)
+        session.commit()
+
+
+def test_the_form_preview_lists_only_what_the_saved_schedule_will_fire(app, client, olga, api_for):
+    """A save starts a new calendar after now: an occurrence at or before now never fires,
+    even when its jitter would put it later, so the preview does not list it (it did)."""
+    api = api_for("apiuser")
+    _schedule(api, "jit", cron="*/10 * * * *", jitter_seconds=599)  # cursor at 12:00
+    _set_clock(app, FIXED_NOW + timedelta(minutes=10, seconds=1))  # 12:10 is due, not ticked
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    fresh = _z(
+        _previewed(
+            client, "/ns/default/calendar/preview", token, schedule_id="fresh",
+            cron_expressions="*/10 * * * *", jitter_seconds="599",
+        )
+    )  # fmt: skip
+    assert fresh[0] >= "2026-01-05T12:20:00Z"
+    # The edited schedule with its calendar as it is: its own forecast, the pending 12:10 first.
+    form = client.get("/ns/default/schedules/jit/edit").get_data(as_text=True)
+    url = re.search(r'hx-post="([^"]*calendar/preview[^"]*)"', form).group(1).replace("&amp;", "&")
+    upcoming = [item["at"] for item in api.get("/schedules/jit?upcoming=3").get_json()["upcoming"]]
+    assert upcoming[0] < "2026-01-05T12:20:00Z"
+    fields = {"jitter_seconds": "599"}
+    kept = _previewed(client, url, token, cron_expressions="*/10 * * * *", **fields)
+    assert _z(kept)[:3] == upcoming
+    # Spelled anew, it still fires alike: the same forecast.
+    respelled = _previewed(client, url, token, cron_expressions="0-59/10 * * * *", **fields)
+    assert _z(respelled)[:3] == upcoming
+    # A new calendar starts after now: the 12:10 occurrence is gone, as it is once saved.
+    lines = "*/10 * * * *\r\n5-59/10 * * * *"
+    changed = _z(_previewed(client, url, token, cron_expressions=lines, **fields))
+    patch = {"spec": {"cron_expressions": ["*/10 * * * *", "5-59/10 * * * *"]}}
+    saved = api.request("PATCH", "/schedules/jit", json=patch, headers={"If-Match": "1"})
+    assert saved.status_code == 200, saved.get_json()
+    after = [item["at"] for item in api.get("/schedules/jit?upcoming=3").get_json()["upcoming"]]
+    assert changed[:3] == after and after[0] >= "2026-01-05T12:15:00Z"
+
+
+@pytest.mark.parametrize("jitter", ["3601", "-1", "1.5", "١٢"])
+def test_the_form_preview_names_a_jitter_the_save_refuses(client, olga, jitter):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    html = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={"csrf_token": token, "cron_expressions": "0 0 * * *", "jitter_seconds": jitter},
+    ).get_data(as_text=True)
+    assert "jitter seconds:" in html and "must be a whole number" in html
+    assert "<time" not in html
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("cron_expressions", "\t0 0 * * *"),
+        ("cron_expressions", "0 0 * * *\u00a0"),
+        ("cron_expressions", "0 0 * * *\u20280 1 * * *"),
+        ("intervals", "PT1H\toffset\tPT5M"),
+        ("timezone", " UTC "),
+    ],
+)
+def test_the_form_refuses_the_whitespace_the_api_refuses(client, olga, api_for, field, value):
+    """A tab, a no-break space or a Unicode line separator in a calendar field is refused, as
+    the API refuses it; the form read them as spaces or a second line and saved."""
+    data = {"cron_expressions": "", "intervals": "", "timezone": "UTC", field: value}
+    spec = {"cron_expressions": [data["cron_expressions"]]} if data["cron_expressions"] else {}
+    if data["intervals"]:
+        spec["intervals"] = [{"every": data["intervals"]}]
+    else:
+        spec.setdefault("cron_expressions", ["0 0 * * *"])
+    spec["timezone"] = data["timezone"]
+    api = api_for("apiuser")
+    refused = api.post("/schedules", json={"id": "w", "spec": spec, "workflow": "invoice-sync"})
+    assert refused.status_code == 422
+    if field == "timezone":
+        data["cron_expressions"] = "0 0 * * *"
+    form = client.get("/ns/default/schedules/new")
+    response = client.post(
+        "/ns/default/schedules/new",
+        data={"csrf_token": csrf_from(form), "schedule_id": "w", "workflow": "invoice-sync"} | data,
+    )
+    assert response.status_code == 422
+    assert api.get("/schedules/w").status_code == 404
 
 
 def test_preview_notes_that_a_fixed_offset_zone_never_observes_dst(client, olga):
