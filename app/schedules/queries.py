@@ -36,6 +36,7 @@ from app.db import (
 from app.errors import InvalidCursor
 from app.inputs import ascii_int
 from app.paging import keyset, split_page
+from app.schedules import sealed
 from app.schedules.errors import invalid
 
 MAX_HISTORY_LIMIT = 500
@@ -273,7 +274,8 @@ def occurrences(
 def history(
     session: Session, namespace: Namespace, schedule: Schedule, limit: int, after_sequence: int
 ) -> dict[str, Any]:
-    """One page of the audit stream, in its documented shape."""
+    """One page of the audit stream, in its documented shape; schedule inputs are masked where
+    any version of their workflow marks a secret (once secret, stays secret)."""
     event = ScheduleHistoryEvent
     # Plain rows, not ORM objects: clients walk long streams 500 events at a time, and building
     # entities dominated the time of a page.
@@ -288,6 +290,9 @@ def history(
     ).where(event.schedule_pk == schedule.id)
     query = keyset(query, [event.sequence], [after_sequence], limit, descending=False)
     rows, key = split_page(list(session.execute(query)), limit, lambda row: [row.sequence])
+    schemas = sealed.input_schemas(
+        session, namespace, schedule.workflow_name, [row.payload for row in rows]
+    )
     return {
         "schedule_id": schedule.schedule_id,
         "namespace": namespace.name,
@@ -296,7 +301,7 @@ def history(
                 "id": row.id,
                 "sequence": row.sequence,
                 "event_type": row.event_type,
-                "payload": row.payload,
+                "payload": sealed.masked_payload(row.payload, schemas),
                 "workflow_instance_id": row.workflow_instance_id,
                 "workflow_run_id": row.workflow_run_id,
                 "recorded_at": format_utc(row.recorded_at),
