@@ -29,7 +29,8 @@ def login() -> str:
 def login_post() -> Response | tuple[str, int, dict[str, str]] | tuple[str, int]:
     """Sign in with a username and password; failures never say which part was wrong.
 
-    Throttled per username and per client address before the password hash is computed.
+    Throttled per username and per client address: the attempt is counted (committed) before
+    the password hash is computed, and a success clears the username's count.
     """
     username = request.form.get("username", "")[:64]
     password = request.form.get("password", "")[:1024]
@@ -37,18 +38,17 @@ def login_post() -> Response | tuple[str, int, dict[str, str]] | tuple[str, int]
     db, now = context.session(), context.now()
     address = (request.remote_addr or "unknown")[:64]
     try:
-        throttle.check(db, now, username, address)
+        throttle.admit(db, now, username, address)
     except throttle.TooManyAttempts as exc:
         flash("Too many failed sign-ins. Wait a few minutes, then try again.", "error")
         page = render_template("login.html", next=target)
         return page, 429, {"Retry-After": str(exc.retry_after)}
     user = auth_service.authenticate_password(db, username, password)
-    begin_write(db)
     if user is None:
-        throttle.record_failure(db, now, username, address)
-        db.commit()
+        # The attempt was counted as a failure when it was admitted: nothing more to write.
         flash("Wrong username or password.", "error")
         return render_template("login.html", next=target), 401
+    begin_write(db)
     throttle.clear(db, username)
     if current_user.is_authenticated:
         # Signing in again from a signed-in browser replaces its session: the old id ends.
