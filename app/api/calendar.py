@@ -13,6 +13,7 @@ from app.api.routing import operation, parse_body
 from app.auth.grants import RUN_READ
 from app.db import Namespace
 from app.schedules.config import spec_error, spec_request
+from app.schedules.simulate_start import preview_start
 
 bp = Blueprint("api_calendar", __name__)
 errors.register(bp)
@@ -35,9 +36,9 @@ def preview(namespace: Namespace) -> Any:
         spec = calendar.Spec.from_dict(spec_request(calendar_fields))
     except calendar.CalendarError as exc:
         raise spec_error(calendar_fields, exc) from None
+    start, uid = preview_start(context.session(), namespace, body.schedule_id, spec, context.now())
     # An empty `after` is a bad instant, not "now" (leave the field out for now).
-    after = (
-        calendar.parse_instant(body.after, ("after",)) if body.after is not None else context.now()
-    )
-    items = calendar.preview(spec, after, body.count, jitter_seconds=body.jitter_seconds)
+    after = calendar.parse_instant(body.after, ("after",)) if body.after is not None else start
+    jitter = body.jitter_seconds or 0
+    items = calendar.preview(spec, after, body.count, uid=uid, jitter_seconds=jitter)
     return jsonify({"occurrences": [item.to_dict() for item in items]})

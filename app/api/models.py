@@ -45,14 +45,16 @@ class NamespaceIn(Strict):
 
 
 class PreviewIn(Strict):
-    """A spec, or the `cron` and `timezone` shorthands a save accepts."""
+    """A spec, or the `cron` and `timezone` shorthands a save accepts; `schedule_id` names the
+    schedule it would be saved as (its jitter, and its cursor when the calendar fires alike)."""
 
     spec: dict[str, Any] | None = None
-    cron: str | None = Field(default=None, max_length=256)
-    timezone: str | None = Field(default=None, max_length=64)
+    cron: str | None = None
+    timezone: str | None = None
     after: str | None = Field(default=None, max_length=64)
     count: int = Field(default=10, ge=1, le=100)
-    jitter_seconds: int = Field(default=0, ge=0, le=3600)
+    jitter_seconds: int | None = Field(default=0, ge=0, le=3600)
+    schedule_id: str | None = Field(default=None, max_length=128)
 
 
 class ClockIn(Strict):

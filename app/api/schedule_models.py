@@ -42,8 +42,9 @@ class ScheduleIn(Strict):
     schedule_id: str | None = Field(default=None, max_length=128, json_schema_extra=NOT_EMPTY)
     id: str | None = Field(default=None, max_length=128, json_schema_extra=NOT_EMPTY)
     spec: dict[str, Any] | None = None
-    cron: str | None = Field(default=None, max_length=256)
-    timezone: str | None = Field(default=None, max_length=64)
+    # Their length is the calendar's to refuse, as it refuses the same text inside `spec`.
+    cron: str | None = None
+    timezone: str | None = None
     action: ActionIn | None = None
     workflow: str | None = Field(default=None, min_length=1, max_length=128)
     activation_id: str | None = Field(default=None, min_length=1, max_length=36)

@@ -31,7 +31,7 @@ from app.console.session import NamespaceView, namespace_view
 from app.errors import AlmanacError
 from app.schedules import service, store
 from app.schedules.errors import RevisionConflict, ScheduleDeleted
-from app.schedules.simulate_start import jitter_uid
+from app.schedules.simulate_start import preview_start
 
 bp = Blueprint("console_schedule_forms", __name__)
 errors.register(bp)
@@ -205,18 +205,10 @@ def _lines(text: str) -> list[str]:
 
 
 def _due_times(view: NamespaceView, spec: Spec, jitter: int, named: str | None) -> list[Any]:
-    """The due times the schedule fires once saved. Jitter is drawn from the schedule's uid:
-    an edited schedule previews its own due times, a new one those the form's simulation shows
-    (docs/console.md). A new calendar starts after now, as its save does; an edited schedule
-    whose calendar still fires alike keeps its cursor, so what is due but not yet ticked is
-    listed first, as its page's forecast lists it."""
-    session, now = context.session(), context.now()
-    existing = store.find(session, view.current, named) if named else None
-    after = now
-    if existing is not None and existing.status == "active" and existing.cursor_at is not None:
-        keeps = Spec.from_dict(existing.spec).fires_like(spec)
-        after = existing.cursor_at if keeps else max(existing.cursor_at, now)
-    uid = jitter_uid(session, view.current, named)
+    """The due times the schedule fires once saved (`preview_start`). Jitter is drawn from the
+    schedule's uid: an edited schedule previews its own due times, a new one those the form's
+    simulation shows (docs/console.md)."""
+    after, uid = preview_start(context.session(), view.current, named, spec, context.now())
     return preview(spec, after, 8, uid=uid, jitter_seconds=jitter)
 
 

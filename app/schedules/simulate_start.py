@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.calendar import CalendarError, check_range, parse_duration, parse_instant
+from app.calendar import CalendarError, Spec, check_range, parse_duration, parse_instant
 from app.db import Namespace, Schedule
 from app.runs import lifecycle
 from app.runs.errors import ActivationNotFound, ActivationNotReady
@@ -155,6 +155,24 @@ def jitter_uid(session: Session, namespace: Namespace, schedule_id: str | None) 
     schedule's (a replacement keeps it), else the stand-in `from_body` uses."""
     existing = store.find(session, namespace, schedule_id) if schedule_id else None
     return existing.uid if existing is not None else _stand_in_uid(namespace, schedule_id)
+
+
+def preview_start(
+    session: Session, namespace: Namespace, schedule_id: str | None, spec: Spec, now: datetime
+) -> tuple[datetime, str]:
+    """Where a preview of `spec`, for the schedule saved as `schedule_id`, starts, and the uid
+    its jitter is drawn from: what the schedule fires once saved now. A new calendar (a new
+    schedule, or one whose calendar fires differently) starts after now; one that fires alike
+    (respelled, or untouched) keeps the schedule's cursor, so what is due but not yet ticked
+    comes first, as in its forecast."""
+    existing = store.find(session, namespace, schedule_id) if schedule_id else None
+    if existing is None:
+        return now, _stand_in_uid(namespace, schedule_id)
+    after = now
+    if existing.status == "active" and existing.cursor_at is not None:
+        keeps = Spec.from_dict(existing.spec).fires_like(spec)
+        after = existing.cursor_at if keeps else max(existing.cursor_at, now)
+    return after, existing.uid
 
 
 def _stand_in_uid(namespace: Namespace, schedule_id: str | None) -> str:

@@ -90,3 +90,50 @@ def test_preview_past_end_at_lists_nothing(admin_api):
     )
     assert response.status_code == 200
     assert response.get_json()["occurrences"] == []
+
+
+def test_preview_names_the_schedule_whose_jitter_and_cursor_it_uses(h):
+    """`schedule_id` previews what that schedule fires: its own jitter (the preview drew it
+    from no schedule at all), from its cursor while the calendar fires alike, and without the
+    occurrence a save now would leave behind when it does not."""
+    h.create("jx", cron="*/10 * * * *", jitter_seconds=599)  # cursor at 12:00
+    h.set_clock("2026-01-05T12:10:01Z")  # 12:10 is due, not ticked
+    upcoming = [item["at"] for item in h.read("jx")["upcoming"]]
+    assert upcoming[0] < "2026-01-05T12:20:00Z"
+
+    def previewed(**body):
+        base = {"cron": "*/10 * * * *", "jitter_seconds": 599, "count": 5}
+        response = h.api.post("/namespaces/default/calendar/preview", json=base | body)
+        assert response.status_code == 200, response.get_json()
+        return [item["at"] for item in response.get_json()["occurrences"]]
+
+    assert previewed(schedule_id="jx") == upcoming
+    assert previewed(schedule_id="jx", cron="0-59/10 * * * *") == upcoming
+    # Another calendar starts after now, as the save would.
+    changed = previewed(schedule_id="jx", cron="5-59/10 * * * *")
+    assert changed[0] >= "2026-01-05T12:15:00Z"
+    # Unnamed, or naming a schedule not saved yet: a new calendar, after now.
+    assert previewed()[0] >= "2026-01-05T12:20:00Z"
+    assert previewed(schedule_id="not-yet")[0] >= "2026-01-05T12:20:00Z"
+    # `after` still says where it starts.
+    assert previewed(schedule_id="jx", after="2026-01-05T12:19:59Z")[:4] == upcoming[1:5]
+
+
+def test_preview_refuses_what_a_save_refuses_with_the_same_codes(h):
+    """A shorthand's length is the calendar's to refuse, in the preview and the save alike; a
+    null jitter is none, as in a save."""
+    long = "0 0 * * " + "1," * 130 + "1"
+    for path, body in (
+        ("/namespaces/default/calendar/preview", {"cron": long}),
+        ("/schedules", {"id": "long", "cron": long, "workflow": "wf"}),
+    ):
+        response = h.api.post(path, json=body)
+        assert response.status_code == 422
+        error = response.get_json()["error"]
+        assert error["code"] == "CALENDAR_INVALID", error
+        assert error["details"]["errors"][0]["loc"][0] == "cron"
+        assert "longer than 256" in error["message"]
+    response = h.api.post(
+        "/namespaces/default/calendar/preview", json={"cron": "0 0 * * *", "jitter_seconds": None}
+    )
+    assert response.status_code == 200
