@@ -11,7 +11,7 @@ from itertools import islice
 from app.calendar.counting import count_occurrences
 from app.calendar.cron import iter_cron
 from app.calendar.errors import SpecRangeError
-from app.calendar.instants import format_utc, require_utc
+from app.calendar.instants import MAX_INSTANT, format_utc, require_utc
 from app.calendar.spec import Interval, Spec
 from app.calendar.walltime import Item
 
@@ -19,7 +19,9 @@ from app.calendar.walltime import Item
 HORIZON = timedelta(days=18263)
 # Far enough from datetime's limits that local-date arithmetic in any zone cannot overflow.
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
-LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+# The last instant a request may name (the end of year 9000): a spec has its occurrences through
+# it, so one starting in 9000 is not refused as having none.
+LATEST = MAX_INSTANT
 ONE_MICROSECOND = timedelta(microseconds=1)
 ONE_DAY = timedelta(days=1)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

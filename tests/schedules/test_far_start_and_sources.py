@@ -35,8 +35,10 @@ def origins(h, schedule_id: str = "s") -> dict[str, Any]:
     "start, fires",
     [
         ("2090-01-01T00:00:00Z", ["2090-01-01", "2090-01-02", "2090-01-03"]),
-        # The calendar ends with year 9000: a start just before it has two fires left.
-        ("8999-12-31T00:00:00Z", ["8999-12-31", "9000-01-01"]),
+        # The calendar ends with year 9000, the last an instant may name: a start in its last
+        # days has their fires left (it ended when the year began, and such a start was refused).
+        ("8999-12-31T00:00:00Z", ["8999-12-31", "9000-01-01", "9000-01-02"]),
+        ("9000-12-30T00:00:00Z", ["9000-12-30", "9000-12-31"]),
     ],
 )
 def test_a_far_start_lists_the_fires_its_next_fire_at_announces(h, start, fires):
