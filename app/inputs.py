@@ -56,14 +56,33 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once: `{"count": 1, "count": 2}` is refused, not
+    read as its last value (a proxy or validator reading the first would see another request)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {key!r} is given twice in one object")
+            seen.add(key)
+    return value
+
+
 def loads(raw: str | bytes, loc: list[str | int]) -> Any:
     """Parse JSON text; malformed text is 400, nesting deeper than 64 levels is 422 naming `loc`.
 
     `NaN` and `Infinity` are refused: they are not JSON and PostgreSQL cannot store them; so is
-    a number too large for a float (`1e400`), which would become infinity.
+    a number too large for a float (`1e400`), which would become infinity, and an object that
+    gives one key twice.
     """
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(
+            raw,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
     except RecursionError:
         value = None
         too_deep = True

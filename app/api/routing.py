@@ -202,6 +202,12 @@ def json_object() -> dict[str, Any]:
     as form fields before the view ran, and passed on as an empty object whose validation
     errors named fields the caller had sent.
     """
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        # Read as it came, a compressed body was refused as invalid JSON (gzip) or, worse, read
+        # as plain text when it was not compressed after all (`br` on a plain body).
+        msg = f"Content-Encoding {encoding!r} is not supported: send the body uncompressed"
+        raise BadRequest(msg, reason=msg)
     if request.mimetype in inputs.FORM_TYPES and (request.content_length or 0) > 0:
         msg = f"the body is {request.mimetype}; send JSON with Content-Type: application/json"
         raise BadRequest(msg, reason=msg)

@@ -168,6 +168,24 @@ def test_options_and_doubled_slashes_answer_without_html(client, admin_api):
     assert error_of(client.get("/api"))["code"] == "NOT_FOUND"
 
 
+def test_a_key_given_twice_or_a_compressed_body_is_400_naming_it(app, admin_api):
+    before = namespace_count(app)
+    twice = b'{"name": "first", "name": "second"}'
+    headers = {"Content-Type": "application/json"}
+    response = admin_api.post("/namespaces", data=twice, headers=headers)
+    assert response.status_code == 400 and "'name' is given twice" in error_of(response)["message"]
+    for encoding in ("gzip", "br"):
+        sent = headers | {"Content-Encoding": encoding}
+        response = admin_api.post("/namespaces", data=b'{"name": "plain"}', headers=sent)
+        assert response.status_code == 400
+        assert f"Content-Encoding '{encoding}' is not supported" in error_of(response)["message"]
+    assert namespace_count(app) == before
+    # `identity` is no encoding at all.
+    sent = headers | {"Content-Encoding": "identity"}
+    response = admin_api.post("/namespaces", data=b'{"name": "plain"}', headers=sent)
+    assert response.status_code == 201
+
+
 def test_oversized_body_is_413(app, admin_api):
     before = namespace_count(app)
     response = admin_api.post("/namespaces", json={"name": "x" * (2 * 1024 * 1024)})
