@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from app.api.models import Strict, keyed_strings
-from app.runs.definitions import MAX_STEPS, STEP_ID_RE
+from app.runs.definitions import MAX_STEPS, NAME_RE, STEP_ID_RE
 from app.schedules.config import (
     LABEL_KEY,
     LABEL_KEY_RULE,
@@ -42,15 +42,19 @@ class DefinitionIn(Strict):
     steps: list[StepIn] = Field(min_length=1, max_length=MAX_STEPS)
 
 
+# A workflow's name as deploys allow it, matched whole: `flow\n` is refused, not looked up.
+WORKFLOW_NAME = f"^{NAME_RE.pattern}$"
+
+
 class ActivationIn(Strict):
-    workflow: str = Field(min_length=1, max_length=128)
+    workflow: str = Field(min_length=1, max_length=128, pattern=WORKFLOW_NAME)
     version: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class RunIn(Strict):
     """Start a run of `workflow` (its newest ready activation) or of a pinned `activation_id`."""
 
-    workflow: str | None = Field(default=None, min_length=1, max_length=128)
+    workflow: str | None = Field(default=None, min_length=1, max_length=128, pattern=WORKFLOW_NAME)
     activation_id: str | None = Field(default=None, min_length=1, max_length=36)
     input: Any = Field(default_factory=dict)
     run_id: str | None = Field(default=None, min_length=1, max_length=255)
