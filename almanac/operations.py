@@ -143,9 +143,23 @@ class Operations:
         return self._call(Call("POST", "/namespaces", json=body), m.Namespace.from_json)
 
     def preview_calendar(
-        self, spec: Mapping[str, Any], *, after: datetime | str | None = None, count: int = 10
+        self,
+        spec: Mapping[str, Any],
+        *,
+        after: datetime | str | None = None,
+        count: int = 10,
+        jitter_seconds: int | None = None,
+        schedule_id: str | None = None,
     ) -> list[m.PreviewOccurrence]:
-        body = _body(spec=dict(spec), after=None if after is None else instant(after), count=count)
+        """The due times of `spec`'s next occurrences; with `schedule_id`, what that schedule
+        fires once saved with it (its own jitter, from its cursor while the spec fires alike)."""
+        body = _body(
+            spec=dict(spec),
+            after=None if after is None else instant(after),
+            count=count,
+            jitter_seconds=jitter_seconds,
+            schedule_id=schedule_id,
+        )
         call = Call("POST", self._ns("calendar", "preview"), json=body)
         return self._call(
             call, lambda d: [m.PreviewOccurrence.from_json(o) for o in d["occurrences"]]

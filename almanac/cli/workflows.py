@@ -120,9 +120,17 @@ def interval(text: str) -> dict[str, str]:
 @click.option("--interval", "intervals", multiple=True, help="EVERY[/OFFSET], e.g. PT6H/PT5M.")
 @click.option("--timezone", default="UTC", show_default=True)
 @click.option("--count", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--jitter", type=click.IntRange(0, 3600), help="Jitter seconds, as a save takes.")
+@click.option("--schedule", "schedule_id", help="Preview as this schedule: its jitter and cursor.")
 @connected
 def preview(
-    cli: Cli, crons: tuple[str, ...], intervals: tuple[str, ...], timezone: str, count: int
+    cli: Cli,
+    crons: tuple[str, ...],
+    intervals: tuple[str, ...],
+    timezone: str,
+    count: int,
+    jitter: int | None,
+    schedule_id: str | None,
 ) -> None:
     """The next due times of a calendar, with DST notes."""
     if not crons and not intervals:
@@ -132,7 +140,9 @@ def preview(
         "intervals": [interval(i) for i in intervals],
         "timezone": timezone,
     }
-    items = cli.client.preview_calendar(spec, count=count)
+    items = cli.client.preview_calendar(
+        spec, count=count, jitter_seconds=jitter, schedule_id=schedule_id
+    )
     body = {"occurrences": [item.raw for item in items]}
     columns = [
         ("At (UTC)", lambda o: o.get("at")),

@@ -137,6 +137,21 @@ def test_calendar_preview_and_its_error(almanac):
         almanac("calendar", "preview", "--cron", "0 2 * * *", "--count", "3", "-o", "jsonl")
     )
     assert [row["at"][11:] for row in rows] == ["02:00:00Z"] * 3
+    # Jitter as a save takes it, drawn from the schedule named (a stand-in for one not saved).
+    jittered = {
+        name: [
+            row["at"]
+            for row in lines(
+                almanac(
+                    "calendar", "preview", "--cron", "0 2 * * *", "--count", "3",
+                    "--jitter", "600", "--schedule", name, "-o", "jsonl",
+                )
+            )
+        ]
+        for name in ("nightly-a", "nightly-b")
+    }  # fmt: skip
+    assert jittered["nightly-a"] != jittered["nightly-b"]
+    assert all("02:00:00Z" <= at[11:] < "02:10:00Z" for ats in jittered.values() for at in ats)
     bad = almanac("calendar", "preview", "--cron", "61 * * * *")
     assert bad.exit_code == 1 and bad.stderr.startswith("error CALENDAR_INVALID: ")
     none = almanac("calendar", "preview")
