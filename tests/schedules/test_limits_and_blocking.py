@@ -6,7 +6,7 @@ import threading
 
 from sqlalchemy import select
 
-from app.db import ScheduleRevision
+from app.db import Run, ScheduleRevision
 from app.runs import lifecycle
 from app.schedules.audit import EVENT_KEYS
 from app.schedules.tick import due
@@ -360,3 +360,45 @@ def test_a_schedule_whose_pinned_activation_retired_takes_a_notes_patch_and_stay
         headers={"If-Match": str(h.read("blocked-one")["revision"])},
     )
     assert unblocked.status_code == 200 and unblocked.get_json()["status"] == "active"
+
+
+def test_cancel_other_at_capacity_asks_the_running_run_to_cancel_then_starts(h):
+    """Cancel first, then start: in a full namespace the old run, in the middle of a step, was
+    left running (its place was never freed) and every later occurrence was refused too."""
+    h.create("s", cron="*/10 * * * *", overlap_policy="cancel_other")
+    h.set_limit(1)
+    assert [r["outcome"] for r in h.tick("12:10")] == ["triggered"]
+    with h.db.session() as session:
+        old = session.scalar(select(Run).where(Run.schedule_id == "s"))
+        old.lease_owner = "worker-1"  # executing a step: it stops at the step's end
+        session.commit()
+    assert [r["outcome"] for r in h.tick("12:20")] == ["refused"]
+    (old,) = h.runs("s")
+    assert old.cancel_requested_at is not None and old.status != "cancelled"
+    assert [e.event_type for e in h.run_events(old.run_id)][-1] == "cancel_requested"
+    # Retried within its grace: asked once, not again.
+    assert [r["outcome"] for r in h.tick("12:20:20")] == ["refused"]
+    cancels = [e for e in h.run_events(old.run_id) if e.event_type == "cancel_requested"]
+    assert len(cancels) == 1
+    # The step ends and the run stops: the same occurrence starts in its place.
+    h.finish(old.run_id, "cancelled")
+    rows = h.tick("12:20:40")
+    assert [(r["outcome"], r["run_id"]) for r in rows] == [
+        ("triggered", "schedule:s:20260105T122000Z")
+    ]
+    assert [o["kind"] for o in h.ledger("s")] == ["started", "started"]
+
+
+def test_a_trigger_at_capacity_asks_no_run_to_cancel(h):
+    """A trigger refused for capacity writes nothing (429): it cancels nothing either."""
+    h.create("s", cron="0 0 1 1 *", overlap_policy="cancel_other")
+    h.set_limit(1)
+    assert h.post("s", "trigger").get_json()["outcome"] == "triggered"
+    with h.db.session() as session:
+        session.scalar(select(Run).where(Run.schedule_id == "s")).lease_owner = "worker-1"
+        session.commit()
+    h.set_clock("12:00:05")
+    refused = h.post("s", "trigger")
+    assert refused.status_code == 429, refused.get_json()
+    (run,) = h.runs("s")
+    assert run.cancel_requested_at is None

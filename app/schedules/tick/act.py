@@ -62,6 +62,12 @@ def act(
         return Act("buffered")
     freed = runs_freed(policy, [run.leased for run in active])
     if not ctx.has_room(freed):
+        if origin == "scheduled" and policy == "cancel_other":
+            # Cancel first, then start: the runs asked to cancel free their places at their
+            # next step boundary, and the refused occurrence is retried within its grace. (Left
+            # alone, they ran on while every later occurrence was refused too.) A trigger or a
+            # backfill refused for capacity is not retried, so it asks nothing.
+            _end_others(ctx, schedule, now, policy)
         return Act("refused", None, "capacity")
     _end_others(ctx, schedule, now, policy)
     run_id = start_occurrence(w, schedule, now, target, starter, firing, context)
