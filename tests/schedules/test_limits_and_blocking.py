@@ -402,3 +402,19 @@ def test_a_trigger_at_capacity_asks_no_run_to_cancel(h):
     assert refused.status_code == 429, refused.get_json()
     (run,) = h.runs("s")
     assert run.cancel_requested_at is None
+
+
+def test_cancel_other_asks_nothing_when_other_schedules_hold_the_namespace(h):
+    """Cancelling the schedule's own run would not make room: it is left to run."""
+    h.create("s", cron="*/10 * * * *", overlap_policy="cancel_other")
+    h.set_limit(2)
+    assert [r["outcome"] for r in h.tick("12:10")] == ["triggered"]
+    with h.db.session() as session:
+        session.scalar(select(Run).where(Run.schedule_id == "s")).lease_owner = "worker-1"
+        session.commit()
+    h.create("hog", cron="0 0 1 1 *")
+    assert h.post("hog", "trigger").get_json()["outcome"] == "triggered"
+    h.set_limit(1)
+    assert [r["outcome"] for r in h.tick("12:20")] == ["refused"]
+    (run,) = h.runs("s")
+    assert run.cancel_requested_at is None

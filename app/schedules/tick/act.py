@@ -62,11 +62,13 @@ def act(
         return Act("buffered")
     freed = runs_freed(policy, [run.leased for run in active])
     if not ctx.has_room(freed):
-        if origin == "scheduled" and policy == "cancel_other":
+        if origin == "scheduled" and policy == "cancel_other" and ctx.has_room(len(active)):
             # Cancel first, then start: the runs asked to cancel free their places at their
             # next step boundary, and the refused occurrence is retried within its grace. (Left
-            # alone, they ran on while every later occurrence was refused too.) A trigger or a
-            # backfill refused for capacity is not retried, so it asks nothing.
+            # alone, they ran on while every later occurrence was refused too.) Only when their
+            # places are what it waits for: runs of other schedules holding the namespace are
+            # no reason to end these. A trigger or a backfill refused for capacity is not
+            # retried, so it asks nothing.
             _end_others(ctx, schedule, now, policy)
         return Act("refused", None, "capacity")
     _end_others(ctx, schedule, now, policy)
