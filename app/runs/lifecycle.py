@@ -94,7 +94,8 @@ def resolve_target(
 
 def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -> None:
     """Check `value` against the definition's `input_schema` (422 INPUT_SCHEMA)."""
-    schema = definition.get("input_schema") or {}
+    # Not `or {}`: `false` refuses every input (an omitted one arrives as {}).
+    schema = definition.get("input_schema", {})
     try:
         error = jsonschema.exceptions.best_match(InputValidator(schema).iter_errors(value))
     except referencing.exceptions.Unresolvable as exc:
@@ -104,19 +105,9 @@ def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -
         raise InputSchemaError(msg, errors=[{"loc": [loc], "msg": msg}]) from None
     if error is not None:
         where = [loc, *error.absolute_path]
-        message = error.message
-        if secrets.secret_path(schema, error.absolute_path):
-            # jsonschema quotes the offending value; never echo a secret back.
-            message = f"the secret value fails the schema's {error.validator!r} rule"
-        else:
-            # A value holding secrets (an object too big, say) is quoted whole: hide them in it.
-            inside = secrets.secret_values(
-                secrets.schema_at(schema, error.absolute_path), error.instance
-            )
-            if inside:
-                message = secrets.masked_message(message, inside) or (
-                    f"the value holding secrets fails the schema's {error.validator!r} rule"
-                )
+        message = secrets.error_message(
+            schema, list(error.absolute_path), error.instance, error.message, error.validator
+        )
         raise InputSchemaError(
             f"{'.'.join(map(str, where))}: {message}",
             errors=[{"loc": where, "msg": message}],

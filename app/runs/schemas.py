@@ -1,4 +1,5 @@
-"""Workflow input schemas, validated with linear-time regular expressions (RE2).
+"""Workflow input schemas: checked once at deploy, then validated with linear-time regular
+expressions (RE2) and without ever fetching anything.
 
 Python's `re` backtracks: `^(a+)+$` against thirty characters takes seconds and holds the GIL,
 so one deployer could freeze the whole process. Every keyword that matches a pattern
@@ -11,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
+import jsonschema_rs
 import re2
 import referencing
 import referencing.exceptions
 from jsonschema.exceptions import ValidationError
+from referencing.jsonschema import DRAFT202012
 
 _OPTIONS = re2.Options()
 # Compile failures are reported to the deployer as a 422; RE2 must not also print them to stderr.
@@ -26,8 +30,8 @@ _OPTIONS.log_errors = False
 _OPTIONS.never_capture = True
 
 
-class PatternError(ValueError):
-    """A `pattern` or `patternProperties` key RE2 cannot compile; `loc` is its schema path."""
+class SchemaRefused(ValueError):
+    """A part of an input schema refused at deploy; `loc` is its path in the definition."""
 
     def __init__(self, msg: str, loc: list[str | int]) -> None:
         super().__init__(msg)
@@ -110,39 +114,121 @@ def InputValidator(schema: Any) -> Any:  # noqa: N802 - used like the validator 
     return _Extended(schema, registry=_NO_REMOTE)
 
 
-def check_patterns(schema: Any, loc: list[str | int] | None = None) -> None:
-    """Raise PatternError for the first pattern RE2 cannot compile, a keyword that would match
-    patterns with Python's backtracking engine (`unevaluatedProperties` beside
-    `patternProperties`), or a reference outside the schema."""
-    loc = loc or []
-    if isinstance(schema, list):
-        for index, item in enumerate(schema):
-            check_patterns(item, [*loc, index])
-        return
-    if not isinstance(schema, dict):
-        return
-    for key in ("$ref", "$dynamicRef"):
-        ref = schema.get(key)
-        if isinstance(ref, str) and not ref.startswith("#"):
-            # Anything else would make the validator fetch a URL or a file.
-            raise PatternError(
-                "only references inside the schema ('#/...') are allowed", [*loc, key]
-            )
-    if isinstance(schema.get("pattern"), str):
-        _compiles(schema["pattern"], [*loc, "pattern"])
-    patterns = schema.get("patternProperties")
-    if isinstance(patterns, dict):
-        for pattern in patterns:
-            _compiles(pattern, [*loc, "patternProperties", pattern])
-        if "unevaluatedProperties" in schema:
-            msg = "unevaluatedProperties cannot be combined with patternProperties"
-            raise PatternError(msg, [*loc, "unevaluatedProperties"])
-    for key, value in schema.items():
-        skip = key in ("const", "enum", "default", "examples") or (
-            key == "pattern" and isinstance(value, str)
-        )
-        if not skip:
-            check_patterns(value, [*loc, key])
+# Keywords whose value maps names to schemas, and keywords whose value is data, not a schema.
+SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+SCHEMA_DATA = frozenset({"enum", "const", "default", "examples"})
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+# The meta-schemas jsonschema-rs carries, as each draft publishes its URI: any other `$schema`
+# would make it fetch the URI (a URL, or a file with `file://`).
+DRAFTS = frozenset(
+    uri + end
+    for uri in (
+        "http://json-schema.org/draft-04/schema",
+        "http://json-schema.org/draft-06/schema",
+        "http://json-schema.org/draft-07/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        DRAFT_2020_12,
+    )
+    for end in ("", "#")
+)
+UNKNOWN_DRAFT = (
+    "must name a standard JSON Schema draft (4, 6, 7, 2019-09 or 2020-12), such as "
+    f"{DRAFT_2020_12!r}; no other meta-schema is fetched"
+)
+
+
+def check_input_schema(schema: Any, loc: list[str | int]) -> None:
+    """Raise SchemaRefused for the first part of `schema` that the validator must not meet."""
+    _check_drafts(schema, loc)
+    _check_meta(schema, loc)
+    _check_patterns(schema, loc)
+    _check_references(schema, loc)
+
+
+def _subschemas(schema: Any, loc: list[str | int]) -> Iterator[tuple[dict[str, Any], list[Any]]]:
+    """Every object in `schema` that stands where a schema does, with its path (see `_walk`)."""
+    for node, where, _holder in _walk(schema, loc):
+        yield node, where
+
+
+def _walk(schema: Any, loc: list[str | int]) -> Iterator[tuple[dict[str, Any], list[Any], int]]:
+    """Each schema object in document order, its path, and the number (in this walk, from 0)
+    of the schema holding it (-1 for the root).
+
+    The entries of a map (`properties`, `$defs`...) are schemas and their names are not; data
+    keywords (`enum`, `const`...) hold none. Other keywords are taken as schemas, even unknown
+    ones: a check that looks too far refuses a name, one that looks too little misses a hole.
+    A stack, not recursion: a deeply nested schema must not exhaust Python's."""
+    stack: list[tuple[Any, list[Any], int]] = [(schema, loc, -1)]
+    count = 0
+    while stack:
+        node, where, holder = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, [*where, i], holder) for i, item in reversed(list(enumerate(node))))
+            continue
+        if not isinstance(node, dict):
+            continue
+        yield node, where, holder
+        inside: list[tuple[Any, list[Any], int]] = []
+        for key, value in node.items():
+            if key in SCHEMA_MAPS and isinstance(value, dict):
+                inside.extend((entry, [*where, key, name], count) for name, entry in value.items())
+            elif key not in SCHEMA_DATA:
+                inside.append((value, [*where, key], count))
+        stack.extend(reversed(inside))
+        count += 1
+
+
+def _check_drafts(schema: Any, loc: list[str | int]) -> None:
+    """A `$schema`, anywhere, must be a standard draft's URI; checked before anything reads it."""
+    for node, where in _subschemas(schema, loc):
+        if "$schema" in node and node["$schema"] not in DRAFTS:
+            raise SchemaRefused(UNKNOWN_DRAFT, [*where, "$schema"])
+
+
+def _meta_error(schema: Any) -> jsonschema_rs.ValidationError | None:
+    """The first reason `schema` is not a valid Draft 2020-12 schema, whatever its `$schema`
+    says: the validator applies 2020-12 (a draft-04 `items` array would fail every run).
+
+    jsonschema-rs, because the pure-Python check costs about a millisecond per property."""
+    if isinstance(schema, dict) and "$schema" in schema:
+        schema = {**schema, "$schema": DRAFT_2020_12}
+    try:
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        return exc
+    return None
+
+
+def _check_meta(schema: Any, loc: list[str | int]) -> None:
+    error = _meta_error(schema)
+    if error is not None:
+        first_line = str(error).splitlines()[0]
+        raise SchemaRefused(f"not a valid JSON Schema: {first_line}", [*loc, *error.instance_path])
+
+
+def _check_patterns(schema: Any, loc: list[str | int]) -> None:
+    """Every pattern compiles with RE2, and nothing makes jsonschema match one with `re`."""
+    unevaluated: list[list[Any]] = []
+    with_patterns = False
+    for node, where in _subschemas(schema, loc):
+        if isinstance(node.get("pattern"), str):
+            _compiles(node["pattern"], [*where, "pattern"])
+        patterns = node.get("patternProperties")
+        if isinstance(patterns, dict):
+            with_patterns = True
+            for pattern in patterns:
+                _compiles(pattern, [*where, "patternProperties", pattern])
+        if "unevaluatedProperties" in node:
+            unevaluated.append([*where, "unevaluatedProperties"])
+    if unevaluated and with_patterns:
+        # To find the keys evaluated so far, jsonschema matches the patternProperties of every
+        # schema it reached (through allOf, $ref...) with `re`: refuse the pair anywhere.
+        msg = "unevaluatedProperties cannot be used in a schema that has patternProperties"
+        raise SchemaRefused(msg, unevaluated[0])
 
 
 def _compiles(pattern: str, loc: list[str | int]) -> None:
@@ -151,4 +237,126 @@ def _compiles(pattern: str, loc: list[str | int]) -> None:
     except re2.error as exc:
         detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
         msg = f"pattern {pattern!r} is not supported (linear-time RE2 syntax only): {detail}"
-        raise PatternError(msg, loc) from None
+        raise SchemaRefused(msg, loc) from None
+
+
+def _check_references(schema: Any, loc: list[str | int]) -> None:
+    """Every `$ref` and `$dynamicRef` leads to a valid schema inside this one, resolved as the
+    validator will (the same library, `$id` scopes included), and none leads back to where it
+    stands without going deeper into the input: else every run start would fail."""
+    if not isinstance(schema, dict):
+        return
+    for node, where in _subschemas(schema, loc):
+        if isinstance(node.get("$id"), str) and not _is_uri(node["$id"]):
+            # The library would raise on it at every run start (jsonschema-rs lets it pass).
+            raise SchemaRefused("must be a URI reference", [*where, "$id"])
+    root = DRAFT202012.create_resource(schema)
+    uri = root.id() or ""
+    registry = _NO_REMOTE.with_resource(uri, root).crawl()
+    resolvers: list[Any] = []
+    # Whether each target met so far (by identity) is a valid schema: many references may
+    # lead to one large target.
+    valid: dict[int, bool] = {}
+    loops = _Loops()
+    for node, where, holder in _walk(schema, loc):
+        resolver = resolvers[holder] if holder >= 0 else registry.resolver(base_uri=uri)
+        # An `$id` that is not text stands where the validator does not look (the meta-schema
+        # refuses it anywhere else).
+        if holder >= 0 and isinstance(node.get("$id"), str):
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+        resolvers.append(resolver)
+        loops.add(node, where, holder)
+        for key in ("$ref", "$dynamicRef"):
+            ref = node.get(key)
+            if not isinstance(ref, str):
+                continue
+            if not ref.startswith("#"):
+                # Anything else would make the validator fetch a URL or a file.
+                msg = "only references inside the schema ('#/...') are allowed"
+                raise SchemaRefused(msg, [*where, key])
+            target = _target(resolver, ref)
+            if target is not None and id(target) not in valid:
+                valid[id(target)] = _meta_error(target) is None
+            if target is None or not valid[id(target)]:
+                raise SchemaRefused(f"{ref!r} does not lead to a schema in this one", [*where, key])
+            loops.refer(target, [*where, key])
+    loops.check()
+
+
+# Keywords whose subschemas apply to the very value their schema does (not to a part of it).
+IN_PLACE = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas"})
+
+
+class _Loops:
+    """Finds a reference that leads back to a schema applying to the same value: validation
+    would recurse until Python's stack ran out (`{"$ref": "#"}`), at every run start.
+
+    Schemas are numbered in the order `_walk` meets them. A `$dynamicRef` is followed to the
+    target it names, as jsonschema resolves it from where it stands."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[int, int] = {}
+        self.depths: list[int] = []
+        # For each schema: what applies to the same value, and the reference leading there
+        # (None for a subschema of `allOf`, `not`...).
+        self.same_value: list[list[tuple[Any, list[Any] | None]]] = []
+
+    def add(self, node: dict[str, Any], where: list[Any], holder: int) -> None:
+        self.numbers[id(node)] = len(self.depths)
+        self.depths.append(len(where))
+        self.same_value.append([])
+        if holder >= 0 and where[self.depths[holder]] in IN_PLACE:
+            self.same_value[holder].append((node, None))
+
+    def refer(self, target: Any, where: list[Any]) -> None:
+        """The schema added last holds a reference, at `where`, that leads to `target`."""
+        self.same_value[-1].append((target, where))
+
+    def check(self) -> None:
+        state = [0] * len(self.depths)  # 0 not met, 1 on the current path, 2 done
+        for start in range(len(self.depths)):
+            if not state[start]:
+                self._search(start, state)
+
+    def _search(self, start: int, state: list[int]) -> None:
+        """Depth first from `start`, without recursion."""
+        path: list[tuple[int, list[Any] | None]] = [(start, None)]
+        pending = [iter(self.same_value[start])]
+        state[start] = 1
+        while pending:
+            step = next(pending[-1], None)
+            if step is None:
+                state[path.pop()[0]] = 2
+                pending.pop()
+                continue
+            target, ref = step
+            number = self.numbers.get(id(target))
+            if number is None or state[number] == 2:
+                continue
+            if state[number] == 1:
+                back = [n for n, _ref in path].index(number)
+                # A loop holds at least one reference: a subschema never holds its holder.
+                where = next(r for _n, r in [*path[back + 1 :], (number, ref)] if r is not None)
+                msg = "leads back to where it stands without going deeper into the input"
+                raise SchemaRefused(msg, where)
+            state[number] = 1
+            path.append((number, ref))
+            pending.append(iter(self.same_value[number]))
+
+
+def _is_uri(text: str) -> bool:
+    try:
+        urlsplit(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _target(resolver: Any, ref: str) -> Any:
+    """What `ref` leads to, or None."""
+    try:
+        return resolver.lookup(ref).contents
+    except (referencing.exceptions.Unresolvable, LookupError, TypeError, ValueError):
+        # Besides Unresolvable, a pointer through a number (`#/minimum/x`) or a list index
+        # that is not a number raise these.
+        return None

@@ -108,31 +108,34 @@ def schema_at(schema: Any, path: Iterable[Any]) -> Any:
     return schema
 
 
-def secret_values(schema: Any, value: Any) -> list[Any]:
-    """The values of `value` that `schema` marks secret, at any depth of properties."""
-    props, secret = _secret_properties(schema)
-    if not isinstance(value, dict):
-        return []
-    found: list[Any] = []
-    for name, item in value.items():
-        if name in secret:
-            found.append(item)
-        elif name in props:
-            found.extend(secret_values(props[name], item))
-    return found
+def error_message(schema: Any, path: list[Any], instance: Any, message: str, rule: Any) -> str:
+    """A schema error's `message` about `instance`, at `path` into the input, safe to show.
+
+    jsonschema quotes the offending value first. Under a schema with secrets it is never quoted
+    as it is when it is a secret, holds a place where the schema puts one (the whole input
+    included), or is an object or an array (it may hold one where the schema does not expect
+    it: `[{"pw": ...}]` for an object): it is quoted with every value in it as `'***'`."""
+    if not has_secrets(schema):
+        return message
+    what = f"the schema's {rule!r} rule" if rule else "the schema"
+    if secret_path(schema, path):
+        return f"the secret value fails {what}"
+    holds = has_secrets(schema_at(schema, path))
+    quoted = repr(instance)
+    if not (holds or isinstance(instance, dict | list)) or quoted not in message:
+        return message
+    if message.startswith(quoted):
+        return repr(_hidden(instance)) + message[len(quoted) :]
+    return f"the value fails {what}"
 
 
-def masked_message(message: str, secret_items: Iterable[Any]) -> str | None:
-    """`message` (which may quote a value holding secrets, as Python or JSON prints it) with
-    each secret replaced by `***`; None if a secret still shows (the caller says less)."""
-    items = [item for item in secret_items if item is not None]
-    texts = sorted(
-        {form for item in items for form in (repr(item), json.dumps(item))}, key=len, reverse=True
-    )
-    for text in texts:
-        message = message.replace(text, repr(MASK))
-    leaves = {leaf for item in items for leaf in _secret_texts(item)}
-    return None if any(leaf and leaf in message for leaf in leaves) else message
+def _hidden(value: Any) -> Any:
+    """`value` with every text, number, boolean and null in it replaced by `***`."""
+    if isinstance(value, dict):
+        return {key: _hidden(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_hidden(item) for item in value]
+    return MASK
 
 
 # --- sealing on the way in ---------------------------------------------------------------------

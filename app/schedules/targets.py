@@ -122,8 +122,9 @@ def resolve(
         )
     plain = secrets.unseal(restored)
     try:
-        # A workflow without an input schema accepts any input: no validator to build.
-        if schema:
+        # A workflow without an input schema accepts any input: no validator to build
+        # (`false` is a schema: it refuses every input).
+        if schema not in (None, {}, True):
             lifecycle.validate_input(target.definition, plain)
     except InputSchemaError as exc:
         errors = [
