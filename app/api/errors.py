@@ -133,8 +133,10 @@ def init_app(app: Flask) -> None:
             del response.headers["Content-Type"]
             return response
         replaced = error_response(
-            response.status_code, CODE_BY_STATUS.get(response.status_code, "BAD_REQUEST"),
-            response.status, {},
+            response.status_code,
+            CODE_BY_STATUS.get(response.status_code, "BAD_REQUEST"),
+            response.status,
+            {},
         )
         for name in ("Location", "Allow"):
             if name in response.headers:
