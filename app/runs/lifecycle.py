@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-import jsonschema
 import referencing.exceptions
 from sqlalchemy import ARRAY, Integer, Table, bindparam, event, func, select, text, update
 from sqlalchemy.orm import Session
@@ -34,7 +33,7 @@ from app.db.runs import (
 from app.runs import secrets
 from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError, RunFinished
 from app.runs.layout import layout_for
-from app.runs.schemas import InputValidator
+from app.runs.schemas import CheckTooCostly, first_error
 
 # The `command_context` of a change someone asked for ({actor, source, request_id, reason}),
 # recorded in the run's history event; None for the engine's own decisions.
@@ -97,7 +96,9 @@ def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -
     # Not `or {}`: `false` refuses every input (an omitted one arrives as {}).
     schema = definition.get("input_schema", {})
     try:
-        error = jsonschema.exceptions.best_match(InputValidator(schema).iter_errors(value))
+        error = first_error(schema, value)
+    except CheckTooCostly as exc:
+        raise InputSchemaError(f"{loc}: {exc}", errors=[{"loc": [loc], "msg": str(exc)}]) from None
     except referencing.exceptions.Unresolvable as exc:
         # A reference that leads nowhere (or, in a schema stored before deploys checked them,
         # outside the schema): refuse the input, never fetch anything.

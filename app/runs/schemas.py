@@ -9,7 +9,8 @@ RE2 version; a pattern RE2 cannot compile (backreferences, lookaround) is refuse
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -91,14 +92,51 @@ def _additional_properties(
         yield ValidationError(f"additional properties are not allowed ({names} unexpected)")
 
 
+# Checking one input applies at most this many keywords: a schema whose references branch
+# (`oneOf` of two references to a schema that does the same, a few levels deep) doubles its work
+# with each level of the input, so a few hundred bytes took minutes. About a second of work.
+MAX_CHECK_STEPS = 100_000
+_STEPS: ContextVar[list[int] | None] = ContextVar("input_schema_steps", default=None)
+
+
+class CheckTooCostly(ValueError):
+    """Checking an input against its schema took more than `MAX_CHECK_STEPS` keywords."""
+
+
+def _counted(keyword: Callable[..., Any]) -> Callable[..., Iterator[Any]]:
+    def counted(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        steps = _STEPS.get()
+        if steps is not None:
+            steps[0] += 1
+            if steps[0] > MAX_CHECK_STEPS:
+                raise CheckTooCostly(
+                    f"checking it against the workflow's input_schema takes more than "
+                    f"{MAX_CHECK_STEPS:,} steps (a schema whose references branch at every level)"
+                )
+        return keyword(validator, value, instance, schema) or iter(())
+
+    return counted
+
+
+_KEYWORDS = dict(jsonschema.Draft202012Validator.VALIDATORS) | {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
 _Extended = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    {
-        "pattern": _pattern,
-        "patternProperties": _pattern_properties,
-        "additionalProperties": _additional_properties,
-    },
+    {name: _counted(check) for name, check in _KEYWORDS.items()},
 )
+
+
+def first_error(schema: Any, value: Any) -> ValidationError | None:
+    """The most relevant reason `value` fails `schema` (None if it passes), within the step
+    budget: CheckTooCostly past it."""
+    token = _STEPS.set([0])
+    try:
+        return jsonschema.exceptions.best_match(InputValidator(schema).iter_errors(value))
+    finally:
+        _STEPS.reset(token)
 
 
 def _never_retrieve(uri: str) -> Any:
@@ -250,6 +288,9 @@ def _check_references(schema: Any, loc: list[str | int]) -> None:
         if isinstance(node.get("$id"), str) and not _is_uri(node["$id"]):
             # The library would raise on it at every run start (jsonschema-rs lets it pass).
             raise SchemaRefused("must be a URI reference", [*where, "$id"])
+    # The places a schema stands: a reference into data (`const`, `default`, `examples`,
+    # `enum`) would make the validator apply what no check here has read.
+    positions = {id(node) for node, _ in _subschemas(schema, loc)}
     root = DRAFT202012.create_resource(schema)
     uri = root.id() or ""
     registry = _NO_REMOTE.with_resource(uri, root).crawl()
@@ -275,6 +316,9 @@ def _check_references(schema: Any, loc: list[str | int]) -> None:
                 msg = "only references inside the schema ('#/...') are allowed"
                 raise SchemaRefused(msg, [*where, key])
             target = _target(resolver, ref)
+            if isinstance(target, dict) and id(target) not in positions:
+                msg = f"{ref!r} leads into data (const, default, examples, enum), not to a schema"
+                raise SchemaRefused(msg, [*where, key])
             if target is not None and id(target) not in valid:
                 valid[id(target)] = _meta_error(target) is None
             if target is None or not valid[id(target)]:

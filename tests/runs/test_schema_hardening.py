@@ -422,3 +422,50 @@ def test_a_reference_that_goes_deeper_into_the_input_may_loop(admin_api):
     bad = {"children": [{"children": [{"n": "one"}]}]}
     refused = admin_api.post("/runs", json={"workflow": "tree", "input": bad})
     assert refusal(refused, "INPUT_SCHEMA")["loc"] == ["input", "children", 0, "children", 0, "n"]
+
+
+# --- references into data; a check's cost --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # What a reference into data leads to was never checked: a backtracking pattern...
+        {
+            "default": {"unevaluatedProperties": False, "patternProperties": {"^(a+)+$": {}}},
+            "$ref": "#/default",
+        },
+        # ...a loop that failed every run start with a 500...
+        {"const": {"$ref": "#/const"}, "$ref": "#/const"},
+        # ...a pattern RE2 refuses, a secret mark where none is honoured.
+        {"examples": [{"type": "string", "pattern": "(a)\\1"}], "$ref": "#/examples/0"},
+        {"properties": {"pw": {"$ref": "#/default"}}, "default": {"x-secret": True}},
+        {"enum": [{"type": "string"}], "$ref": "#/enum/0"},
+    ],
+)
+def test_a_reference_into_data_is_refused(app, admin_api, schema):
+    error = refusal(deploy(admin_api, "into-data", schema))
+    assert error["loc"][-1] == "$ref"
+    assert "leads into data" in error["msg"] or "does not lead to a schema" in error["msg"]
+    assert count(app, Workflow) == 0
+
+
+def test_checking_an_input_is_bounded_whatever_its_schema(app, admin_api):
+    """References that branch at every level doubled the work with each level of the input:
+    a few hundred bytes took minutes of one thread. The check stops past its step budget."""
+    branch = {"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}, "required": ["a"]}
+    schema = {
+        "$defs": {"n": {"oneOf": [branch, branch | {"minProperties": 1}, {"type": "integer"}]}},
+        "$ref": "#/$defs/n",
+    }
+    assert deploy(admin_api, "branching", schema).status_code == 201
+    value: Any = "x"
+    for _ in range(16):
+        value = {"a": value}
+    error = refusal(admin_api.post("/runs", json={"workflow": "branching", "input": value}),
+                    "INPUT_SCHEMA")  # fmt: skip
+    assert "more than 100,000 steps" in error["msg"]
+    assert count(app, Run) == 0
+    # An ordinary input of the same schema is checked as before.
+    ok = admin_api.post("/runs", json={"workflow": "branching", "input": 3})
+    assert ok.status_code == 201, ok.get_json()
