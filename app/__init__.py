@@ -20,6 +20,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         template_folder=str(ROOT / "templates"),
         static_folder=str(ROOT / "static"),
     )
+    # Paths are matched as written, before any blueprint adds its rules: a doubled slash
+    # (`/api/v1//namespaces`) or a missing trailing one (`/ns/default`) is not redirected, since
+    # werkzeug's redirect names the request's Host header (a poisoned cache behind a proxy) and
+    # an API client's doubled slash is a bug to show it.
+    app.url_map.merge_slashes = False
+    app.url_map.strict_slashes = False
     app.config |= DEFAULTS
     app.config.from_prefixed_env("ALMANAC")
     if test_config:

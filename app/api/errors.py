@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from sqlalchemy.exc import OperationalError
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, NotFound
 
 from app.calendar import CalendarError, SpecRangeError
 from app.errors import AlmanacError, BackendBusy, CapacityExceeded
@@ -98,13 +98,16 @@ def init_app(app: Flask) -> None:
     """JSON for `/api` paths no blueprint matched (404, 405); other paths get the page the
     console registered as `almanac.error_page` (its error layout), else Flask's own."""
 
-    # `/api/v1//namespaces` is not found rather than redirected by an HTML page: a client's
-    # doubled slash is a bug to show it, and a redirect would resend its request elsewhere.
-    app.url_map.merge_slashes = False
+    @app.before_request
+    def _no_leading_doubled_slash() -> None:
+        """`//api/v1/schedules` is not found, as `/api/v1//schedules` is (the router reads a
+        path's leading slashes as one)."""
+        if request.environ.get("PATH_INFO", "").startswith("//"):
+            raise NotFound()
 
     @app.errorhandler(HTTPException)
     def _routing(exc: HTTPException) -> Response | HTTPException:
-        if is_api_path(request.path):
+        if is_api_path(request.environ.get("PATH_INFO") or request.path):
             return _from_http(exc)
         error_page = current_app.extensions.get("almanac.error_page")
         return error_page(exc) if error_page else exc  # type: ignore[no-any-return]

@@ -166,6 +166,19 @@ def test_options_and_doubled_slashes_answer_without_html(client, admin_api):
     assert "Location" not in response.headers
     # `/api` itself is an API path.
     assert error_of(client.get("/api"))["code"] == "NOT_FOUND"
+    # Leading slashes doubled: not served (the router read them as one).
+    for path in ("//api/v1/namespaces", "///api/v1/health"):
+        response = client.get("/", environ_overrides={"PATH_INFO": path})
+        assert response.status_code == 404 and error_of(response)["code"] == "NOT_FOUND", path
+
+
+def test_no_path_is_redirected_to_the_host_a_request_names(client):
+    """A console path without its trailing slash was redirected (308) to an absolute URL built
+    from the Host header; paths are now matched as written, slash or not."""
+    for path in ("/ns/default", "/ns/default?x=1", "//ns/default"):
+        response = client.get(path, headers={"Host": "evil.example"})
+        assert response.status_code != 308, path
+        assert "evil.example" not in response.headers.get("Location", ""), path
 
 
 def test_a_key_given_twice_or_a_compressed_body_is_400_naming_it(app, admin_api):
