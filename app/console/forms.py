@@ -98,8 +98,15 @@ def _check_intervals(text: str) -> None:
 
 
 def _labels(text: str) -> dict[str, str]:
-    """One `key:value` (or `key=value`) per line, read as the list filter reads them."""
-    return dict(label_pair(line, ("labels",)) for line in _lines(text))
+    """One `key:value` (or `key=value`) per line, read as the list filter reads them; a key
+    given twice is refused, as a JSON body giving one key twice is (it kept the last value)."""
+    labels: dict[str, str] = {}
+    for line in _lines(text):
+        key, value = label_pair(line, ("labels",))
+        if key in labels:
+            raise _fail("labels", f"the key {key!r} is given twice")
+        labels[key] = value
+    return labels
 
 
 def spec_from_form(form: MultiDict[str, str]) -> dict[str, Any]:

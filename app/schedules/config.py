@@ -30,6 +30,9 @@ SCHEDULE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 SCHEDULE_ID_RULE = "must be 1-128 characters of letters, digits, '.', '_', ':' or '-'"
 # The names `POST /runs` accepts, so a schedule never starts a run no worker can name.
 QUEUE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+# A workflow's name as a deploy allows it (app/runs/definitions.py).
+WORKFLOW_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+WORKFLOW_NAME_RULE = "must be 1-128 letters, digits, '.', '_' or '-', starting alphanumeric"
 LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,62}")
 LABEL_KEY_RULE = "keys are 1-63 letters, digits, '.', '_', '/', '-'"
 REQUEST_KEYS = frozenset(
@@ -253,6 +256,9 @@ def _action(raw: Any) -> dict[str, Any]:
     ):
         if value is not None and (not isinstance(value, str) or not 0 < len(value) <= limit):
             raise invalid(["action", key], f"must be a string of 1-{limit} characters")
+    if workflow is not None and not WORKFLOW_NAME.fullmatch(workflow):
+        # Matched whole, as deploys name workflows: `flow\n` is refused, not looked up.
+        raise invalid(["action", "workflow"], WORKFLOW_NAME_RULE)
     queue = raw.get("queue")
     if queue is not None and not QUEUE.fullmatch(queue):
         raise invalid(["action", "queue"], "must be 1-64 letters, digits, '.', '_' or '-'")

@@ -639,3 +639,16 @@ def test_a_schedules_bounds_read_as_times_like_the_rest_of_the_page(client, olga
     assert "2026-02-01T00:00:00Z" not in bounds
     assert '<time datetime="2026-02-01T00:00:00+00:00"' in bounds and "2026-02-01 00:00" in bounds
     assert bounds.startswith("… →")
+
+
+def test_the_form_refuses_a_label_key_given_twice(client, olga, api_for):
+    """`k=v` then `k=w` kept the last value; a JSON body giving one key twice is refused too."""
+    form = client.get("/ns/default/schedules/new")
+    data = {
+        "csrf_token": csrf_from(form), "schedule_id": "twice", "workflow": "invoice-sync",
+        "cron_expressions": "0 0 * * *", "timezone": "UTC", "labels": "k=v\r\nk=w",
+    }  # fmt: skip
+    response = client.post("/ns/default/schedules/new", data=data)
+    assert response.status_code == 422
+    assert "the key &#39;k&#39; is given twice" in response.get_data(as_text=True)
+    assert api_for("apiuser").get("/schedules/twice").status_code == 404

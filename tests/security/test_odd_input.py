@@ -29,11 +29,16 @@ def test_identifiers_with_a_trailing_newline_are_refused(admin_api):
     assert run.status_code == 422 and error_of(run)["details"]["errors"][0]["loc"] == ["run_id"]
     workflow = deploy(admin_api, "wf\n")
     assert workflow.status_code == 422
-    # Naming a workflow to activate or run: refused as its deploy is, not looked up (404).
+    # Naming a workflow to activate, run or schedule: refused as its deploy is, not looked up.
     for path in ("/activations", "/runs"):
         named = admin_api.post(path, json={"workflow": "wf\n"})
         assert named.status_code == 422, (path, named.get_json())
         assert error_of(named)["details"]["errors"][0]["loc"] == ["workflow"]
+    for body in ({"workflow": "wf\n"}, {"action": {"workflow": "wf\n"}}):
+        saved = admin_api.post("/schedules", json={"id": "nl", "cron": "* * * * *"} | body)
+        assert saved.status_code == 422, saved.get_json()
+        error = error_of(saved)["details"]["errors"][0]
+        assert error["loc"][-1] == "workflow" and "starting alphanumeric" in error["msg"]
     namespace = admin_api.post("/namespaces", json={"name": "default\n"})
     assert namespace.status_code == 422
     schedule = admin_api.post(
