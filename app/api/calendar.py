@@ -36,9 +36,14 @@ def preview(namespace: Namespace) -> Any:
         spec = calendar.Spec.from_dict(spec_request(calendar_fields))
     except calendar.CalendarError as exc:
         raise spec_error(calendar_fields, exc) from None
-    start, uid = preview_start(context.session(), namespace, body.schedule_id, spec, context.now())
+    start = preview_start(context.session(), namespace, body.schedule_id, spec, context.now())
     # An empty `after` is a bad instant, not "now" (leave the field out for now).
-    after = calendar.parse_instant(body.after, ("after",)) if body.after is not None else start
-    jitter = body.jitter_seconds or 0
-    items = calendar.preview(spec, after, body.count, uid=uid, jitter_seconds=jitter)
+    after = (
+        calendar.parse_instant(body.after, ("after",)) if body.after is not None else start.after
+    )
+    # Left out, the jitter is the named schedule's own; given (null is 0, as in a save), the
+    # jitter it would be saved with.
+    given = "jitter_seconds" in body.model_fields_set
+    jitter = (body.jitter_seconds if given else start.jitter_seconds) or 0
+    items = calendar.preview(spec, after, body.count, uid=start.uid, jitter_seconds=jitter)
     return jsonify({"occurrences": [item.to_dict() for item in items]})

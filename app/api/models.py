@@ -54,7 +54,7 @@ class PreviewIn(Strict):
     after: str | None = Field(default=None, max_length=64)
     count: int = Field(default=10, ge=1, le=100)
     jitter_seconds: int | None = Field(default=0, ge=0, le=3600)
-    schedule_id: str | None = Field(default=None, max_length=128)
+    schedule_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._:-]{1,128}$")
 
 
 class ClockIn(Strict):

@@ -208,8 +208,8 @@ def _due_times(view: NamespaceView, spec: Spec, jitter: int, named: str | None) 
     """The due times the schedule fires once saved (`preview_start`). Jitter is drawn from the
     schedule's uid: an edited schedule previews its own due times, a new one those the form's
     simulation shows (docs/console.md)."""
-    after, uid = preview_start(context.session(), view.current, named, spec, context.now())
-    return preview(spec, after, 8, uid=uid, jitter_seconds=jitter)
+    start = preview_start(context.session(), view.current, named, spec, context.now())
+    return preview(spec, start.after, 8, uid=start.uid, jitter_seconds=jitter)
 
 
 @bp.post("/ns/<ns>/calendar/preview")

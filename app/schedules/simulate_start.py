@@ -157,22 +157,33 @@ def jitter_uid(session: Session, namespace: Namespace, schedule_id: str | None) 
     return existing.uid if existing is not None else _stand_in_uid(namespace, schedule_id)
 
 
+@dataclass(frozen=True)
+class PreviewStart:
+    """Where a preview starts (`after`), the uid its jitter is drawn from, and the jitter of
+    the schedule it previews (None for one not saved yet)."""
+
+    after: datetime
+    uid: str
+    jitter_seconds: int | None
+
+
 def preview_start(
     session: Session, namespace: Namespace, schedule_id: str | None, spec: Spec, now: datetime
-) -> tuple[datetime, str]:
-    """Where a preview of `spec`, for the schedule saved as `schedule_id`, starts, and the uid
-    its jitter is drawn from: what the schedule fires once saved now. A new calendar (a new
-    schedule, or one whose calendar fires differently) starts after now; one that fires alike
-    (respelled, or untouched) keeps the schedule's cursor, so what is due but not yet ticked
-    comes first, as in its forecast."""
+) -> PreviewStart:
+    """Where a preview of `spec`, for the schedule saved as `schedule_id`, starts: what the
+    schedule fires once saved now. A new calendar (a new schedule, or one whose calendar fires
+    differently) starts after now; one that fires alike (respelled, or untouched) keeps an
+    active schedule's cursor, so what is due but not yet ticked comes first, as in its
+    forecast. A paused or blocked schedule starts again from its cursor or now, the later (as
+    resuming it does), so a clock moved back shows nothing it already fired."""
     existing = store.find(session, namespace, schedule_id) if schedule_id else None
     if existing is None:
-        return now, _stand_in_uid(namespace, schedule_id)
+        return PreviewStart(now, _stand_in_uid(namespace, schedule_id), None)
     after = now
-    if existing.status == "active" and existing.cursor_at is not None:
-        keeps = Spec.from_dict(existing.spec).fires_like(spec)
+    if existing.cursor_at is not None:
+        keeps = existing.status == "active" and Spec.from_dict(existing.spec).fires_like(spec)
         after = existing.cursor_at if keeps else max(existing.cursor_at, now)
-    return after, existing.uid
+    return PreviewStart(after, existing.uid, existing.jitter_seconds)
 
 
 def _stand_in_uid(namespace: Namespace, schedule_id: str | None) -> str:

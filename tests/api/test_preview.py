@@ -137,3 +137,26 @@ def test_preview_refuses_what_a_save_refuses_with_the_same_codes(h):
         "/namespaces/default/calendar/preview", json={"cron": "0 0 * * *", "jitter_seconds": None}
     )
     assert response.status_code == 200
+
+
+def test_preview_of_a_named_schedule_as_it_resumes_with_its_own_jitter(h):
+    """A paused schedule previews from its cursor or now, the later, as resuming it starts
+    (after the clock moved back it listed what had fired already); left out, the jitter is the
+    schedule's own; the id is an identifier, matched whole."""
+    h.create("pz", cron="*/10 * * * *", jitter_seconds=300)
+    h.tick("12:10:00")
+    h.tick("12:25:00")  # cursor at 12:25
+    h.set_clock("12:05:00")
+    assert h.post("pz", "pause").status_code == 200
+    path = "/namespaces/default/calendar/preview"
+    body = {"cron": "*/10 * * * *", "schedule_id": "pz", "count": 3}
+    paused = h.api.post(path, json=body).get_json()["occurrences"]
+    assert paused[0]["at"] >= "2026-01-05T12:30:00Z"
+    assert h.post("pz", "resume").status_code == 200
+    upcoming = [item["at"] for item in h.read("pz")["upcoming"][:3]]
+    assert [item["at"] for item in h.api.post(path, json=body).get_json()["occurrences"]] == upcoming
+    assert [item["at"] for item in paused] == upcoming
+    for bad in ("pz\n", "a/b", "", " pz"):
+        refused = h.api.post(path, json=body | {"schedule_id": bad})
+        assert refused.status_code == 422, bad
+        assert refused.get_json()["error"]["details"]["errors"][0]["loc"] == ["schedule_id"]
