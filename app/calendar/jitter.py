@@ -6,7 +6,7 @@ import hashlib
 from datetime import datetime, timedelta
 
 from app.calendar.errors import CalendarError
-from app.calendar.instants import format_utc, require_utc
+from app.calendar.instants import MAX_INSTANT, format_utc, require_utc
 from app.calendar.occurrences import next_occurrence as find_next_occurrence
 from app.calendar.spec import Spec
 
@@ -29,6 +29,11 @@ def jitter_offset(
         )
         # The largest whole number of seconds that is still strictly less than the gap.
         seconds = min(seconds, max(0, (gap - timedelta(microseconds=1)) // timedelta(seconds=1)))
+    else:
+        # The last occurrence has no next one to stay before, but stays within the instants a
+        # clock can reach (else it was announced and never fired).
+        room = MAX_INSTANT - require_utc(occurrence, ("occurrence",))
+        seconds = min(seconds, max(0, room // timedelta(seconds=1)))
     return timedelta(seconds=seconds)
 
 

@@ -192,3 +192,17 @@ def test_preview_returns_at_most_what_exists() -> None:
     spec = Spec.from_dict({"cron": "* * * * *", "end_at": "2026-03-08T07:03:00Z"})
     assert len(preview(spec, T, 100)) == 3
     assert len(preview(Spec.from_dict({"cron": "* * * * *"}), T, 100)) == 100
+
+
+def test_the_last_occurrence_before_the_end_of_year_9000_is_jittered_within_it() -> None:
+    """The last occurrence has no next one to cap its jitter: it was announced after
+    9000-12-31T23:59:59Z, which no clock reaches, and never fired."""
+    spec = Spec.from_dict({"cron": "50 23 31 12 *"})
+    end = datetime(9000, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    items = preview(spec, datetime(9000, 12, 31, 23, 30, tzinfo=UTC), 5, uid="z7",
+                    jitter_seconds=3600)  # fmt: skip
+    assert [item.canonical for item in items] == [datetime(9000, 12, 31, 23, 50, tzinfo=UTC)]
+    assert items[0].at <= end
+    assert jitter_offset("any", datetime(9000, 12, 31, 23, 59, 30, tzinfo=UTC), 3600, None) <= (
+        timedelta(seconds=29)
+    )
