@@ -132,3 +132,18 @@ def test_a_history_page_reads_the_workflow_versions_once(app, admin_api):
         response = admin_api.get("/schedules/seal-1/history")
     assert len(response.get_json()["events"]) == 7 and TOKEN not in response.get_data(as_text=True)
     assert len([s for s in seen["statements"] if "workflow_versions" in s]) == 1, seen
+
+
+def test_each_event_is_masked_by_the_workflow_it_names_only(admin_api):
+    """A schedule created on a workflow that never marked `token` and moved to one that does:
+    its creation event shows the value as saved (every event was masked by every workflow the
+    page named)."""
+    assert deploy(admin_api, "plain", PLAIN).status_code == 201
+    assert deploy(admin_api, "seal", MARKED).status_code == 201
+    body = {"id": "moved", "cron": "0 0 1 1 *", "workflow": "plain", "input": {"token": TOKEN}}
+    assert admin_api.post("/schedules", json=body).status_code == 201
+    change = {"workflow": "seal", "input": {"token": TOKEN}}
+    moved = admin_api.request("PATCH", "/schedules/moved", json=change, headers={"If-Match": "1"})
+    assert moved.status_code == 200, moved.get_json()
+    events = admin_api.get("/schedules/moved/history").get_json()["events"]
+    assert _inputs(events) == [{"token": TOKEN}, {"token": "***"}]
