@@ -149,9 +149,11 @@ def activate(
 def _seal_following_schedules(
     session: Session, namespace: Namespace, flow: Workflow, version: WorkflowVersion
 ) -> None:
-    """Schedules that follow this workflow start the new version from now on: what it marks
-    secret in their stored input is sealed now, not left in plaintext until their next save.
-    Only the representation changes (as `secrets rotate` does): no revision, no audit event."""
+    """Schedules of this workflow: what the new version marks secret in their stored input is
+    sealed now, not left in plaintext until their next save. Those that follow the workflow
+    start the new version from now on; those pinned to an older activation too, since once
+    secret, a value stays secret (their actions still receive the plaintext). Only the
+    representation changes (as `secrets rotate` does): no revision, no audit event."""
     schema = version.definition.get("input_schema")
     if not secrets.has_secrets(schema):
         return
@@ -164,8 +166,6 @@ def _seal_following_schedules(
     )
     for schedule in following:
         action = schedule.action
-        if action.get("activation_id"):
-            continue
         sealed = secrets.seal(schema, action.get("input"))
         if sealed != action.get("input"):
             schedule.action = {**action, "input": sealed}

@@ -404,6 +404,35 @@ def test_a_property_a_newer_version_marks_secret_is_sealed_and_stays_sealed(app,
     assert action["input"]["pw"].startswith("enc:v1:")
 
 
+def test_a_schedule_pinned_to_an_older_version_is_sealed_too(app, admin_api):
+    """Once secret, stays secret: a schedule pinned to the activation of a version that did not
+    mark `pw` kept it in plaintext (shown, and copied into every run) after a newer version
+    marked it; its actions still receive the plaintext."""
+    from app.ticker.tick import run_tick
+
+    plain = {"type": "object", "properties": {"pw": {"type": "string"}}}
+    marked = {"type": "object", "properties": {"pw": {"type": "string", "x-secret": True}}}
+    assert deploy(admin_api, "pinned", plain, STEPS).status_code == 201
+    pin = admin_api.post("/activations", json={"workflow": "pinned", "version": 1}).get_json()["id"]
+    body = {"id": "p", "cron": "0 3 * * *", "activation_id": pin, "input": {"pw": "pin-7f2e"}}
+    assert admin_api.post("/schedules", json=body).status_code == 201
+    assert deploy(admin_api, "pinned", marked, STEPS).status_code == 201  # deploy + activate
+    shown = admin_api.get("/schedules/p")
+    assert shown.get_json()["action"]["input"] == {"pw": "***"}
+    assert "pin-7f2e" not in shown.get_data(as_text=True)
+    revision = shown.get_json()["revision"]
+    trigger = admin_api.post("/schedules/p/trigger", json={}, headers={"If-Match": str(revision)})
+    assert trigger.status_code == 200, trigger.get_json()
+    run_id = trigger.get_json()["run_id"]
+    SEEN.clear()
+    run_tick(app, work=True)
+    assert {"pw": "pin-7f2e"} in SEEN
+    with database(app).session() as session:
+        stored = session.scalar(select(Run.input).where(Run.run_id == run_id))
+        action = session.scalar(select(Schedule.action).where(Schedule.schedule_id == "p"))
+    assert stored["pw"].startswith("enc:v1:") and action["input"]["pw"].startswith("enc:v1:")
+
+
 def test_rotate_re_encrypts_with_the_first_key(app, admin_api, runner, monkeypatch):
     from cryptography.fernet import Fernet
 
