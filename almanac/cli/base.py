@@ -144,11 +144,24 @@ def parse_document(text: str, name: str) -> Any:
     try:
         if name.endswith((".yaml", ".yml")):
             return json_value(within_reach(load_yaml(text)))
-        return json_value(json.loads(text))
+        return json_value(json.loads(text, object_pairs_hook=unique_keys))
     except ValueError as exc:
         raise click.BadParameter(f"{name}: {exc}") from exc
     except RecursionError:
         raise click.BadParameter(f"{name}: {TOO_DEEP}") from None
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once, as the server requires: read here, a key given
+    twice kept its last value before the request was even sent."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {key!r} is given twice in one object")
+            seen.add(key)
+    return value
 
 
 # More values than any request the API takes (1 MiB of JSON) can hold.
@@ -235,7 +248,7 @@ def json_option(value: str | None, name: str) -> Any:
     if value is None:
         return None
     try:
-        return json_value(json.loads(value))
+        return json_value(json.loads(value, object_pairs_hook=unique_keys))
     except ValueError as exc:
         raise click.BadParameter(f"not JSON: {exc}", param_hint=name) from exc
     except RecursionError:

@@ -106,6 +106,9 @@ def test_run_errors_exit_1_or_2(almanac):
     assert bad_status.exit_code == 1 and bad_status.stderr.startswith("error VALIDATION: ")
     bad_json = almanac("runs", "start", "noop-flow", "--input", "{nope")
     assert bad_json.exit_code == 2 and "not JSON" in bad_json.stderr
+    # A key given twice is refused here, as the server refuses it (it sent the last value).
+    twice = almanac("runs", "start", "noop-flow", "--input", '{"a": 1, "a": 2}')
+    assert twice.exit_code == 2 and "'a' is given twice" in twice.stderr
     unknown = almanac("tasks", "complete", "999999", "--output-json", "1")
     assert unknown.exit_code == 1 and unknown.stderr.startswith("error NOT_FOUND: ")
 
