@@ -375,7 +375,9 @@ def test_cancel_other_at_capacity_asks_the_running_run_to_cancel_then_starts(h):
     assert [r["outcome"] for r in h.tick("12:20")] == ["refused"]
     (old,) = h.runs("s")
     assert old.cancel_requested_at is not None and old.status != "cancelled"
-    assert [e.event_type for e in h.run_events(old.run_id)][-1] == "cancel_requested"
+    asked = h.run_events(old.run_id)[-1]
+    assert asked.event_type == "cancel_requested"
+    assert "has a newer occurrence waiting for its place" in asked.payload["reason"]
     # Retried within its grace: asked once, not again.
     assert [r["outcome"] for r in h.tick("12:20:20")] == ["refused"]
     cancels = [e for e in h.run_events(old.run_id) if e.event_type == "cancel_requested"]

@@ -69,7 +69,7 @@ def act(
             # places are what it waits for: runs of other schedules holding the namespace are
             # no reason to end these. A trigger or a backfill refused for capacity is not
             # retried, so it asks nothing.
-            _end_others(ctx, schedule, now, policy)
+            _end_others(ctx, schedule, now, policy, "has a newer occurrence waiting for its place")
         return Act("refused", None, "capacity")
     _end_others(ctx, schedule, now, policy)
     run_id = start_occurrence(w, schedule, now, target, starter, firing, context)
@@ -88,7 +88,13 @@ def finish_if_exhausted(
         mark_deleted(ctx.session, w, schedule, now, "max_runs_exhausted", context)
 
 
-def _end_others(ctx: FiringContext, schedule: Schedule, now: datetime, policy: str) -> None:
+def _end_others(
+    ctx: FiringContext,
+    schedule: Schedule,
+    now: datetime,
+    policy: str,
+    why: str = "started a newer run",
+) -> None:
     if policy not in ENDS_OTHERS:
         return
     still_active = []
@@ -96,7 +102,7 @@ def _end_others(ctx: FiringContext, schedule: Schedule, now: datetime, policy: s
         run = ctx.run(entry)
         if run is None or run.status not in ACTIVE_RUN_STATUSES:
             continue
-        reason = f"schedule {schedule.schedule_id!r} started a newer run ({policy})"
+        reason = f"schedule {schedule.schedule_id!r} {why} ({policy})"
         by = ctx.context(schedule).with_reason(reason).to_json()
         if policy == "terminate_other":
             lifecycle.terminate_run(ctx.session, run, now, reason, by)
