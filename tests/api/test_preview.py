@@ -154,7 +154,9 @@ def test_preview_of_a_named_schedule_as_it_resumes_with_its_own_jitter(h):
     assert paused[0]["at"] >= "2026-01-05T12:30:00Z"
     assert h.post("pz", "resume").status_code == 200
     upcoming = [item["at"] for item in h.read("pz")["upcoming"][:3]]
-    assert [item["at"] for item in h.api.post(path, json=body).get_json()["occurrences"]] == upcoming
+    assert [
+        item["at"] for item in h.api.post(path, json=body).get_json()["occurrences"]
+    ] == upcoming
     assert [item["at"] for item in paused] == upcoming
     for bad in ("pz\n", "a/b", "", " pz"):
         refused = h.api.post(path, json=body | {"schedule_id": bad})
