@@ -7,6 +7,7 @@ pages live in `app/console/errors.py`.
 from __future__ import annotations
 
 import logging
+import posixpath
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,9 +40,10 @@ _SLASHES = re.compile(r"/{2,}")
 
 
 def is_api_path(path: str) -> bool:
-    """`/api` and everything under it, however many slashes separate the parts (`//api/v1`
-    is refused as an API path, in JSON, not with the console's page)."""
-    path = _SLASHES.sub("/", path)
+    """`/api` and everything under it, however many slashes separate the parts and whatever
+    dot segments lead to it (`//api/v1` and `/./api/v1` are refused as API paths, in JSON, not
+    with the console's page)."""
+    path = posixpath.normpath(_SLASHES.sub("/", path))
     return path == "/api" or path.startswith("/api/")
 
 

@@ -167,7 +167,9 @@ def test_options_and_doubled_slashes_answer_without_html(client, admin_api):
     # `/api` itself is an API path.
     assert error_of(client.get("/api"))["code"] == "NOT_FOUND"
     # Leading slashes doubled: not served (the router read them as one).
-    for path in ("//api/v1/namespaces", "///api/v1/health"):
+    # Nor are dot segments: they lead to the API, so the answer is the API's.
+    paths = ("//api/v1/namespaces", "///api/v1/health", "/./api/v1/health", "/ns/../api/v1/x")
+    for path in paths:
         response = client.get("/", environ_overrides={"PATH_INFO": path})
         assert response.status_code == 404 and error_of(response)["code"] == "NOT_FOUND", path
 
