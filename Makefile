@@ -51,7 +51,7 @@ test: install-dev browser
 lint: install-dev
 	$(BIN)/ruff check app almanac tests bench
 	$(BIN)/ruff format --check app almanac tests bench wsgi.py
-	$(BIN)/mypy app/calendar app/auth app/db app/runs app/schedules app/console app/api app/paging.py app/errors.py
+	$(BIN)/mypy app/calendar app/auth app/db app/runs app/schedules app/console app/api app/paging.py app/errors.py almanac
 
 # The benchmarks print their figures (docs/benchmarks.md); the tick and console ones take minutes.
 bench: install-dev

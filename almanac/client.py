@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -74,13 +74,16 @@ class Pager(Iterator[T]):
         """
         call = self.call
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="almanac-page") as pool:
-            params: list[tuple[str, str]] | None = list(call.params)
-            pending = pool.submit(self.transport.send, Call(call.method, call.path, params))
+            params = list(call.params)
+            pending: Future[Any] | None = pool.submit(
+                self.transport.send, Call(call.method, call.path, params)
+            )
             while pending is not None:
                 body = page_body(pending.result(), self._key, call)
-                params = self._next_params(body, params or [])
+                next_params = self._next_params(body, params)
                 pending = None
-                if params is not None:
+                if next_params is not None:
+                    params = next_params
                     pending = pool.submit(self.transport.send, Call(call.method, call.path, params))
                 yield body
 

@@ -39,7 +39,9 @@ class Resource:
         if not isinstance(data, dict):
             raise ShapeError(f"{cls.__name__} needs a JSON object, not {type(data).__name__}")
         values: dict[str, Any] = {}
-        for name, is_time, kinds in _plan(cls):
+        # Classes hash by identity (`type.__hash__`), but mypy checks `type[R]` against Hashable
+        # with the instances' `__hash__`, which `@dataclass` (eq without frozen) sets to None.
+        for name, is_time, kinds in _plan(cls):  # type: ignore[arg-type]
             if name not in data:
                 if kinds is not None:
                     raise ShapeError(f"{cls.__name__} needs {name!r}")

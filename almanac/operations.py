@@ -8,17 +8,60 @@ same method returns a value on one and an awaitable (or an async iterator) on th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from urllib.parse import quote
 
 from almanac import models as m
 from almanac.errors import InvalidId, NotUnicode
 from almanac.transport import Call
 
+if TYPE_CHECKING:
+    from almanac.aio import AsyncClient, AsyncPager
+    from almanac.client import Pager
+
 T = TypeVar("T")
+P = ParamSpec("P")
 Parse = Callable[[Any], T]
+
+
+# How each operation reads on each client, for the type checker. An `@endpoint` method returns
+# what `_call` returns: the parsed result on `Client`, a coroutine of it on `AsyncClient` (whose
+# `_call` is a coroutine function). A `@paged` method returns what `_walk` or `_walk_history`
+# returns: a `Pager` on `Client`, an `AsyncPager` on `AsyncClient`. The annotations of the
+# methods themselves are the `Client` ones. At run time both decorators hand the function back
+# unchanged: only the types differ, and only per client.
+if TYPE_CHECKING:
+
+    class endpoint(Generic[P, T]):
+        def __init__(self, method: Callable[Concatenate[Any, P], T]) -> None: ...
+
+        @overload
+        def __get__(self, obj: None, owner: type) -> Callable[Concatenate[Any, P], T]: ...
+        @overload
+        def __get__(self, obj: AsyncClient, owner: type) -> Callable[P, Coroutine[Any, Any, T]]: ...
+        @overload
+        def __get__(self, obj: object, owner: type) -> Callable[P, T]: ...
+        def __get__(self, obj: object, owner: type) -> Any: ...
+
+    class paged(Generic[P, T]):
+        def __init__(self, method: Callable[Concatenate[Any, P], Iterator[T]]) -> None: ...
+
+        @overload
+        def __get__(self, obj: None, owner: type) -> Callable[Concatenate[Any, P], Iterator[T]]: ...
+        @overload
+        def __get__(self, obj: AsyncClient, owner: type) -> Callable[P, AsyncPager[T]]: ...
+        @overload
+        def __get__(self, obj: object, owner: type) -> Callable[P, Pager[T]]: ...
+        def __get__(self, obj: object, owner: type) -> Any: ...
+
+else:
+
+    def endpoint(method):
+        return method
+
+    paged = endpoint
 
 
 # What the path segment after each of these names, for the error about a segment no id can be.
@@ -128,20 +171,25 @@ class Operations:
 
     # --- identity and namespaces -------------------------------------------------------------
 
+    @endpoint
     def me(self) -> m.Me:
         """Who the token belongs to and the caller's namespaces with roles."""
         return self._call(Call("GET", "/me"), m.Me.from_json)
 
+    @endpoint
     def health(self) -> dict[str, Any]:
         return self._call(Call("GET", "/health"), dict)
 
+    @paged
     def list_namespaces(self) -> Iterator[m.Namespace]:
         return self._walk(Call("GET", "/namespaces"), m.Namespace.from_json)
 
+    @endpoint
     def create_namespace(self, name: str, max_active_runs: int | None = None) -> m.Namespace:
         body = _body(name=name, max_active_runs=max_active_runs)
         return self._call(Call("POST", "/namespaces", json=body), m.Namespace.from_json)
 
+    @endpoint
     def preview_calendar(
         self,
         spec: Mapping[str, Any],
@@ -165,10 +213,12 @@ class Operations:
             call, lambda d: [m.PreviewOccurrence.from_json(o) for o in d["occurrences"]]
         )
 
+    @endpoint
     def tick(self, *, work: bool = False) -> m.TickResult:
         """Run one tick now (superuser)."""
         return self._call(Call("POST", "/admin/tick", json={"work": work}), m.TickResult.from_json)
 
+    @endpoint
     def set_clock(self, now: datetime | str, *, tick: bool = False, work: bool = False) -> Any:
         """Move a manual clock (superuser; the server must run with the manual clock). With
         `tick`, the tick that follows answers as `tick()` does (a `TickResult`); else the
@@ -179,15 +229,18 @@ class Operations:
 
     # --- schedules -----------------------------------------------------------------------------
 
+    @endpoint
     def save_schedule(self, body: Mapping[str, Any], revision: int | None = None) -> m.Schedule:
         """Create a schedule, or replace one at `revision` (sent as If-Match)."""
         call = Call("POST", self._ns("schedules"), json=dict(body), headers=if_match(revision))
         return self._call(call, m.Schedule.from_json)
 
+    @endpoint
     def get_schedule(self, schedule_id: str, *, upcoming: int | None = None) -> m.Schedule:
         call = Call("GET", self._ns("schedules", schedule_id), _params(upcoming=upcoming))
         return self._call(call, m.Schedule.from_json)
 
+    @paged
     def list_schedules(
         self,
         *,
@@ -209,6 +262,7 @@ class Operations:
         )
         return self._walk(Call("GET", self._ns("schedules"), params), m.Schedule.from_json)
 
+    @endpoint
     def update_schedule(
         self, schedule_id: str, patch: Mapping[str, Any], revision: int
     ) -> m.Schedule:
@@ -217,36 +271,43 @@ class Operations:
         call = Call("PATCH", path, json=dict(patch), headers=if_match(revision))
         return self._call(call, m.Schedule.from_json)
 
+    @endpoint
     def _change(self, verb: str, schedule_id: str, revision: int, reason: str | None) -> m.Schedule:
         path = self._ns("schedules", schedule_id, verb)
         call = Call("POST", path, json=_body(reason=reason), headers=if_match(revision))
         return self._call(call, m.Schedule.from_json)
 
+    @endpoint
     def pause_schedule(
         self, schedule_id: str, revision: int, reason: str | None = None
     ) -> m.Schedule:
         return self._change("pause", schedule_id, revision, reason)
 
+    @endpoint
     def resume_schedule(
         self, schedule_id: str, revision: int, reason: str | None = None
     ) -> m.Schedule:
         return self._change("resume", schedule_id, revision, reason)
 
+    @endpoint
     def disable_schedule(
         self, schedule_id: str, revision: int, reason: str | None = None
     ) -> m.Schedule:
         return self._change("disable", schedule_id, revision, reason)
 
+    @endpoint
     def enable_schedule(
         self, schedule_id: str, revision: int, reason: str | None = None
     ) -> m.Schedule:
         return self._change("enable", schedule_id, revision, reason)
 
+    @endpoint
     def delete_schedule(
         self, schedule_id: str, revision: int, reason: str | None = None
     ) -> m.Schedule:
         return self._change("delete", schedule_id, revision, reason)
 
+    @endpoint
     def trigger_schedule(
         self, schedule_id: str, *, overlap_policy: str | None = None, reason: str | None = None
     ) -> m.TriggerResult:
@@ -254,6 +315,7 @@ class Operations:
         call = Call("POST", self._ns("schedules", schedule_id, "trigger"), json=body)
         return self._call(call, m.TriggerResult.from_json)
 
+    @endpoint
     def backfill_once(
         self,
         schedule_id: str,
@@ -269,6 +331,7 @@ class Operations:
         call = Call("POST", self._ns("schedules", schedule_id, "backfill"), json=body)
         return self._call(call, m.BackfillResult.from_json)
 
+    @paged
     def list_occurrences(
         self, schedule_id: str, *, limit: int | None = None, cursor: str | None = None
     ) -> Iterator[m.Occurrence]:
@@ -277,6 +340,7 @@ class Operations:
         call = Call("GET", self._ns("schedules", schedule_id, "occurrences"), params)
         return self._walk(call, m.Occurrence.from_json)
 
+    @endpoint
     def get_schedule_history(
         self, schedule_id: str, *, limit: int | None = None, after_sequence: int | None = None
     ) -> m.ScheduleHistoryPage:
@@ -285,6 +349,7 @@ class Operations:
         call = Call("GET", self._ns("schedules", schedule_id, "history"), params)
         return self._call(call, m.ScheduleHistoryPage.from_json)
 
+    @paged
     def iter_schedule_history(
         self, schedule_id: str, *, limit: int | None = None, after_sequence: int | None = None
     ) -> Iterator[m.ScheduleHistoryEvent]:
@@ -293,6 +358,7 @@ class Operations:
         call = Call("GET", self._ns("schedules", schedule_id, "history"), params)
         return self._walk_history(call, m.ScheduleHistoryEvent.from_json)
 
+    @endpoint
     def simulate_schedule(
         self,
         schedule_id: str,
@@ -305,6 +371,7 @@ class Operations:
         call = Call("POST", self._ns("schedules", schedule_id, "simulate"), json=body)
         return self._call(call, m.Simulation.from_json)
 
+    @endpoint
     def simulate_save(
         self,
         body: Mapping[str, Any],

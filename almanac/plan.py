@@ -216,7 +216,7 @@ class Step:
     error: AlmanacError | None = None
 
     def to_json(self) -> dict[str, Any]:
-        step = {
+        step: dict[str, Any] = {
             "schedule_id": self.schedule_id,
             "action": self.action,
             "changed_fields": self.changed_fields,

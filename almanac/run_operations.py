@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from almanac import models as m
-from almanac.operations import Labels, Operations, _body, _pairs, _params
+from almanac.operations import Labels, Operations, _body, _pairs, _params, endpoint, paged
 from almanac.transport import Call
 
 
@@ -15,25 +15,30 @@ class RunOperations(Operations):
 
     # --- workflows and activations ----------------------------------------------------------
 
+    @endpoint
     def deploy_workflow(self, definition: Mapping[str, Any]) -> m.WorkflowVersion:
         """Deploy a definition as the workflow's next immutable version."""
         call = Call("POST", self._ns("workflows"), json=dict(definition))
         return self._call(call, m.WorkflowVersion.from_json)
 
+    @paged
     def list_workflows(
         self, *, limit: int | None = None, cursor: str | None = None
     ) -> Iterator[m.WorkflowVersion]:
         call = Call("GET", self._ns("workflows"), _params(limit=limit, cursor=cursor))
         return self._walk(call, m.WorkflowVersion.from_json)
 
+    @endpoint
     def get_workflow(self, name: str, *, version: int | None = None) -> m.WorkflowVersion:
         call = Call("GET", self._ns("workflows", name), _params(version=version))
         return self._call(call, m.WorkflowVersion.from_json)
 
+    @endpoint
     def create_activation(self, workflow: str, *, version: int | None = None) -> m.Activation:
         call = Call("POST", self._ns("activations"), json=_body(workflow=workflow, version=version))
         return self._call(call, m.Activation.from_json)
 
+    @paged
     def list_activations(
         self,
         *,
@@ -45,12 +50,14 @@ class RunOperations(Operations):
         params = _params(workflow=workflow, status=status, limit=limit, cursor=cursor)
         return self._walk(Call("GET", self._ns("activations"), params), m.Activation.from_json)
 
+    @endpoint
     def retire_activation(self, activation_id: str) -> m.Activation:
         call = Call("POST", self._ns("activations", activation_id, "retire"), json={})
         return self._call(call, m.Activation.from_json)
 
     # --- runs -----------------------------------------------------------------------------------
 
+    @endpoint
     def start_run(
         self,
         workflow: str | None = None,
@@ -66,6 +73,7 @@ class RunOperations(Operations):
         )
         return self._call(Call("POST", self._ns("runs"), json=body), m.Run.from_json)
 
+    @paged
     def list_runs(
         self,
         *,
@@ -87,9 +95,11 @@ class RunOperations(Operations):
         )
         return self._walk(Call("GET", self._ns("runs"), params), m.Run.from_json)
 
+    @endpoint
     def get_run(self, run_id: str) -> m.Run:
         return self._call(Call("GET", self._ns("runs", run_id)), m.Run.from_json)
 
+    @paged
     def iter_run_history(
         self, run_id: str, *, limit: int | None = None, cursor: str | None = None
     ) -> Iterator[m.RunHistoryEvent]:
@@ -97,23 +107,28 @@ class RunOperations(Operations):
         call = Call("GET", self._ns("runs", run_id, "history"), params)
         return self._walk(call, m.RunHistoryEvent.from_json)
 
+    @endpoint
     def replay_run(self, run_id: str) -> m.Replay:
         return self._call(Call("GET", self._ns("runs", run_id, "replay")), m.Replay.from_json)
 
+    @endpoint
     def signal_run(self, run_id: str, name: str, payload: Any = None) -> m.SignalResult:
         call = Call("POST", self._ns("runs", run_id, "signals", name), json={"payload": payload})
         return self._call(call, m.SignalResult.from_json)
 
+    @endpoint
     def cancel_run(self, run_id: str, reason: str | None = None) -> m.Run:
         call = Call("POST", self._ns("runs", run_id, "cancel"), json=_body(reason=reason))
         return self._call(call, m.Run.from_json)
 
+    @endpoint
     def terminate_run(self, run_id: str, reason: str | None = None) -> m.Run:
         call = Call("POST", self._ns("runs", run_id, "terminate"), json=_body(reason=reason))
         return self._call(call, m.Run.from_json)
 
     # --- tasks and incidents -----------------------------------------------------------------
 
+    @paged
     def list_tasks(
         self,
         *,
@@ -125,10 +140,12 @@ class RunOperations(Operations):
         params = _params(status=status, run_id=run_id, limit=limit, cursor=cursor)
         return self._walk(Call("GET", self._ns("tasks"), params), m.Task.from_json)
 
+    @endpoint
     def complete_task(self, task_id: str | int, output: Any = None) -> m.Task:
         call = Call("POST", self._ns("tasks", str(task_id), "complete"), json={"output": output})
         return self._call(call, m.Task.from_json)
 
+    @paged
     def list_incidents(
         self,
         *,
@@ -142,6 +159,7 @@ class RunOperations(Operations):
         params = _params(status=status, limit=limit, cursor=cursor)
         return self._walk(Call("GET", path, params), m.Incident.from_json)
 
+    @endpoint
     def resolve_incident(
         self, run_id: str, incident_id: str | int, action: str, output: Any = None
     ) -> m.Incident:
