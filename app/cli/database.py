@@ -22,7 +22,7 @@ from sqlalchemy.exc import ProgrammingError
 from app.cli.failures import database_errors, migration_variable
 from app.db import make_engine, normalize_url, schema_check
 from app.db.privileges import missing_privileges, unreadable_version
-from app.db.roles import create_roles, grant_privileges
+from app.db.roles import create_roles, grant_privileges, grant_tables
 from app.settings import ROOT
 
 
@@ -60,7 +60,9 @@ def check_upgrade(url: str, target: str = "head") -> list[str]:
                 for rev in script.iterate_revisions(target, current or "base")
                 if rev is not None
             ]
-            return missing_privileges(conn, pending) if pending else []
+            # After the revisions, every upgrade grants the logins their tables (even one with
+            # nothing pending): only the tables' owner may.
+            return missing_privileges(conn, pending, also_own=grant_tables(conn))
     finally:
         engine.dispose()
 

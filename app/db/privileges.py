@@ -66,26 +66,42 @@ def _login(conn: Connection) -> str:
 
 
 def _missing_memberships(conn: Connection, roles: set[str]) -> list[str]:
+    """Membership that passes on the role's privileges: a NOINHERIT login is a member in name
+    only, and PostgreSQL refuses it what the role owns (the upgrade replaces its functions)."""
     missing = []
     for role in sorted(roles):
         exists = conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role})
-        if exists and not conn.scalar(
-            text("SELECT pg_has_role(current_user, :r, 'MEMBER')"), {"r": role}
+        if not exists or conn.scalar(
+            text("SELECT pg_has_role(current_user, :r, 'USAGE')"), {"r": role}
         ):
+            continue
+        if conn.scalar(text("SELECT pg_has_role(current_user, :r, 'MEMBER')"), {"r": role}):
             missing.append(
-                f"membership in role {role} (to make it own what the upgrade creates; a "
-                f"superuser grants it: GRANT {role} TO {_login(conn)})"
+                f"the privileges of role {role}: this login is a member but does not inherit "
+                f"them (NOINHERIT; a superuser allows it: ALTER ROLE {_login(conn)} INHERIT)"
             )
+            continue
+        missing.append(
+            f"membership in role {role} (to make it own what the upgrade creates; a "
+            f"superuser grants it: GRANT {role} TO {_login(conn)})"
+        )
     return missing
 
 
-def missing_privileges(conn: Connection, requirements: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Everything the current login lacks for revisions with `requirements` (empty: go ahead)."""
+def missing_privileges(
+    conn: Connection, requirements: Iterable[Mapping[str, Any]], *, also_own: Iterable[str] = ()
+) -> list[str]:
+    """Everything the current login lacks for revisions with `requirements` and to own the
+    tables `also_own` (empty: go ahead). With no revision pending, only `also_own` counts."""
     if conn.dialect.name != "postgresql":
         return []
+    requirements = list(requirements)
     merged = _merged(requirements)
+    merged["own"].update(also_own)
     missing = []
-    if not conn.scalar(text("SELECT has_schema_privilege(current_schema(), 'CREATE')")):
+    if requirements and not conn.scalar(
+        text("SELECT has_schema_privilege(current_schema(), 'CREATE')")
+    ):
         missing.append("CREATE on schema " + str(conn.scalar(text("SELECT current_schema()"))))
     grantees = sorted(merged["grant_create"])
     if grantees and not conn.scalar(

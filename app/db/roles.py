@@ -48,9 +48,10 @@ SCHEDULER_GRANTS = {table: _DML for table in BUSINESS_TABLES} | {
     "ticker_beats": _DML,
 }
 # Per login: table -> the columns it may read. The scheduler reads the principals it checks,
-# not their password hashes.
+# not their password hashes, nor the name of the namespace each last used (namespace names
+# reach it only in a transaction bound to that namespace).
 SCHEDULER_COLUMNS: dict[str, tuple[str, ...]] = {
-    "users": ("id", "username", "is_superuser", "disabled_at", "created_at", "last_namespace"),
+    "users": ("id", "username", "is_superuser", "disabled_at", "created_at"),
 }
 
 
@@ -68,6 +69,16 @@ def create_roles(conn: Connection) -> list[str]:
         conn.execute(text(f'{verb} ROLE "{role}" {attributes}'))
         done.append(f"{'updated' if exists else 'created'} role {role} ({attributes})")
     return done
+
+
+def grant_tables(conn: Connection) -> tuple[str, ...]:
+    """The tables `grant_privileges` grants (only their owner may), once the logins it grants
+    them to exist (before, it grants nothing). Those not created yet are skipped by the check."""
+    if conn.dialect.name != "postgresql" or not all(
+        conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": r}) for r in ROLES
+    ):
+        return ()
+    return tuple(sorted(set(APP_GRANTS) | set(SCHEDULER_GRANTS) | set(SCHEDULER_COLUMNS)))
 
 
 def grant_privileges(conn: Connection) -> list[str]:

@@ -166,10 +166,12 @@ def test_the_scheduler_and_catalog_logins(app, app_engine, postgres_owner_url):
             conn.rollback()
             with pytest.raises(DBAPIError, match="permission denied"), conn.begin_nested():
                 conn.execute(text("SELECT count(*) FROM api_tokens"))
-            # The principals it checks, but not their password hashes.
+            # The principals it checks, but not their password hashes, nor the namespace each
+            # used last (that named every namespace, outside any bound transaction).
             assert conn.scalar(text("SELECT count(username) FROM users")) == 0
-            with pytest.raises(DBAPIError, match="permission denied"), conn.begin_nested():
-                conn.execute(text("SELECT password_hash FROM users"))
+            for column in ("password_hash", "last_namespace"):
+                with pytest.raises(DBAPIError, match="permission denied"), conn.begin_nested():
+                    conn.execute(text(f"SELECT {column} FROM users"))
         with scheduler.connect() as conn:
             catalog = conn.execute(
                 text("SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = :r"),

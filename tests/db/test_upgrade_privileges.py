@@ -218,3 +218,48 @@ def test_the_scheduler_login_may_use_no_sequence_of_the_accounts(at_0003):
     with scheduler.connect() as conn, pytest.raises(Exception, match="permission denied"):
         conn.execute(text("SELECT nextval('users_id_seq')"))
     scheduler.dispose()
+
+
+NOINHERIT = "almanac_test_noinherit"
+
+
+def test_a_member_that_does_not_inherit_the_catalog_role_is_refused_before_anything(at_0003):
+    """Membership alone passed the check, but a NOINHERIT login may not replace what the
+    catalog role owns: revision 0011 then failed midway (or an upgrade to 0008 left the
+    due-work function callable by everyone). Now the check names it first."""
+    engine = make_engine(at_0003)
+    with engine.begin() as conn:
+        conn.execute(text("SELECT pg_advisory_xact_lock(7310013)"))
+        if not conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": NOINHERIT}):
+            conn.execute(text(f"CREATE ROLE {NOINHERIT} LOGIN NOINHERIT NOSUPERUSER NOBYPASSRLS"))
+        conn.execute(text(f"GRANT almanac_catalog TO {NOINHERIT}"))
+        conn.execute(text(f"GRANT CREATE, USAGE ON SCHEMA public TO {NOINHERIT}"))
+        conn.execute(text(f"GRANT SELECT, UPDATE ON alembic_version TO {NOINHERIT}"))
+    engine.dispose()
+    before = _state(at_0003)
+    for target in ("head", "0008"):
+        result = _cli(login_url(at_0003, NOINHERIT), "db", "upgrade", target)
+        assert result.exit_code == 1, result.output
+        assert "upgrade refused, nothing was changed" in result.output
+        assert (
+            "the privileges of role almanac_catalog: this login is a member but does not "
+            f"inherit them (NOINHERIT; a superuser allows it: ALTER ROLE {NOINHERIT} INHERIT)"
+        ) in result.output
+        assert "must be owner" not in result.output
+        assert _state(at_0003) == before
+
+
+def test_an_upgrade_with_nothing_pending_still_checks_the_grants_it_makes(at_0003):
+    """At head, the upgrade only grants the logins their tables; a login that owns none of
+    them got PostgreSQL's raw 'permission denied' instead of the check's list."""
+    assert _cli(at_0003, "db", "upgrade").exit_code == 0
+    before = _state(at_0003)
+    result = _cli(login_url(at_0003, WEAK), "db", "upgrade")
+    assert result.exit_code == 1, result.output
+    assert "upgrade refused, nothing was changed" in result.output
+    assert "ownership of table activations (owned by postgres)" in result.output
+    assert "ownership of table users (owned by postgres)" in result.output
+    assert "permission denied" not in result.output
+    # Nothing pending: CREATE on the schema is not asked for.
+    assert "CREATE on schema" not in result.output
+    assert _state(at_0003) == before
