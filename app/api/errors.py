@@ -47,8 +47,34 @@ def is_api_path(path: str) -> bool:
     return path == "/api" or path.startswith("/api/")
 
 
+# An error's message quotes what was refused (a key, a value): past this many characters the
+# quote is cut, so a 300,000-character key is not sent back twice in a 600 KB answer.
+MESSAGE_LIMIT = 1_000
+
+
+def _cut(message: Any) -> Any:
+    if not isinstance(message, str) or len(message) <= MESSAGE_LIMIT:
+        return message
+    return f"{message[:MESSAGE_LIMIT]}… ({len(message):,} characters in all)"
+
+
+def _cut_details(details: dict[str, Any]) -> dict[str, Any]:
+    """The details with each text in them cut: their own (`reason`) and each error's `msg`."""
+    cut = {key: _cut(value) for key, value in details.items()}
+    errors = details.get("errors")
+    if isinstance(errors, list):
+        cut["errors"] = [
+            {**error, "msg": _cut(error["msg"])}
+            if isinstance(error, dict) and "msg" in error
+            else error
+            for error in errors
+        ]
+    return cut
+
+
 def error_response(status: int, code: str, message: str, details: dict[str, Any]) -> Response:
-    response = jsonify({"error": {"code": code, "message": message, "details": details}})
+    body = {"code": code, "message": _cut(message), "details": _cut_details(details)}
+    response = jsonify({"error": body})
     response.status_code = status
     return response
 

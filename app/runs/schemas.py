@@ -47,7 +47,12 @@ def compile_pattern(pattern: str) -> Any:
 
 
 def _search(pattern: str, text: str) -> bool:
-    return compile_pattern(pattern).search(text) is not None
+    compiled = compile_pattern(pattern)
+    # RE2 is linear in the text, but when its DFA runs out of memory (a large program: counted
+    # repetitions like `[^a]{1000}` twenty times) it falls back to work in text × program
+    # size: 250 KB against such a pattern took 43 s. That work is charged to the budget.
+    _charge(len(text) * compiled.programsize // PATTERN_WORK_PER_STEP)
+    return compiled.search(text) is not None
 
 
 def _pattern(
@@ -126,23 +131,32 @@ def _equality_key(value: Any) -> Any:
 # (`oneOf` of two references to a schema that does the same, a few levels deep) doubles its work
 # with each level of the input, so a few hundred bytes took minutes. About a second of work.
 MAX_CHECK_STEPS = 100_000
+# A pattern matched against a text costs one step per this much of text length × RE2 program
+# size (its worst case, about 10 µs of work): the budget's second of work, in patterns.
+PATTERN_WORK_PER_STEP = 10_000
 _STEPS: ContextVar[list[int] | None] = ContextVar("input_schema_steps", default=None)
 
 
 class CheckTooCostly(ValueError):
-    """Checking an input against its schema took more than `MAX_CHECK_STEPS` keywords."""
+    """Checking an input against its schema took more than `MAX_CHECK_STEPS` steps."""
+
+
+def _charge(cost: int) -> None:
+    steps = _STEPS.get()
+    if steps is None:
+        return
+    steps[0] += cost
+    if steps[0] > MAX_CHECK_STEPS:
+        raise CheckTooCostly(
+            f"checking it against the workflow's input_schema takes more than "
+            f"{MAX_CHECK_STEPS:,} steps, about a second of work (many values, long strings "
+            "against large patterns, or references that branch at every level)"
+        )
 
 
 def _counted(keyword: Callable[..., Any]) -> Callable[..., Iterator[Any]]:
     def counted(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
-        steps = _STEPS.get()
-        if steps is not None:
-            steps[0] += 1
-            if steps[0] > MAX_CHECK_STEPS:
-                raise CheckTooCostly(
-                    f"checking it against the workflow's input_schema takes more than "
-                    f"{MAX_CHECK_STEPS:,} steps (a schema whose references branch at every level)"
-                )
+        _charge(1)
         return keyword(validator, value, instance, schema) or iter(())
 
     return counted

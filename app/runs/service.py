@@ -83,26 +83,25 @@ def start(
         msg = f"run ids beginning {RESERVED_RUN_ID_PREFIX!r} are reserved for schedules"
         raise ValidationFailed([{"loc": ["run_id"], "msg": msg}])
     check_size("input", request.input)
-    begin_write(session)
-    if request.run_id is not None:
-        existing = find_run(session, namespace, request.run_id)
-        if existing is not None:
-            return existing, False
-    if (
-        request.workflow is not None
-        and session.scalar(
-            select(Workflow.id).where(
-                Workflow.namespace_id == namespace.id, Workflow.name == request.workflow
-            )
-        )
-        is None
-    ):
-        raise WorkflowNotFound(request.workflow)
-    target = lifecycle.resolve_target(
-        session, namespace, workflow=request.workflow, activation_id=request.activation_id
-    )
+    # The input is checked before the write begins: on SQLite the write lock is the whole
+    # database's, and a long input against a heavy schema takes up to a second to check.
+    existing = _existing(session, namespace, request)
+    if existing is not None:
+        return existing, False
+    target = _target(session, namespace, request)
     secrets.refuse_sealed_text(request.input, ["input"])
     lifecycle.validate_input(target.version.definition, request.input)
+    begin_write(session, keep_reads=True)
+    if session.get_bind().dialect.name == "sqlite":
+        # A new transaction, behind the lock: look again at what another writer may have
+        # changed meanwhile (checking once more only if the workflow's version did change).
+        existing = _existing(session, namespace, request)
+        if existing is not None:
+            return existing, False
+        now_target = _target(session, namespace, request)
+        if now_target.version.id != target.version.id:
+            lifecycle.validate_input(now_target.version.definition, request.input)
+        target = now_target
     sealed_input = secrets.seal(target.version.definition.get("input_schema"), request.input)
     limit = namespace.max_active_runs
     if limit is not None and lifecycle.count_active_runs(session, namespace.id) >= limit:
@@ -135,6 +134,26 @@ def start(
             raise
         return existing, False
     return run, True
+
+
+def _existing(session: Session, namespace: Namespace, request: RunRequest) -> Run | None:
+    return None if request.run_id is None else find_run(session, namespace, request.run_id)
+
+
+def _target(session: Session, namespace: Namespace, request: RunRequest) -> lifecycle.RunTarget:
+    if (
+        request.workflow is not None
+        and session.scalar(
+            select(Workflow.id).where(
+                Workflow.namespace_id == namespace.id, Workflow.name == request.workflow
+            )
+        )
+        is None
+    ):
+        raise WorkflowNotFound(request.workflow)
+    return lifecycle.resolve_target(
+        session, namespace, workflow=request.workflow, activation_id=request.activation_id
+    )
 
 
 def find_run(session: Session, namespace: Namespace, run_id: str) -> Run | None:

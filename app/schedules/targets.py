@@ -131,7 +131,11 @@ def resolve(
             {"loc": [*prefix, *err["loc"][1:]], "msg": err["msg"]}
             for err in exc.details.get("errors", [])
         ]
-        raise InputSchemaError(exc.message, errors=errors) from None
+        # The message names the field as `loc` does (`action.input.x`, not `input.x`).
+        message = exc.message
+        if errors:
+            message = f"{'.'.join(map(str, errors[0]['loc']))}: {errors[0]['msg']}"
+        raise InputSchemaError(message, errors=errors) from None
     action["input"] = secrets.keep_sealed(
         previous_input, secrets.seal(schema, plain, previous_input)
     )

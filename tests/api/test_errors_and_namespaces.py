@@ -231,3 +231,18 @@ def test_unknown_namespace_is_404(admin_api):
     )
     assert response.status_code == 404
     assert error_of(response)["code"] == "NOT_FOUND"
+
+
+def test_an_error_quoting_a_huge_key_is_cut_not_sent_back_whole(app, admin_api):
+    """A 300,000-character key given twice came back whole in the message and again in the
+    details: a 600 KB answer to a refused request."""
+    key = "k" * 300_000
+    body = f'{{"{key}": 1, "{key}": 2}}'.encode()
+    response = admin_api.post(
+        "/namespaces", data=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert len(response.data) < 5_000
+    message = error_of(response)["message"]
+    assert message.startswith("body is not valid JSON: the key 'kkk")
+    assert message.endswith("characters in all)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from app.db.runs import Run, Workflow
 from app.db.schedules import Schedule
 
 STEPS = [{"id": "a", "type": "action", "action": "noop"}]
+FIXED = datetime(2026, 1, 5, 12, tzinfo=UTC)
 WINDOW = {"from": "2026-01-05T12:00:00Z", "to": "2026-01-05T13:00:00Z"}
 
 
@@ -211,7 +213,9 @@ def test_a_false_schema_refuses_every_input_of_a_run_or_a_schedule(app, admin_ap
         saved = admin_api.post(
             "/schedules", json={"id": "s", "cron": "0 * * * *", "action": action}
         )
-        assert refusal(saved, "INPUT_SCHEMA")["loc"][-1] == "input", action
+        assert refusal(saved, "INPUT_SCHEMA")["loc"] == ["action", "input"], action
+        # The message names the field as its `loc` does (it said `input: …`).
+        assert saved.get_json()["error"]["message"].startswith("action.input: "), action
     simulated = admin_api.post(
         "/schedules/simulate",
         json={"workflow": "closed", "input": {"a": 1}, "cron": "0 * * * *"} | WINDOW,
@@ -502,3 +506,62 @@ def test_unique_items_are_checked_in_linear_time_with_json_equality(app, admin_a
     worker.start()
     worker.join(timeout=20)
     assert done and "non-unique" in str(done[0])
+
+
+def test_other_writers_go_on_while_a_run_starts_input_is_checked(app, admin_api, monkeypatch):
+    """A run start checked its input inside its write transaction: on SQLite that held the
+    whole database's write lock, so a slow check (up to the budget's second) made every other
+    writer wait, or answer 503 BACKEND_BUSY. The check now comes before the write begins."""
+    from app.auth.service import create_namespace
+    from app.db.session import begin_write
+    from app.runs import lifecycle
+
+    assert deploy(admin_api, "checked", {"properties": {"n": {"type": "integer"}}}).status_code
+    checked = lifecycle.first_error
+    written: list[str] = []
+
+    def write_elsewhere() -> None:
+        with database(app).session() as session:
+            begin_write(session)
+            create_namespace(session, FIXED, "written-meanwhile")
+            session.commit()
+        written.append("written-meanwhile")
+
+    def first_error(schema: Any, value: Any) -> Any:
+        other = threading.Thread(target=write_elsewhere, daemon=True)
+        other.start()
+        other.join(timeout=10)
+        return checked(schema, value)
+
+    monkeypatch.setattr(lifecycle, "first_error", first_error)
+    response = admin_api.post("/runs", json={"workflow": "checked", "input": {"n": 1}})
+    assert response.status_code == 201, response.get_json()
+    assert written == ["written-meanwhile"]
+    assert count(app, Run) == 1
+
+
+def test_a_long_string_against_a_large_pattern_is_charged_to_the_budget(app, admin_api):
+    """RE2 is linear in the text, but a large program (counted repetitions) exhausts its DFA
+    and falls back to work in text × program size: 250 KB took 43 s of a thread. That work
+    now counts against the check's budget, and an ordinary string still passes."""
+    large = "[^a]{1000}" * 20 + "a"
+    schema = {
+        "properties": {
+            "s": {"type": "string", "pattern": large},
+            "plain": {"type": "string", "pattern": "^[a-z]+$"},
+        }
+    }
+    assert deploy(admin_api, "large-pattern", schema).status_code == 201
+    response = admin_api.post(
+        "/runs", json={"workflow": "large-pattern", "input": {"s": "b" * 10_000}}
+    )
+    error = refusal(response, "INPUT_SCHEMA")
+    assert "more than 100,000 steps" in error["msg"] and "large patterns" in error["msg"]
+    assert count(app, Run) == 0
+    # A short string is matched against the large pattern as before (and does not match it)...
+    short = admin_api.post("/runs", json={"workflow": "large-pattern", "input": {"s": "b" * 500}})
+    assert "does not match" in refusal(short, "INPUT_SCHEMA")["msg"]
+    # ...and a long string against a small pattern passes.
+    long = {"plain": "x" * 200_000}
+    ok = admin_api.post("/runs", json={"workflow": "large-pattern", "input": long})
+    assert ok.status_code == 201, ok.get_json()
