@@ -153,6 +153,12 @@ def _forget_at_end(session: Session, transaction: SessionTransaction) -> None:
 def _write(session: Session) -> None:
     if session.get_nested_transaction() is not None:
         return  # a savepoint is released: its changes wait for the transaction's commit
+    write_pending(session)
+
+
+def write_pending(session: Session) -> None:
+    """Write the counts this transaction changed so far, now instead of at its commit: a
+    ticker page does, so that its last look at the clock comes after every lock it waits on."""
     session.flush()
     pending = session.info.pop(_PENDING, None)
     if not pending:

@@ -154,3 +154,35 @@ def test_a_start_whose_grace_ran_out_waiting_on_a_lock_is_recorded_as_missed(
     assert parse_instant(ledger[0]["instant"]) == parse_instant("2026-01-05T12:05:00Z")
     with owner.connect() as conn:
         assert conn.scalar(text("SELECT count(*) FROM runs")) == 0
+
+
+def test_a_start_that_waited_on_the_run_counts_past_its_grace_is_recorded_as_missed(
+    app, admin_api, owner, monkeypatch
+):
+    """The page read the clock again before it wrote the run counts (`run_rollup`), at its
+    commit: a page that waited on those rows past a start's grace still committed the start."""
+    monkeypatch.setattr(
+        rotation, "PHASE_LIMITS", {"statement_timeout": "30s", "lock_timeout": "20s"}
+    )
+    h = Harness(app, admin_api)
+    h.workflow(name="flow")
+    h.save({"id": "s", "cron": "*/5 * * * *", "action": {"workflow": "flow"}}, expect=201)
+    h.set_clock("12:05")
+    result: list = []
+    with owner.connect() as conn:
+        conn.execute(text("LOCK TABLE run_rollup IN EXCLUSIVE MODE"))
+        ticker = threading.Thread(target=lambda: result.append(run_tick(app)))
+        ticker.start()
+        give_up = time.monotonic() + 30
+        while not conn.scalar(text("SELECT count(*) FROM pg_locks WHERE NOT granted")):
+            assert time.monotonic() < give_up, "the tick never waited on the lock"
+            time.sleep(0.02)
+        h.set_clock("12:06:30")
+        conn.rollback()
+    ticker.join(timeout=60)
+    rows = result[0].rows
+    assert [(r["outcome"], r["run_id"]) for r in rows] == [("skipped", None)]
+    ledger = h.api.get("/schedules/s/occurrences").get_json()["items"]
+    assert [(i["kind"], i["reason"]) for i in ledger] == [("skipped", "missed")]
+    with owner.connect() as conn:
+        assert conn.scalar(text("SELECT count(*) FROM runs")) == 0

@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.calendar import CalendarError, Spec, due_time, format_utc_or_none, parse_instant
-from app.db import Database, Namespace, Schedule
+from app.db import Database, Namespace, Schedule, rollup
 from app.db.bulk import Statement, combine, execute
 from app.db.session import begin_write
 from app.schedules.ledger import Writes, record_skip
@@ -242,6 +242,9 @@ class _Pipeline:
         session = page.session
         try:
             _flush(page)
+            # The run counts are written before the clock is read again: their rows may be
+            # locked too, and a start that waited there past its grace must not commit.
+            rollup.write_pending(session)
             later = _stale_at(session, page.now, page.rows, self.grace, self.recheck)
             if later is not None:
                 # The page waited (on locks) past a start's grace: decide again at that time,
