@@ -20,6 +20,7 @@ from app.console.htmx import is_partial, render
 from app.console.outcome_chart import outcome_chart
 from app.console.session import namespace_view
 from app.db import Namespace
+from app.db.clock import wall_now
 from app.errors import ValidationFailed
 from app.runs import overview as runs_overview
 from app.schedules import overview as schedules_overview
@@ -60,8 +61,11 @@ def index(ns: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session, now = context.session(), context.now()
     period = float(current_app.config["TICK_SECONDS"])
-    wall_now = datetime.now(UTC)  # ticker beats are wall-clock times, even on a manual clock
-    ticker = ticker_state(session, wall_now, period)
+    # Ticker beats are real times, even on a manual clock, read on the clock they were written
+    # with (the database's on PostgreSQL).
+    offset = float(current_app.config.get("CLOCK_OFFSET_SECONDS") or 0)
+    wall = wall_now(session, offset)
+    ticker = ticker_state(session, wall, period)
     health = schedules_overview.schedule_health(
         session, view.current, now, timedelta(seconds=STALE_PERIODS * period)
     )
@@ -80,7 +84,7 @@ def index(ns: str) -> Response:
         stopped=stopped,
         health=health,
         ticker=ticker,
-        wall_now=wall_now,
+        wall_now=wall,
         stale_periods=STALE_PERIODS,
         chart=chart,
         attention=attention(

@@ -72,6 +72,21 @@ class ManualClock:
         return instant
 
 
+def process_now(offset_seconds: float = 0) -> datetime:
+    """This process's own clock, skewed by the test-only offset (`ALMANAC_CLOCK_OFFSET_SECONDS`)."""
+    return datetime.now(UTC) + timedelta(seconds=offset_seconds)
+
+
+def wall_now(session: Session, offset_seconds: float = 0) -> datetime:
+    """Real time, whatever a manual clock says, for ticker beats and their age: the database's on
+    PostgreSQL, so beats written by processes whose clocks disagree are read on one clock; this
+    process's (skewed by the offset) on SQLite, which lives on one machine."""
+    if session.get_bind().dialect.name == "postgresql":
+        value: Any = session.scalar(text("SELECT clock_timestamp()"))
+        return value.astimezone(UTC)  # type: ignore[no-any-return]
+    return process_now(offset_seconds)
+
+
 def make_clock(kind: str, testing: bool, offset_seconds: float = 0) -> SystemClock | ManualClock:
     """Build the configured clock; the manual one and a skew are refused outside testing."""
     if offset_seconds and not testing:

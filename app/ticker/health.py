@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, text
@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.calendar import format_utc_or_none
 from app.db import Database, TickerBeat
-from app.db.clock import ManualClock, SystemClock
+from app.db.clock import ManualClock, SystemClock, wall_now
 
 
 def health(
@@ -31,6 +31,8 @@ def health(
             # revoked after start) answers every request with an error: no healthy database.
             session.execute(text("SELECT 1 FROM api_tokens, users WHERE 1 = 0"))
             last = _last_beat(session)
+            # The beats' clock (the database's on PostgreSQL), not this process's own.
+            current = wall_now(session, float(config.get("CLOCK_OFFSET_SECONDS") or 0))
     except Exception as exc:  # noqa: BLE001 - any failure means the database cannot be used
         # It answered but refused (a login without its grants, a schema not migrated), or it
         # did not answer at all: the operator's next step differs.
@@ -42,7 +44,7 @@ def health(
             "lag_seconds": None,
         }
         return report
-    lag = None if last is None else round((datetime.now(UTC) - last).total_seconds(), 3)
+    lag = None if last is None else round((current - last).total_seconds(), 3)
     stale = lag is None or lag > max(5.0, 5 * float(config["TICK_SECONDS"]))
     # A process that hosts no ticker still reports a dead one (the tickers are `scheduler run`
     # processes elsewhere): once any ticker has beaten, silence means none is alive. On the

@@ -7,7 +7,7 @@ import os
 import socket
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 from flask import Flask
 from sqlalchemy.exc import DBAPIError
@@ -16,6 +16,7 @@ from app.context import clock as app_clock
 from app.context import database, ticker_database
 from app.db import Database, TickerBeat
 from app.db.base import upsert_insert
+from app.db.clock import wall_now
 from app.db.rls import Scope
 from app.db.session import begin_write
 from app.ticker import rotation, runs, schedules
@@ -77,7 +78,8 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
     # of life: without its beat `/health` turns degraded once the last good one grows stale.
     if reached:
         try:
-            _record_beat(db, now, int((time.monotonic() - started) * 1000))
+            offset = float(app.config.get("CLOCK_OFFSET_SECONDS") or 0)
+            _record_beat(db, now, int((time.monotonic() - started) * 1000), offset)
         except DBAPIError as exc:
             # The tick's work is committed; a beat that cannot be written (its row locked
             # elsewhere past the lock timeout, the database gone) is named, not waited on.
@@ -91,12 +93,13 @@ def _cause(exc: DBAPIError) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
 
 
-def _record_beat(db: Database, now: datetime, duration_ms: int) -> None:
+def _record_beat(db: Database, now: datetime, duration_ms: int, offset_seconds: float = 0) -> None:
     """Upsert this process's beat: ticks of one process may end at once (several `/admin/tick`
     requests), and a read-then-insert let two of them insert its first row."""
     with db.session(LIMITED) as session:
         begin_write(session)
-        wall = datetime.now(UTC)
+        # Real time on the clock `/health` reads beats with: the database's on PostgreSQL.
+        wall = wall_now(session, offset_seconds)
         values = {"last_tick_at": wall, "last_tick_clock": now, "duration_ms": duration_ms}
         insert = upsert_insert(session.get_bind().dialect.name)
         statement = insert(TickerBeat).values(ticker_id=ticker_id(), **values)

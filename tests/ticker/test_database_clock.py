@@ -186,3 +186,26 @@ def test_a_start_that_waited_on_the_run_counts_past_its_grace_is_recorded_as_mis
     assert [(i["kind"], i["reason"]) for i in ledger] == [("skipped", "missed")]
     with owner.connect() as conn:
         assert conn.scalar(text("SELECT count(*) FROM runs")) == 0
+
+
+class _NinetySecondsBehind(datetime):
+    """A machine whose own clock is 90 s behind."""
+
+    @classmethod
+    def now(cls, tz=None):  # type: ignore[override]
+        return datetime.now(tz) - timedelta(seconds=90)
+
+
+def test_beats_and_their_age_are_read_on_the_databases_clock(app, admin_api, monkeypatch):
+    """A beat recorded this process's own time and `/health` aged it by its own: a ticker on a
+    machine 90 s behind looked 90 s late (degraded), and one 90 s ahead looked alive for 90 s
+    after it died. Both now read the database's clock."""
+    from app.db import clock
+    from app.ticker import tick
+
+    for module in (tick, clock):
+        monkeypatch.setattr(module, "datetime", _NinetySecondsBehind)
+    assert not run_tick(app).failures
+    monkeypatch.undo()
+    ticker = admin_api.get("/health").get_json()["ticker"]
+    assert ticker["lag_seconds"] is not None and 0 <= ticker["lag_seconds"] < 10, ticker
