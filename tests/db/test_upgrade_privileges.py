@@ -34,6 +34,16 @@ def _state(url: str) -> tuple[str | None, set[str], bool]:
     return version, tables, bool(secured)
 
 
+def _migrating_login(conn, name: str, attributes: str) -> None:
+    """A login (cluster-wide, kept across runs) that may create in the schema and move its
+    revision, and owns nothing."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(7310013)"))
+    if not conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": name}):
+        conn.execute(text(f"CREATE ROLE {name} LOGIN {attributes} NOSUPERUSER NOBYPASSRLS"))
+    conn.execute(text(f"GRANT CREATE, USAGE ON SCHEMA public TO {name}"))
+    conn.execute(text(f"GRANT SELECT, UPDATE ON alembic_version TO {name}"))
+
+
 @pytest.fixture
 def at_0003():
     """A database at revision 0003, its owner's URL, and a login that may create but owns
@@ -43,11 +53,7 @@ def at_0003():
         assert result.exit_code == 0, result.output
         engine = make_engine(owner)
         with engine.begin() as conn:
-            conn.execute(text("SELECT pg_advisory_xact_lock(7310013)"))
-            if not conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": WEAK}):
-                conn.execute(text(f"CREATE ROLE {WEAK} LOGIN NOSUPERUSER NOBYPASSRLS"))
-            conn.execute(text(f"GRANT CREATE, USAGE ON SCHEMA public TO {WEAK}"))
-            conn.execute(text(f"GRANT SELECT, UPDATE ON alembic_version TO {WEAK}"))
+            _migrating_login(conn, WEAK, "")
         engine.dispose()
         yield owner
 
@@ -229,12 +235,8 @@ def test_a_member_that_does_not_inherit_the_catalog_role_is_refused_before_anyth
     due-work function callable by everyone). Now the check names it first."""
     engine = make_engine(at_0003)
     with engine.begin() as conn:
-        conn.execute(text("SELECT pg_advisory_xact_lock(7310013)"))
-        if not conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": NOINHERIT}):
-            conn.execute(text(f"CREATE ROLE {NOINHERIT} LOGIN NOINHERIT NOSUPERUSER NOBYPASSRLS"))
+        _migrating_login(conn, NOINHERIT, "NOINHERIT")
         conn.execute(text(f"GRANT almanac_catalog TO {NOINHERIT}"))
-        conn.execute(text(f"GRANT CREATE, USAGE ON SCHEMA public TO {NOINHERIT}"))
-        conn.execute(text(f"GRANT SELECT, UPDATE ON alembic_version TO {NOINHERIT}"))
     engine.dispose()
     before = _state(at_0003)
     for target in ("head", "0008"):
