@@ -58,17 +58,25 @@ def _cut(message: Any) -> Any:
     return f"{message[:MESSAGE_LIMIT]}… ({len(message):,} characters in all)"
 
 
+def _cut_error(error: Any) -> Any:
+    """An error of `details.errors` with its `msg` cut, and each name in its `loc` (a key sent
+    may be the huge thing)."""
+    if not isinstance(error, dict):
+        return error
+    cut = dict(error)
+    if "msg" in cut:
+        cut["msg"] = _cut(cut["msg"])
+    if isinstance(cut.get("loc"), list):
+        cut["loc"] = [_cut(part) for part in cut["loc"]]
+    return cut
+
+
 def _cut_details(details: dict[str, Any]) -> dict[str, Any]:
     """The details with each text in them cut: their own (`reason`) and each error's `msg`."""
     cut = {key: _cut(value) for key, value in details.items()}
     errors = details.get("errors")
     if isinstance(errors, list):
-        cut["errors"] = [
-            {**error, "msg": _cut(error["msg"])}
-            if isinstance(error, dict) and "msg" in error
-            else error
-            for error in errors
-        ]
+        cut["errors"] = [_cut_error(error) for error in errors]
     return cut
 
 

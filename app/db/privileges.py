@@ -78,7 +78,8 @@ def _missing_memberships(conn: Connection, roles: set[str]) -> list[str]:
         if conn.scalar(text("SELECT pg_has_role(current_user, :r, 'MEMBER')"), {"r": role}):
             missing.append(
                 f"the privileges of role {role}: this login is a member but does not inherit "
-                f"them (NOINHERIT; a superuser allows it: ALTER ROLE {_login(conn)} INHERIT)"
+                f"them (NOINHERIT, on it or on a role between it and {role}; a superuser allows "
+                f"it: ALTER ROLE {_login(conn)} INHERIT, or on that role)"
             )
             continue
         missing.append(

@@ -132,8 +132,13 @@ def _equality_key(value: Any) -> Any:
 # with each level of the input, so a few hundred bytes took minutes. About a second of work.
 MAX_CHECK_STEPS = 100_000
 # A pattern matched against a text costs one step per this much of text length × RE2 program
-# size (its worst case, about 10 µs of work): the budget's second of work, in patterns.
-PATTERN_WORK_PER_STEP = 10_000
+# size. That product is RE2's worst case (about 1 ns each), met only when its DFA gives up on a
+# large program: charging it whole refused long texts RE2 checks in milliseconds, so a step
+# stands for 100 µs of that worst case, and the budget bounds it at about ten seconds.
+PATTERN_WORK_PER_STEP = 100_000
+# A keyword whose value is a list or an object (`enum`, `properties`, `required`) costs a step
+# more per this many entries: `enum` compares the instance with each value.
+ENTRIES_PER_STEP = 20
 _STEPS: ContextVar[list[int] | None] = ContextVar("input_schema_steps", default=None)
 
 
@@ -156,7 +161,7 @@ def _charge(cost: int) -> None:
 
 def _counted(keyword: Callable[..., Any]) -> Callable[..., Iterator[Any]]:
     def counted(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
-        _charge(1)
+        _charge(1 + (len(value) // ENTRIES_PER_STEP if isinstance(value, list | dict) else 0))
         return keyword(validator, value, instance, schema) or iter(())
 
     return counted

@@ -246,3 +246,14 @@ def test_an_error_quoting_a_huge_key_is_cut_not_sent_back_whole(app, admin_api):
     message = error_of(response)["message"]
     assert message.startswith("body is not valid JSON: the key 'kkk")
     assert message.endswith("characters in all)")
+
+
+def test_a_huge_key_named_in_an_errors_loc_is_cut_there_too(admin_api):
+    """`message` and `msg` were cut, but `loc` still carried the whole key: a refused request
+    with a 300,000-character key got a 300 KB answer."""
+    key = "k" * 300_000
+    response = admin_api.post("/namespaces", json={key: 1})
+    assert response.status_code == 422
+    assert len(response.data) < 10_000
+    locs = [part for error in error_of(response)["details"]["errors"] for part in error["loc"]]
+    assert any(str(part).endswith("(300,000 characters in all)") for part in locs), locs

@@ -245,7 +245,8 @@ def test_a_member_that_does_not_inherit_the_catalog_role_is_refused_before_anyth
         assert "upgrade refused, nothing was changed" in result.output
         assert (
             "the privileges of role almanac_catalog: this login is a member but does not "
-            f"inherit them (NOINHERIT; a superuser allows it: ALTER ROLE {NOINHERIT} INHERIT)"
+            "inherit them (NOINHERIT, on it or on a role between it and almanac_catalog; a "
+            f"superuser allows it: ALTER ROLE {NOINHERIT} INHERIT, or on that role)"
         ) in result.output
         assert "must be owner" not in result.output
         assert _state(at_0003) == before

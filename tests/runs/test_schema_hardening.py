@@ -553,7 +553,7 @@ def test_a_long_string_against_a_large_pattern_is_charged_to_the_budget(app, adm
     }
     assert deploy(admin_api, "large-pattern", schema).status_code == 201
     response = admin_api.post(
-        "/runs", json={"workflow": "large-pattern", "input": {"s": "b" * 10_000}}
+        "/runs", json={"workflow": "large-pattern", "input": {"s": "b" * 100_000}}
     )
     error = refusal(response, "INPUT_SCHEMA")
     assert "more than 100,000 steps" in error["msg"] and "large patterns" in error["msg"]
@@ -565,3 +565,62 @@ def test_a_long_string_against_a_large_pattern_is_charged_to_the_budget(app, adm
     long = {"plain": "x" * 200_000}
     ok = admin_api.post("/runs", json={"workflow": "large-pattern", "input": long})
     assert ok.status_code == 201, ok.get_json()
+
+
+def test_a_long_enum_is_charged_per_value_it_compares(app, admin_api):
+    """`enum` cost one step whatever its length, but compares the instance with every value:
+    20,000 items against 5,000 values held a thread for 6-11 s (33 s for a schedule save).
+    It now costs a step per 20 values, so the budget refuses such an input at once."""
+    values = [f"v{i:04d}" for i in range(5_000)]
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"enum": values}}}}
+    assert deploy(admin_api, "long-enum", schema).status_code == 201
+    response = admin_api.post("/runs", json={"workflow": "long-enum", "input": {"a": [1] * 20_000}})
+    assert "more than 100,000 steps" in refusal(response, "INPUT_SCHEMA")["msg"]
+    ok = admin_api.post("/runs", json={"workflow": "long-enum", "input": {"a": ["v4999"] * 10}})
+    assert ok.status_code == 201, ok.get_json()
+
+
+def test_a_long_text_against_a_unicode_pattern_that_re2_checks_fast_passes(app, admin_api):
+    """Charging RE2's worst case whole refused texts it checks in milliseconds: 60 KB of words
+    against `^(\\p{L}{1,30} ?)+$`, 44 KB against `\\p{L}{20}`."""
+    schema = {
+        "properties": {
+            "words": {"type": "string", "pattern": "^(\\p{L}{1,30} ?)+$"},
+            "letters": {"type": "string", "pattern": "\\p{L}{20}"},
+        }
+    }
+    assert deploy(admin_api, "unicode-patterns", schema).status_code == 201
+    text = ("wort " * 12_000).strip()
+    body = {"workflow": "unicode-patterns", "input": {"words": text, "letters": "x" * 44_000}}
+    response = admin_api.post("/runs", json=body)
+    assert response.status_code == 201, response.get_json()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_an_activation_retired_while_the_input_is_checked_starts_no_run(
+    app, admin_api, monkeypatch
+):
+    """On SQLite the input is checked before the write lock, and the pinned activation is then
+    read again behind it; the session still held the activation as first read (ready), so a
+    run started on an activation retired meanwhile."""
+    from app.runs import lifecycle
+
+    assert deploy(admin_api, "retiring", {"properties": {"n": {"type": "integer"}}}).status_code
+    activation = admin_api.get("/activations?workflow=retiring").get_json()["items"][0]["id"]
+    checked = lifecycle.first_error
+    retired: list[int] = []
+
+    def first_error(schema: Any, value: Any) -> Any:
+        def retire() -> None:
+            retired.append(admin_api.post(f"/activations/{activation}/retire").status_code)
+
+        other = threading.Thread(target=retire, daemon=True)
+        other.start()
+        other.join(timeout=10)
+        return checked(schema, value)
+
+    monkeypatch.setattr(lifecycle, "first_error", first_error)
+    response = admin_api.post("/runs", json={"activation_id": activation, "input": {"n": 1}})
+    assert retired == [200]
+    assert response.status_code == 409, response.get_json()
+    assert count(app, Run) == 0
