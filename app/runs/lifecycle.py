@@ -55,18 +55,26 @@ def resolve_target(
     *,
     workflow: str | None = None,
     activation_id: str | None = None,
+    hold: bool = False,
 ) -> RunTarget:
     """The pinned activation (must be ready), or the newest ready activation of `workflow`.
 
     One query reads the activation with its version and workflow (the tick resolves a target
-    per page, and each round trip there is on the path of every firing)."""
+    per page, and each round trip there is on the path of every firing). With `hold`, on
+    PostgreSQL, a pinned activation is read `FOR SHARE`: a retire then waits for the caller's
+    commit, or the caller reads it retired."""
     query = (
         select(Activation, WorkflowVersion, Workflow)
         .join(WorkflowVersion, WorkflowVersion.id == Activation.workflow_version_id)
         .join(Workflow, Workflow.id == Activation.workflow_id)
     )
     if activation_id is not None:
-        found = session.execute(query.where(Activation.id == activation_id)).first()
+        pinned = query.where(Activation.id == activation_id)
+        if hold and session.get_bind().dialect.name == "postgresql":
+            pinned = pinned.with_for_update(read=True, of=Activation).execution_options(
+                populate_existing=True
+            )
+        found = session.execute(pinned).first()
         if found is None or found[0].namespace_id != namespace.id:
             raise ActivationNotFound(activation_id)
         if found[0].status != "ready":

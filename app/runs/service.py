@@ -153,8 +153,14 @@ def _target(session: Session, namespace: Namespace, request: RunRequest) -> life
         is None
     ):
         raise WorkflowNotFound(request.workflow)
+    # A pinned activation is held until the run commits (PostgreSQL): a retire meanwhile
+    # waits for the run, instead of the run starting on an activation retired before it.
     return lifecycle.resolve_target(
-        session, namespace, workflow=request.workflow, activation_id=request.activation_id
+        session,
+        namespace,
+        workflow=request.workflow,
+        activation_id=request.activation_id,
+        hold=True,
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy import text as sql_text
 
 from app.context import database
 from app.db.runs import Run, Workflow
@@ -624,3 +625,49 @@ def test_an_activation_retired_while_the_input_is_checked_starts_no_run(
     assert retired == [200]
     assert response.status_code == 409, response.get_json()
     assert count(app, Run) == 0
+
+
+# A lock some transaction of this test's database waits for.
+WAITING = sql_text(
+    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE NOT l.granted AND a.datname = current_database()"
+)
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_a_retire_waits_for_a_run_pinned_to_its_activation(app, admin_api, monkeypatch):
+    """On PostgreSQL a retire committed while a pinned run start was checking its input, and
+    the run then started on the retired activation. The run start now holds the activation
+    until it commits: the retire waits, and is done after the run."""
+    from app.runs import lifecycle
+
+    assert deploy(admin_api, "held", {"properties": {"n": {"type": "integer"}}}).status_code
+    activation = admin_api.get("/activations?workflow=held").get_json()["items"][0]["id"]
+    checked = lifecycle.first_error
+    retired: list[int] = []
+    waited: list[bool] = []
+
+    def retire() -> None:
+        retired.append(admin_api.post(f"/activations/{activation}/retire").status_code)
+
+    other = threading.Thread(target=retire, daemon=True)
+
+    def first_error(schema: Any, value: Any) -> Any:
+        other.start()
+        with database(app).session() as session:
+            for _ in range(500):
+                if session.scalar(WAITING):
+                    waited.append(True)
+                    break
+                session.rollback()
+                other.join(timeout=0.01)
+        return checked(schema, value)
+
+    monkeypatch.setattr(lifecycle, "first_error", first_error)
+    response = admin_api.post("/runs", json={"activation_id": activation, "input": {"n": 1}})
+    other.join(timeout=30)
+    assert response.status_code == 201, response.get_json()
+    assert waited == [True] and retired == [200]
+    assert count(app, Run) == 1
+    state = admin_api.get("/activations?workflow=held").get_json()["items"][0]["status"]
+    assert state == "retired"
