@@ -11,7 +11,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
 
 from app.db import Database, rls
-from app.db.clock import ManualClock, SystemClock, make_clock
+from app.db.clock import ManualClock, SystemClock, clock_from
 from app.settings import SettingError
 
 
@@ -23,11 +23,7 @@ def init_app(app: Flask) -> None:
     # The ticker may log in as another role (the scheduler login, docs/postgres.md).
     ticker_url = app.config.get("SCHEDULER_DATABASE_URL")
     app.extensions["almanac.ticker_db"] = Database(ticker_url) if ticker_url else db
-    app.extensions["almanac.clock"] = make_clock(
-        str(app.config["CLOCK"]),
-        app.config["TESTING"],
-        float(app.config.get("CLOCK_OFFSET_SECONDS") or 0),
-    )
+    app.extensions["almanac.clock"] = clock_from(app.config)
     app.teardown_appcontext(_close_session)
 
 

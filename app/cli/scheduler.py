@@ -18,7 +18,7 @@ from app import heap
 from app.cli.failures import DATABASE_FAILURES, cause, clean_error, ticker_variable
 from app.cli.schema import migrated
 from app.context import database, ticker_database
-from app.db.clock import process_now
+from app.db.clock import clock_offset, process_now
 from app.db.session import log_failure
 from app.ticker.host import aligned_start, warn_if_discovery_refused, worker_pool
 from app.ticker.tick import run_tick
@@ -110,7 +110,7 @@ def run(workers: int | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     period = float(app.config["TICK_SECONDS"])
-    offset = float(app.config.get("CLOCK_OFFSET_SECONDS") or 0)
+    offset = clock_offset(app.config)
     warn_if_discovery_refused(app)
     pool = worker_pool(app, size=workers).start()
     click.echo(f"ticking every {period}s with {pool.size} worker threads; Ctrl-C stops")

@@ -63,8 +63,7 @@ def index(ns: str) -> Response:
     period = float(current_app.config["TICK_SECONDS"])
     # Ticker beats are real times, even on a manual clock, read on the clock they were written
     # with (the database's on PostgreSQL).
-    offset = float(current_app.config.get("CLOCK_OFFSET_SECONDS") or 0)
-    wall = wall_now(session, offset)
+    wall = wall_now(session, current_app.config)
     ticker = ticker_state(session, wall, period)
     health = schedules_overview.schedule_health(
         session, view.current, now, timedelta(seconds=STALE_PERIODS * period)

@@ -7,6 +7,7 @@ lives on one machine and keeps the process clock.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -47,7 +48,7 @@ class SystemClock:
         if session.get_bind().dialect.name == "postgresql":
             value: Any = session.scalar(text("SELECT clock_timestamp()"))
             return value.astimezone(UTC)  # type: ignore[no-any-return]
-        return datetime.now(UTC) + self.offset
+        return process_now(self.offset.total_seconds())
 
 
 class ManualClock:
@@ -77,14 +78,22 @@ def process_now(offset_seconds: float = 0) -> datetime:
     return datetime.now(UTC) + timedelta(seconds=offset_seconds)
 
 
-def wall_now(session: Session, offset_seconds: float = 0) -> datetime:
-    """Real time, whatever a manual clock says, for ticker beats and their age: the database's on
-    PostgreSQL, so beats written by processes whose clocks disagree are read on one clock; this
-    process's (skewed by the offset) on SQLite, which lives on one machine."""
-    if session.get_bind().dialect.name == "postgresql":
-        value: Any = session.scalar(text("SELECT clock_timestamp()"))
-        return value.astimezone(UTC)  # type: ignore[no-any-return]
-    return process_now(offset_seconds)
+def wall_now(session: Session, config: Mapping[str, Any]) -> datetime:
+    """Real time, whatever a manual clock says, for ticker beats and their age: the system
+    clock's, so the database's on PostgreSQL (beats written by processes whose clocks disagree
+    are read on one clock) and this process's on SQLite, which lives on one machine."""
+    return SystemClock(timedelta(seconds=clock_offset(config))).current(session)
+
+
+def clock_offset(config: Mapping[str, Any]) -> float:
+    """The test-only skew of this process's own clock in seconds (ALMANAC_CLOCK_OFFSET_SECONDS)."""
+    return float(config.get("CLOCK_OFFSET_SECONDS") or 0)
+
+
+def clock_from(config: Mapping[str, Any]) -> SystemClock | ManualClock:
+    """The clock a configuration names (clocks are stateless: the manual one lives in the
+    database)."""
+    return make_clock(str(config["CLOCK"]), bool(config["TESTING"]), clock_offset(config))
 
 
 def make_clock(kind: str, testing: bool, offset_seconds: float = 0) -> SystemClock | ManualClock:

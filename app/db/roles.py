@@ -71,21 +71,23 @@ def create_roles(conn: Connection) -> list[str]:
     return done
 
 
+def _roles_exist(conn: Connection) -> bool:
+    return all(
+        conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": r}) for r in ROLES
+    )
+
+
 def grant_tables(conn: Connection) -> tuple[str, ...]:
     """The tables `grant_privileges` grants (only their owner may), once the logins it grants
     them to exist (before, it grants nothing). Those not created yet are skipped by the check."""
-    if conn.dialect.name != "postgresql" or not all(
-        conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": r}) for r in ROLES
-    ):
+    if conn.dialect.name != "postgresql" or not _roles_exist(conn):
         return ()
     return tuple(sorted(set(APP_GRANTS) | set(SCHEDULER_GRANTS) | set(SCHEDULER_COLUMNS)))
 
 
 def grant_privileges(conn: Connection) -> list[str]:
     """Grant each login its tables (those that exist now), sequences and schema usage."""
-    if not all(
-        conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": r}) for r in ROLES
-    ):
+    if not _roles_exist(conn):
         return []
     tables = _existing_tables(conn)
     done = []

@@ -6,7 +6,7 @@ first events, the occurrence and the audit record at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -60,9 +60,10 @@ def resolve_target(
     """The pinned activation (must be ready), or the newest ready activation of `workflow`.
 
     One query reads the activation with its version and workflow (the tick resolves a target
-    per page, and each round trip there is on the path of every firing). With `hold`, on
-    PostgreSQL, a pinned activation is read `FOR SHARE`: a retire then waits for the caller's
-    commit, or the caller reads it retired."""
+    per page, and each round trip there is on the path of every firing). With `hold`, a pinned
+    activation is read afresh (not as the session may hold it from an earlier transaction) and,
+    on PostgreSQL, `FOR SHARE`: a retire then waits for the caller's commit, or the caller reads
+    it retired."""
     query = (
         select(Activation, WorkflowVersion, Workflow)
         .join(WorkflowVersion, WorkflowVersion.id == Activation.workflow_version_id)
@@ -70,10 +71,10 @@ def resolve_target(
     )
     if activation_id is not None:
         pinned = query.where(Activation.id == activation_id)
+        if hold:
+            pinned = pinned.execution_options(populate_existing=True)
         if hold and session.get_bind().dialect.name == "postgresql":
-            pinned = pinned.with_for_update(read=True, of=Activation).execution_options(
-                populate_existing=True
-            )
+            pinned = pinned.with_for_update(read=True, of=Activation)
         found = session.execute(pinned).first()
         if found is None or found[0].namespace_id != namespace.id:
             raise ActivationNotFound(activation_id)
@@ -99,21 +100,26 @@ def resolve_target(
     return RunTarget(activation, flow, version)
 
 
-def validate_input(definition: dict[str, Any], value: Any, loc: str = "input") -> None:
-    """Check `value` against the definition's `input_schema` (422 INPUT_SCHEMA)."""
+def validate_input(
+    definition: dict[str, Any], value: Any, loc: Sequence[str | int] = ("input",)
+) -> None:
+    """Check `value` against the definition's `input_schema` (422 INPUT_SCHEMA); errors name
+    the field from `loc`, where the input stands in the request."""
+    name = ".".join(map(str, loc))
     # Not `or {}`: `false` refuses every input (an omitted one arrives as {}).
     schema = definition.get("input_schema", {})
     try:
         error = first_error(schema, value)
     except CheckTooCostly as exc:
-        raise InputSchemaError(f"{loc}: {exc}", errors=[{"loc": [loc], "msg": str(exc)}]) from None
+        errors = [{"loc": [*loc], "msg": str(exc)}]
+        raise InputSchemaError(f"{name}: {exc}", errors=errors) from None
     except referencing.exceptions.Unresolvable as exc:
         # A reference that leads nowhere (or, in a schema stored before deploys checked them,
         # outside the schema): refuse the input, never fetch anything.
         msg = f"the workflow's input_schema has an unresolvable reference: {exc}"
-        raise InputSchemaError(msg, errors=[{"loc": [loc], "msg": msg}]) from None
+        raise InputSchemaError(msg, errors=[{"loc": [*loc], "msg": msg}]) from None
     if error is not None:
-        where = [loc, *error.absolute_path]
+        where = [*loc, *error.absolute_path]
         message = secrets.error_message(
             schema, list(error.absolute_path), error.instance, error.message, error.validator
         )

@@ -98,8 +98,6 @@ def start(
         existing = _existing(session, namespace, request)
         if existing is not None:
             return existing, False
-        # The session keeps what it read (no expiry at commit): read the activation afresh.
-        session.expire(target.activation)
         now_target = _target(session, namespace, request)
         if now_target.version.id != target.version.id:
             lifecycle.validate_input(now_target.version.definition, request.input)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.db import Activation, Namespace, Schedule, Workflow, WorkflowVersion
 from app.errors import ValidationFailed
 from app.runs import lifecycle, secrets
-from app.runs.errors import ActivationNotFound, ActivationNotReady, InputSchemaError
+from app.runs.errors import ActivationNotFound, ActivationNotReady
 from app.schedules.config import ScheduleConfig
 from app.schedules.errors import ScheduleStateConflict
 
@@ -121,21 +121,10 @@ def resolve(
             [{"loc": [*prefix, *path], "msg": LOST_SECRET} for path in lost],
         )
     plain = secrets.unseal(restored)
-    try:
-        # A workflow without an input schema accepts any input: no validator to build
-        # (`false` is a schema: it refuses every input).
-        if schema not in (None, {}, True):
-            lifecycle.validate_input(target.definition, plain)
-    except InputSchemaError as exc:
-        errors = [
-            {"loc": [*prefix, *err["loc"][1:]], "msg": err["msg"]}
-            for err in exc.details.get("errors", [])
-        ]
-        # The message names the field as `loc` does (`action.input.x`, not `input.x`).
-        message = exc.message
-        if errors:
-            message = f"{'.'.join(map(str, errors[0]['loc']))}: {errors[0]['msg']}"
-        raise InputSchemaError(message, errors=errors) from None
+    # A workflow without an input schema accepts any input: no validator to build
+    # (`false` is a schema: it refuses every input).
+    if schema not in (None, {}, True):
+        lifecycle.validate_input(target.definition, plain, prefix)
     action["input"] = secrets.keep_sealed(
         previous_input, secrets.seal(schema, plain, previous_input)
     )

@@ -32,7 +32,7 @@ def health(
             session.execute(text("SELECT 1 FROM api_tokens, users WHERE 1 = 0"))
             last = _last_beat(session)
             # The beats' clock (the database's on PostgreSQL), not this process's own.
-            current = wall_now(session, float(config.get("CLOCK_OFFSET_SECONDS") or 0))
+            current = wall_now(session, config)
     except Exception as exc:  # noqa: BLE001 - any failure means the database cannot be used
         # It answered but refused (a login without its grants, a schema not migrated), or it
         # did not answer at all: the operator's next step differs.

@@ -16,7 +16,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 
 from app.context import clock, database, ticker_database
-from app.db.clock import process_now
+from app.db.clock import clock_offset, process_now
 from app.db.rls import Scope
 from app.db.session import log_failure
 from app.runs.actions import load_modules
@@ -95,13 +95,12 @@ def start(app: Flask, *, workers: bool = True) -> BackgroundScheduler:
             return _hosted
         scheduler = BackgroundScheduler(timezone="UTC")
         period = float(app.config["TICK_SECONDS"])
-        offset = float(app.config.get("CLOCK_OFFSET_SECONDS") or 0)
         scheduler.add_job(
             _tick_job,
             "interval",
             args=[app],
             seconds=period,
-            start_date=aligned_start(process_now(offset), period),
+            start_date=aligned_start(process_now(clock_offset(app.config)), period),
             id="almanac-tick",
             max_instances=1,
             coalesce=True,

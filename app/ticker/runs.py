@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from app.db.clock import make_clock
+from app.db.clock import clock_from
 from app.runs import deadlines, engine, leases
 from app.runs.locking import begin_write
 from app.ticker.types import TickContext
@@ -43,11 +43,6 @@ def work_until_idle(ctx: TickContext) -> None:
         batch=WORK_BATCH,
         lease_seconds=float(ctx.config.get("LEASE_SECONDS", engine.DEFAULT_LEASE_SECONDS)),
     )
-    # Clocks are stateless (the manual one lives in the database): build the configured kind.
-    clock = make_clock(
-        str(ctx.config["CLOCK"]),
-        bool(ctx.config["TESTING"]),
-        float(ctx.config.get("CLOCK_OFFSET_SECONDS") or 0),
-    )
+    clock = clock_from(ctx.config)
     while advanced := engine.work_once(ctx.db, clock, settings):
         ctx.result.steps += advanced

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from app.db.clock import make_clock
+from app.db.clock import clock_from
 from app.schedules.tick import buffers, due
 from app.ticker.types import TickContext
 
@@ -19,11 +19,7 @@ def fire_due_schedules(ctx: TickContext) -> None:
     """Claim due schedules in pages and fire them; each page reads the clock again before it
     commits, so a start whose grace ran out while the page waited is not made stale."""
     grace = timedelta(seconds=float(ctx.config["MISFIRE_GRACE_SECONDS"]))
-    clock = make_clock(
-        str(ctx.config["CLOCK"]),
-        bool(ctx.config["TESTING"]),
-        float(ctx.config.get("CLOCK_OFFSET_SECONDS") or 0),
-    )
+    clock = clock_from(ctx.config)
     rows = due.fire_due(
         ctx.db,
         ctx.now,

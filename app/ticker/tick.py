@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from flask import Flask
 from sqlalchemy.exc import DBAPIError
@@ -78,8 +80,7 @@ def run_tick(app: Flask, *, work: bool = False) -> TickResult:
     # of life: without its beat `/health` turns degraded once the last good one grows stale.
     if reached:
         try:
-            offset = float(app.config.get("CLOCK_OFFSET_SECONDS") or 0)
-            _record_beat(db, now, int((time.monotonic() - started) * 1000), offset)
+            _record_beat(db, now, int((time.monotonic() - started) * 1000), app.config)
         except DBAPIError as exc:
             # The tick's work is committed; a beat that cannot be written (its row locked
             # elsewhere past the lock timeout, the database gone) is named, not waited on.
@@ -93,13 +94,13 @@ def _cause(exc: DBAPIError) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
 
 
-def _record_beat(db: Database, now: datetime, duration_ms: int, offset_seconds: float = 0) -> None:
+def _record_beat(db: Database, now: datetime, duration_ms: int, config: Mapping[str, Any]) -> None:
     """Upsert this process's beat: ticks of one process may end at once (several `/admin/tick`
     requests), and a read-then-insert let two of them insert its first row."""
     with db.session(LIMITED) as session:
         begin_write(session)
         # Real time on the clock `/health` reads beats with: the database's on PostgreSQL.
-        wall = wall_now(session, offset_seconds)
+        wall = wall_now(session, config)
         values = {"last_tick_at": wall, "last_tick_clock": now, "duration_ms": duration_ms}
         insert = upsert_insert(session.get_bind().dialect.name)
         statement = insert(TickerBeat).values(ticker_id=ticker_id(), **values)
