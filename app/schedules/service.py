@@ -117,11 +117,21 @@ def _stays_finished(schedule: Schedule, config: ScheduleConfig) -> bool:
 
 def _keeps_calendar(schedule: Schedule, config: ScheduleConfig) -> bool:
     """A patch that leaves the calendar alone needs no future occurrence when the schedule does
-    not fire from it now: a finished one stays blocked, and a paused one is checked when it is
-    resumed (a paused schedule whose `end_at` passed still takes a change of its notes)."""
-    if schedule.status == "paused":
+    not fire from it now: a finished one stays blocked, one draining its last buffered
+    occurrences goes on draining, and a paused one is checked when it is resumed (a paused
+    schedule whose `end_at` passed still takes a change of its notes)."""
+    if schedule.status == "paused" or _draining_last(schedule):
         return "spec" not in config.changed_fields(store.config_of(schedule))
     return _stays_finished(schedule, config)
+
+
+def _draining_last(schedule: Schedule) -> bool:
+    """Active with its calendar run out: it waits for its buffer to drain, then blocks."""
+    return (
+        schedule.status == "active"
+        and schedule.next_fire_at is None
+        and schedule.pending_occurrence is None
+    )
 
 
 def _keeps_target(schedule: Schedule, config: ScheduleConfig, previous: ScheduleConfig) -> bool:

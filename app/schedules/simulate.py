@@ -228,6 +228,7 @@ class _Simulation:
             entry, item = self.buffer.popleft()
             self._list(item)
             self._start(now, run_id_for(self.s.schedule_id, entry.instant, entry.origin), item)
+            self._block_if_finished()
 
     def _fire(self, now: datetime) -> None:
         s = self.s
@@ -249,8 +250,13 @@ class _Simulation:
             self._act(now, choice.candidate)
         if self.live:
             self.upcoming = scan.upcoming
-            # No occurrence after the cursor: the ticker blocks it (`calendar_exhausted`).
-            self.live = scan.upcoming is not None
+            self._block_if_finished()
+
+    def _block_if_finished(self) -> None:
+        """No occurrence after the cursor: the ticker blocks it (`calendar_exhausted`), once
+        the occurrences still in its buffer have drained."""
+        if self.upcoming is None and self.pending is None and not self.buffer:
+            self.live = False
 
     def _act(self, now: datetime, candidate: Occurrence) -> None:
         """The overlap policy decides the occurrence, as `act` does for the ticker."""

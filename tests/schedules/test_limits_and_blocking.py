@@ -269,6 +269,60 @@ def test_a_calendar_that_runs_out_blocks_the_schedule(h):
     assert updates == [["labels", "notes"], ["spec", "status"]]
 
 
+def test_a_calendar_that_runs_out_drains_its_buffer_before_it_blocks(h):
+    """The occurrences a buffer policy accepted before the calendar's end still run: the
+    schedule stays active, with no next due time, until the last one has left the buffer, and
+    blocks then. (It blocked at once and kept them buffered for good: never run, never
+    dropped.) The simulation predicts the same."""
+    activation = h.workflow()
+    body = {
+        "id": "s",
+        "spec": {"cron_expressions": ["*/5 * * * *"], "end_at": "2026-01-05T12:15:00Z"},
+        "activation_id": activation,
+        "overlap_policy": "buffer_all",
+    }
+    h.save(body, expect=201)
+    window = {"from": "2026-01-05T12:00:00Z", "to": "2026-01-05T13:00:00Z"}
+    simulated = h.api.post("/schedules/s/simulate", json=window | {"run_duration": "PT12M"})
+    assert [(i["occurrence_time"][11:16], i["outcome"], i["starts_at"]) for i in
+            simulated.get_json()["items"]] == [
+        ("12:05", "started", "2026-01-05T12:05:00Z"),
+        ("12:10", "buffered", "2026-01-05T12:17:01Z"),
+        ("12:15", "buffered", "2026-01-05T12:29:02Z"),
+    ]  # fmt: skip
+    assert [r["outcome"] for r in h.tick("12:05")] == ["triggered"]
+    assert [r["outcome"] for r in h.tick("12:10")] == ["buffered"]
+    assert [r["outcome"] for r in h.tick("12:15")] == ["buffered"]
+    data = h.read()
+    assert (data["status"], data["next_fire_at"], data["buffered_count"]) == ("active", None, 2)
+    # Still active: a change of its notes is taken and leaves it draining.
+    noted = h.api.request(
+        "PATCH", "/schedules/s", json={"notes": "last ones"}, headers={"If-Match": "1"}
+    )
+    assert noted.status_code == 200, noted.get_json()
+    assert noted.get_json()["status"] == "active"
+    h.finish("schedule:s:20260105T120500Z")
+    assert [(r["outcome"], r["run_id"]) for r in h.tick("12:17:01")] == [
+        ("drained", "schedule:s:20260105T121000Z")
+    ]
+    assert h.read()["status"] == "active"
+    h.finish("schedule:s:20260105T121000Z")
+    rows = h.tick("12:29:02")
+    assert [(r["outcome"], r["run_id"]) for r in rows] == [
+        ("drained", "schedule:s:20260105T121500Z"),
+        ("blocked", None),
+    ]
+    data = h.read()
+    assert (data["status"], data["blocked_reason"]) == ("blocked", "calendar_exhausted")
+    assert data["buffered_count"] == 0
+    assert [(o["kind"], o["run_id"]) for o in h.ledger()] == [
+        ("started", "schedule:s:20260105T120500Z"),
+        ("started", "schedule:s:20260105T121000Z"),
+        ("started", "schedule:s:20260105T121500Z"),
+    ]
+    assert h.event_types()[-2:] == ["ScheduleTriggered", "ScheduleBlocked"]
+
+
 def test_a_paused_schedule_past_its_end_takes_a_notes_patch_and_refuses_to_resume(h):
     activation = h.workflow()
     h.save(

@@ -1,10 +1,10 @@
 """The simulation agrees with the ticker, as a property.
 
 Random schedules (cron and intervals, time zones, jitter, every overlap and missed policy,
-max_runs) are simulated, then driven through the manual clock and the real tick phases by a
-ticker that never lags: it ticks at every due time and, while an occurrence waits in the buffer,
-one tick period (a second) after every run end; the test ends each run exactly `run_duration`
-after it started. What really
+max_runs, calendars that end inside the window) are simulated, then driven through the manual
+clock and the real tick phases by a ticker that never lags: it ticks at every due time and,
+while an occurrence waits in the buffer, one tick period (a second) after every run end; the
+test ends each run exactly `run_duration` after it started. What really
 happened (the ledger, the runs and their ends) must be what the simulation said: the same
 outcomes, reasons, run ids and instants.
 
@@ -69,6 +69,8 @@ examples = st.fixed_dictionaries(
         # The checkpoint, in minutes after the start (off the minute, like the start).
         "checkpoint": st.integers(min_value=1, max_value=55),
         "outage": st.booleans(),
+        # A calendar that ends inside the window (minutes after the start), or never.
+        "end_minutes": st.sampled_from([None, None, 25, 70]),
     }
 )
 
@@ -160,17 +162,20 @@ class Driver:
 
 def run_example(driver: Driver, activation: str, config: dict[str, Any], number: int) -> None:
     begin = parse_instant(STARTS[config["start"]])
+    spec = SPECS[config["spec"]]
+    if config["end_minutes"] is not None:
+        spec = spec | {"end_at": format_utc(begin + timedelta(minutes=config["end_minutes"]))}
     ex = Example(
         f"sim-{number}",
         begin,
         begin + timedelta(hours=config["hours"]),
         timedelta(seconds=config["run_seconds"]),
-        Spec.from_dict(SPECS[config["spec"]]),
+        Spec.from_dict(spec),
     )
     checkpoint = begin + timedelta(minutes=config["checkpoint"], seconds=17)
     body = {
         "id": ex.schedule_id,
-        "spec": SPECS[config["spec"]],
+        "spec": spec,
         "activation_id": activation,
         "input": {},
         **{k: config[k] for k in ("jitter_seconds", "missed_policy", "overlap_policy")},

@@ -2,6 +2,8 @@
 
 One occurrence per schedule per tick, in FIFO order of their instants. A buffered occurrence
 waits while the namespace is at capacity; it is dropped (as skipped) only by pause or delete.
+A schedule whose calendar ran out stays active until its buffer is empty, then blocks
+(`calendar_exhausted`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from app.calendar import due_time, format_utc, format_utc_or_none
 from app.db import Database, Namespace, Schedule
 from app.db.session import begin_write
 from app.schedules import store
+from app.schedules.audit import CommandContext
 from app.schedules.ledger import Writes
 from app.schedules.tick.act import finish_if_exhausted
 from app.schedules.tick.context import ActiveRun, FiringContext
@@ -78,7 +81,9 @@ def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict
     oldest = store.buffered(session, schedule, limit=1)
     if not oldest:
         schedule.buffered_count = 0
-        return []
+        blocked = _block_if_finished(w, schedule, now, context, row)
+        w.flush(session)
+        return blocked
     buffered = oldest[0]
     occurrence_time = buffered.instant
     if buffered.origin == "scheduled":
@@ -105,13 +110,28 @@ def _drain_one(session: Session, now: datetime, schedule: Schedule) -> list[dict
     schedule.buffered_count -= 1
     ctx.active[schedule.uid].append(ActiveRun(0, run_id, False))
     finish_if_exhausted(ctx, w, schedule, now, context)
+    drained = row | {
+        "outcome": "drained",
+        "occurrence_time": format_utc(occurrence_time),
+        "run_id": run_id,
+        "next_fire_at": format_utc_or_none(schedule.next_fire_at),
+    }
+    blocked = _block_if_finished(w, schedule, now, context, row)
     w.flush(session)
-    return [
-        row
-        | {
-            "outcome": "drained",
-            "occurrence_time": format_utc(occurrence_time),
-            "run_id": run_id,
-            "next_fire_at": format_utc_or_none(schedule.next_fire_at),
-        }
-    ]
+    return [drained, *blocked]
+
+
+def _block_if_finished(
+    w: Writes,
+    schedule: Schedule,
+    now: datetime,
+    context: CommandContext,
+    row: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Block a schedule whose calendar ran out once its last buffered occurrence has left
+    the buffer: the tick that found the calendar over left it active for them."""
+    finished = schedule.next_fire_at is None and schedule.pending_occurrence is None
+    if schedule.status != "active" or not finished or schedule.buffered_count:
+        return []
+    block(w, schedule, now, "calendar_exhausted", context)
+    return [row | {"outcome": "blocked", "next_fire_at": None}]

@@ -517,7 +517,9 @@ def fire_one(
         rows.append(_row(ctx, schedule, result.outcome, candidate.due, result.run_id))
     if schedule.status == "active":
         reschedule(schedule, spec, scan.upcoming)
-        if schedule.next_fire_at is None:
+        # A calendar that ran out with occurrences still buffered stays active until they
+        # have drained (they were accepted); the drain then blocks it.
+        if schedule.next_fire_at is None and not schedule.buffered_count:
             block(w, schedule, now, "calendar_exhausted", context)
             rows.append(_row(ctx, schedule, "blocked", None, None))
     next_fire_at = _text(schedule.next_fire_at)
