@@ -225,8 +225,16 @@ def _check_parallel(
     branch_ids: set[str] = set()
     for index, branch in enumerate(branches):
         where: list[str | int] = [*loc, "branches", index]
-        if not isinstance(branch, dict) or set(branch) - {"id", "steps"}:
+        if not isinstance(branch, dict):
             raise DefinitionInvalid(where, "a branch is an object with 'id' and 'steps'", step_id)
+        unknown = sorted(set(branch) - {"id", "steps"})
+        if unknown:
+            # The key itself is named, as a step's own unknown fields are.
+            raise DefinitionInvalid(
+                [*where, unknown[0]],
+                "unknown field for a branch (it has 'id' and 'steps')",
+                step_id,
+            )
         branch_id = branch.get("id")
         if not isinstance(branch_id, str) or not STEP_ID_RE.fullmatch(branch_id):
             raise DefinitionInvalid(
@@ -249,10 +257,17 @@ def _check_action(step: dict[str, Any], loc: list[str | int], step_id: str) -> N
             msg = f"is required: the name of a registered action ({known})"
         raise DefinitionInvalid([*loc, "action"], msg, step_id)
     retry = step.get("retry", {})
-    if not isinstance(retry, dict) or set(retry) - {"max_attempts", "backoff_seconds"}:
+    if not isinstance(retry, dict):
         raise DefinitionInvalid(
             [*loc, "retry"],
             "must be an object with 'max_attempts' and optionally 'backoff_seconds'",
+            step_id,
+        )
+    unknown = sorted(set(retry) - {"max_attempts", "backoff_seconds"})
+    if unknown:
+        raise DefinitionInvalid(
+            [*loc, "retry", unknown[0]],
+            "unknown field for a retry policy (it has 'max_attempts' and 'backoff_seconds')",
             step_id,
         )
     attempts = retry.get("max_attempts", 1)

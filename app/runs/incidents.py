@@ -46,6 +46,16 @@ class IncidentResolved(Conflict):
         )
 
 
+class RunCancelling(Conflict):
+    def __init__(self, run_id: str, incident_id: str) -> None:
+        super().__init__(
+            f"run {run_id!r} is being cancelled: no step of it starts again, and its open "
+            "incidents are resolved 'run_cancelled' when it ends (terminate ends it now)",
+            incident_id=incident_id,
+            reason="cancel_requested",
+        )
+
+
 def open_incident(
     session: Session, run: Run, frame: Frame, now: datetime, error: dict[str, Any]
 ) -> RunIncident:
@@ -89,6 +99,9 @@ def resolve(
     session.refresh(incident)
     if incident.resolved_at is not None or run.status not in ACTIVE_RUN_STATUSES:
         raise IncidentResolved(incident)
+    if run.cancel_requested_at is not None:
+        # The run is ending: no step starts again, and its end resolves the incident.
+        raise RunCancelling(run.run_id, incident.id)
     # The run's timeout wins over a resolution that comes after it, applied or not yet.
     refuse_after_run_timeout(session, run, now)
     incident.resolved_at = now

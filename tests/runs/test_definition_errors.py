@@ -77,3 +77,32 @@ def test_a_type_or_role_that_is_not_a_string_is_refused_naming_it(admin_api, ste
     assert error["code"] == "VALIDATION"
     assert error["details"]["errors"][0]["loc"] == loc
     assert admin_api.get("/workflows/v1").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("step", "loc", "words"),
+    [
+        (
+            {
+                "id": "p",
+                "type": "parallel",
+                "branches": [{"id": "b", "steps": [{"id": "x", "type": "wait"}], "limit": 1}],
+            },
+            ["steps", 0, "branches", 0, "limit"],
+            "unknown field for a branch",
+        ),
+        (
+            {"id": "a", "type": "action", "action": "noop", "retry": {"backof_seconds": 5}},
+            ["steps", 0, "retry", "backof_seconds"],
+            "unknown field for a retry policy",
+        ),
+    ],
+)
+def test_an_unknown_key_in_a_branch_or_a_retry_policy_is_named(admin_api, step, loc, words):
+    """As a step's own unknown fields are: the location ends at the key (a typo such as
+    `backof_seconds` was answered with the parent object's shape, the key unnamed)."""
+    response = admin_api.post("/workflows", json={"name": "v1", "steps": [step]})
+    assert response.status_code == 422
+    first = response.get_json()["error"]["details"]["errors"][0]
+    assert first["loc"] == loc and words in first["msg"]
+    assert admin_api.get("/workflows/v1").status_code == 404

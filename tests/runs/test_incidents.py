@@ -250,6 +250,25 @@ def test_retry_runs_the_step_again_from_attempt_one(scenario):
     assert attempts == [1, 2, 1]
 
 
+def test_only_a_skip_takes_an_output(scenario):
+    """An output sent with `retry` or `fail` was taken and dropped without a word."""
+    _deploy(
+        scenario, "out", {"id": "w", "steps": [{"id": "w-1", "type": "wait", "duration": "PT1H"}]}
+    )
+    run_id = scenario.start("out")["run_id"]
+    scenario.tick()
+    incident = _incident(scenario, run_id)
+    for action in ("retry", "fail"):
+        refused = _resolve(scenario, run_id, incident["id"], action, output=5)
+        assert refused.status_code == 422
+        error = refused.get_json()["error"]
+        assert error["details"]["errors"][0]["loc"] == ["output"], error
+        assert "only 'skip' takes an output" in error["message"]
+    assert _incident(scenario, run_id)["resolved_at"] is None
+    taken = _resolve(scenario, run_id, incident["id"], "skip", output={"paid": False})
+    assert taken.status_code == 200 and taken.get_json()["resolution"] == "skip"
+
+
 def test_fail_ends_the_run_and_a_viewer_cannot_resolve(scenario, api_for):
     _deploy(
         scenario,
@@ -327,6 +346,15 @@ def test_cancel_during_an_incident_ends_the_run_once_in_flight_actions_record(ap
     assert engine.commit_outcome(db, clk, failing, engine.execute(failing)) is True
     assert scenario.run(run_id)["status"] == "suspended"
     assert scenario.api.post(f"/runs/{run_id}/cancel", json={}).get_json()["status"] == "suspended"
+    # The run is ending: a resolution would be recorded (a `retry` read as retried) and never
+    # happen, so each is refused, and the run's end resolves the incident.
+    incident = _incident(scenario, run_id)
+    for action in ("retry", "skip", "fail"):
+        refused = _resolve(scenario, run_id, incident["id"], action)
+        assert refused.status_code == 409, refused.get_json()
+        assert refused.get_json()["error"]["details"]["reason"] == "cancel_requested"
+    assert _incident(scenario, run_id)["resolved_at"] is None
+    assert "incident_resolved" not in [e["event_type"] for e in scenario.events(run_id)]
     assert engine.commit_outcome(db, clk, in_flight, engine.execute(in_flight)) is True
     run = scenario.run(run_id)
     assert run["status"] == "cancelled"
