@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 from app.console import incidents as page_module
+from app.context import clock, database
+from app.runs import engine
 from app.ticker.tick import run_tick
 from tests.console.test_pages import csrf_from, sign_in
 
@@ -154,3 +156,34 @@ def test_a_refused_resolve_goes_back_to_the_incidents_page(app, client, accounts
         data={"csrf_token": token, "action": "skip", "output": "{nope", "back": "//evil.example/"},
     )
     assert outside.headers["Location"] == "/"
+
+
+def test_a_run_being_cancelled_offers_no_resolution(app, client, accounts, api_for):
+    """Once a cancel was asked for, the run's end resolves its incidents: the page says so and
+    offers no Retry, Skip or Fail (each would be refused)."""
+    api = api_for("dora", "admin")
+    echo = {"id": "x-1", "type": "action", "action": "echo", "args": "x"}
+    fail = {"id": "charge", "type": "action", "action": "fail", "args": {"message": "declined"}}
+    branches = [{"id": "x", "steps": [echo]}, {"id": "pay", "steps": [fail]}]
+    definition = {
+        "name": "busy",
+        "on_step_failure": "incident",
+        "steps": [{"id": "fan", "type": "parallel", "branches": branches}],
+    }
+    assert api.post("/workflows", json=definition).status_code == 201
+    assert api.post("/activations", json={"workflow": "busy"}).status_code == 201
+    assert api.post("/runs", json={"workflow": "busy", "run_id": "busy-1"}).status_code == 201
+    settings = engine.WorkerSettings(name="w", queue=engine.ANY_QUEUE)
+    db, clk = database(app), clock(app)
+    assert engine.claim_next(db, clk, settings) is True
+    in_flight = engine.claim_next(db, clk, settings)
+    failing = engine.claim_next(db, clk, settings)
+    assert failing.context.step_id == "charge" and in_flight.context.step_id == "x-1"
+    assert engine.commit_outcome(db, clk, failing, engine.execute(failing)) is True
+    account = accounts.create("olga", role="operator")
+    sign_in(client, "olga", account.password)
+    assert "Retry</button>" in client.get("/ns/default/runs/busy-1").get_data(as_text=True)
+    assert api.post("/runs/busy-1/cancel", json={}).get_json()["status"] == "suspended"
+    html = client.get("/ns/default/runs/busy-1").get_data(as_text=True)
+    assert "A cancel was asked for" in html and "<code>charge</code>" in html
+    assert "Retry</button>" not in html and "Fail</button>" not in html
