@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from almanac.cli.base import OUTPUTS, Cli, connected
-from almanac.cli.config import DEFAULT_PROFILE, profiles_path, write_profile
+from almanac.cli.config import DEFAULT_PROFILE, profiles_path, refuse_empty, write_profile
 from almanac.cli.output import emit, table
 
 
@@ -27,6 +27,7 @@ def setup(url: str, token: str, namespace: str, profile: str, output: str) -> No
     from almanac.errors import ConnectionFailed
     from almanac.transport import http_options
 
+    refuse_empty({"--url": url, "--token": token, "--namespace": namespace, "--profile": profile})
     try:
         http_options(url, token, 30.0, "cli")
     except (ValueError, ConnectionFailed) as exc:

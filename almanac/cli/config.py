@@ -39,6 +39,10 @@ def read_profiles(path: Path) -> dict[str, dict[str, str]]:
         wrong = next((key for key in KEYS if not isinstance(values.get(key, ""), str)), None)
         if wrong is not None:
             raise click.UsageError(f"cannot read {path}: profile {name!r}: {wrong} is not a string")
+        # Empty is not "left out": an empty namespace read as `default` aimed a prune there.
+        empty = next((key for key in KEYS if key in values and not values[key].strip()), None)
+        if empty is not None:
+            raise click.UsageError(f"cannot read {path}: profile {name!r}: {empty} is empty")
     return {name: dict(values) for name, values in data.items()}
 
 
@@ -110,6 +114,13 @@ def write_profile(path: Path, name: str, values: dict[str, str]) -> None:
         raise
 
 
+def refuse_empty(options: dict[str, str | None]) -> None:
+    """A usage error for the first option given as empty (or blank) text."""
+    for flag, value in options.items():
+        if value is not None and not value.strip():
+            raise click.UsageError(f"{flag} is empty: give it a value, or leave it out")
+
+
 @dataclass(frozen=True)
 class Connection:
     url: str
@@ -120,7 +131,13 @@ class Connection:
 def resolve(
     url: str | None, token: str | None, namespace: str | None, profile: str | None
 ) -> Connection:
-    """Fill what the flags and environment left out from the profile; no URL is a usage error."""
+    """Fill what the flags and environment left out from the profile; no URL is a usage error.
+
+    An option given empty (`-n "$NS"` with NS unset) is a usage error, not an option left out:
+    read as left out, it fell back to the profile's namespace or `default`, and a prune planned
+    to delete that namespace's schedules. (click reads an empty environment variable as unset.)
+    """
+    refuse_empty({"--url": url, "--token": token, "--namespace": namespace, "--profile": profile})
     name = profile or DEFAULT_PROFILE
     stored = read_profiles(profiles_path()).get(name, {})
     if profile and not stored and not url:

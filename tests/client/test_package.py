@@ -272,6 +272,31 @@ def test_a_profile_value_of_the_wrong_type_is_a_usage_error_naming_file_profile_
         assert f"Error: cannot read {path}: {said}" in result.stderr.splitlines()
 
 
+def test_an_empty_option_or_profile_value_is_a_usage_error_not_the_fallback(tmp_path):
+    """`-n "$NS"` with NS unset named no namespace and fell back to the profile's or `default`:
+    an `apply --prune` then planned to delete that namespace's schedules. Empty is refused,
+    before any request, naming the option (or the profile's key)."""
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    path = tmp_path / "almanac" / "profiles.toml"
+    path.parent.mkdir()
+    # Port 9 is closed: a command that got as far as a request would say "cannot reach".
+    path.write_text('[default]\nurl = "http://127.0.0.1:9"\ntoken = "t"\nnamespace = "billing"\n')
+    for flag in ("--namespace", "-n", "--url", "--token", "--profile"):
+        for empty in ("", "  "):
+            result = CliRunner().invoke(cli, ["auth", "status", flag, empty], env=env)
+            assert result.exit_code == 2, (flag, result.output)
+            name = "--namespace" if flag == "-n" else flag
+            assert f"{name} is empty" in result.stderr and "cannot reach" not in result.stderr
+    setup = ["auth", "setup", "--url", "http://127.0.0.1:9", "--token", "t", "-n", ""]
+    refused = CliRunner().invoke(cli, setup, env=env)
+    assert refused.exit_code == 2 and "--namespace is empty" in refused.stderr
+    assert "billing" in path.read_text()
+    path.write_text('[default]\nurl = "http://127.0.0.1:9"\ntoken = "t"\nnamespace = ""\n')
+    result = CliRunner().invoke(cli, ["auth", "status"], env=env)
+    assert result.exit_code == 2, result.output
+    assert f"cannot read {path}: profile 'default': namespace is empty" in result.stderr
+
+
 def test_a_profile_file_that_is_not_utf8_is_a_usage_error(tmp_path):
     env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
     path = tmp_path / "almanac" / "profiles.toml"
