@@ -15,7 +15,6 @@ from almanac.client import Progress, replace_param
 from almanac.errors import AlmanacError, NotFound
 from almanac.run_operations import RunOperations
 from almanac.transport import (
-    RETRY_STATUSES,
     Call,
     connection_error,
     decode,
@@ -25,6 +24,7 @@ from almanac.transport import (
     request_options,
     resend,
     retry_delay,
+    retryable,
 )
 
 T = TypeVar("T")
@@ -45,8 +45,8 @@ class AsyncTransport:
                 if resend(call, exc, resent):
                     resent = True
                     continue
-                raise connection_error(exc, self.url) from exc
-            if response.status_code in RETRY_STATUSES and attempt < self.retries:
+                raise connection_error(exc, self.url, call) from exc
+            if attempt < self.retries and retryable(call, response):
                 await asyncio.sleep(retry_delay(response, attempt))
                 attempt += 1
                 continue

@@ -33,7 +33,13 @@ class NotUnicode(InvalidId):
 
 
 class ConnectionFailed(AlmanacError):
-    """The server could not be reached (refused, timed out, bad URL): no HTTP status."""
+    """The server could not be reached (refused, connect timed out, bad URL): the request was
+    not sent, so nothing happened; no HTTP status."""
+
+
+class NoAnswer(AlmanacError):
+    """The request was sent but no answer came (it timed out, or the connection dropped): the
+    server may have done it. Check before sending a change again. Code `NO_ANSWER`."""
 
 
 class BadRequest(AlmanacError):

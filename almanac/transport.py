@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from almanac.errors import AlmanacError, ConnectionFailed, from_body
+from almanac.errors import AlmanacError, ConnectionFailed, NoAnswer, from_body
 from almanac.models import ShapeError
 from almanac.version import VERSION
 
@@ -103,8 +103,14 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
             "the token; give the URL without them"
         )
     base = api_base(url)
+    problem: str | None
     try:
-        problem = url_problem(httpx.URL(base))
+        given = httpx.URL(url.strip())
+        # The API's path goes after the URL's own: a query or a fragment would swallow it.
+        if given.query or given.fragment:
+            problem = "it has a query or a fragment; give the server's address only"
+        else:
+            problem = url_problem(httpx.URL(base))
     except httpx.InvalidURL as exc:
         problem = str(exc)
     if problem:
@@ -201,8 +207,38 @@ def bad_response(call: Call, reason: str | None = None) -> AlmanacError:
     return AlmanacError("BAD_RESPONSE", f"{message} ({reason})" if reason else message, {})
 
 
-def connection_error(exc: Exception, url: str) -> ConnectionFailed:
-    return ConnectionFailed("CONNECTION", f"cannot reach {url}: {exc}")
+# Failures before the request left this machine: the server cannot have acted on it.
+NOT_SENT = httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout | httpx.UnsupportedProtocol
+
+
+def connection_error(exc: Exception, url: str, call: Call) -> AlmanacError:
+    """`ConnectionFailed` when the request never reached the server; `NoAnswer` when it was
+    sent and the answer did not come (a read timeout, a dropped connection): a change may have
+    been made, and a client that read "cannot reach" would send it again."""
+    # httpx's async timeouts have no text of their own: name the kind instead.
+    reason = str(exc) or type(exc).__name__
+    if isinstance(exc, NOT_SENT | httpx.InvalidURL):
+        return ConnectionFailed("CONNECTION", f"cannot reach {url}: {reason}")
+    return NoAnswer(
+        "NO_ANSWER",
+        f"sent {call.method} {call.path} to {url} but got no answer ({reason}): the server may "
+        "have done it; check before sending it again",
+    )
+
+
+def retryable(call: Call, response: httpx.Response) -> bool:
+    """Whether a 429 or 503 may be sent again: a read always; a change only when the API said
+    so itself (`CAPACITY`, `BACKEND_BUSY`: nothing was written). A proxy's own 503 may come
+    after the server acted, so a change is not sent twice on its word."""
+    if response.status_code not in RETRY_STATUSES:
+        return False
+    if call.method in ("GET", "HEAD"):
+        return True
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, dict) and error.get("code") in ("CAPACITY", "BACKEND_BUSY")
 
 
 class SyncTransport:
@@ -220,8 +256,8 @@ class SyncTransport:
                 if resend(call, exc, resent):
                     resent = True
                     continue
-                raise connection_error(exc, self.url) from exc
-            if response.status_code in RETRY_STATUSES and attempt < self.retries:
+                raise connection_error(exc, self.url, call) from exc
+            if attempt < self.retries and retryable(call, response):
                 time.sleep(retry_delay(response, attempt))
                 attempt += 1
                 continue

@@ -20,13 +20,19 @@ import click
 
 from almanac.cli.config import resolve
 from almanac.cli.output import inert
-from almanac.errors import AlmanacError, ConnectionFailed, InvalidId, RevisionConflict
+from almanac.errors import (
+    AlmanacError,
+    ConnectionFailed,
+    InvalidId,
+    NoAnswer,
+    RevisionConflict,
+)
 
 if TYPE_CHECKING:
     from almanac.client import Client
 
 OUTPUTS = ("table", "json", "jsonl")
-USAGE, API_ERROR = 2, 1
+USAGE, API_ERROR, NO_ANSWER = 2, 1, 3
 
 
 @dataclass
@@ -90,6 +96,10 @@ class Root(click.Group):
         except ConnectionFailed as exc:
             click.echo(f"error {exc.code}: {exc.message}", err=True)
             ctx.exit(USAGE)
+        except NoAnswer as exc:
+            # Neither "not done" (2, safe to send again) nor an answer (1): it may be done.
+            click.echo(f"error {exc.code}: {exc.message}", err=True)
+            ctx.exit(NO_ANSWER)
         except AlmanacError as exc:
             click.echo(describe(exc), err=True)
             ctx.exit(API_ERROR)

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from almanac.client import Pager
 
 
+# `--all` in table output sizes its columns on this many rows, then streams the rest.
+PAGE_SAMPLE = 100
+
 PAGE_OPTIONS = [
     click.option("--limit", type=click.IntRange(1, 100), help="Items per page."),
     click.option("--cursor", help="Start at this page (a next_cursor)."),
@@ -37,7 +40,8 @@ def show_pages(
     if every:
         items = pager.raw()
         if cli.output == "table":
-            table(items, columns, whole=1)
+            # Widths from the first page's worth; the rest print as the pages come.
+            table(items, columns, whole=1, sample=PAGE_SAMPLE)
         else:
             stream_items(cli.output, items)
         return

@@ -97,18 +97,34 @@ def pad(text: str, size: int) -> str:
     return text + " " * (size - display_width(text))
 
 
-def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column], whole: int = 0) -> None:
+def table(
+    rows: Iterable[dict[str, Any]],
+    columns: Sequence[Column],
+    whole: int = 0,
+    sample: int | None = None,
+) -> None:
     """Aligned columns; long cells are cut with an ellipsis so a row does not wrap, except in
-    the first `whole` columns (ids another command takes are printed whole)."""
-    cells = [[cell(get(row)) for _, get in columns] for row in rows]
+    the first `whole` columns (ids another command takes are printed whole).
+
+    With `sample`, the widths come from the first `sample` rows, and the rows after them are
+    printed as they arrive (a list walked with `--all` streams; a whole column longer than
+    its sample pushes only its own row out of line).
+    """
+    given = iter(rows)
+    first = list(itertools.islice(given, sample) if sample is not None else given)
+    cells = [[cell(get(row)) for _, get in columns] for row in first]
     headers = [name for name, _ in columns]
     natural = [
         max([display_width(h)] + [display_width(r[i]) for r in cells])
         for i, h in enumerate(headers)
     ]
     sizes = fit(natural, width(), whole)
-    for line in [headers, *cells]:
-        parts = [pad(clip(text, size), size) for text, size in zip(line, sizes, strict=True)]
+    later = ([cell(get(row)) for _, get in columns] for row in given)
+    for line in itertools.chain([headers], cells, later):
+        parts = [
+            pad(text if index < whole else clip(text, size), size)
+            for index, (text, size) in enumerate(zip(line, sizes, strict=True))
+        ]
         click.echo(GAP.join(parts).rstrip())
 
 
