@@ -407,8 +407,9 @@ def schedule_history(namespace: Namespace, schedule_id: str) -> Any:
 
 
 def _instant(text: str, field: str) -> datetime:
+    # `from` and `to` bound [from, to): finer than a microsecond, each rounds up.
     try:
-        return parse_instant(text, (field,))
+        return parse_instant(text, (field,), round_up=True)
     except CalendarError as exc:
         raise invalid([field], exc.msg) from None
 

@@ -66,8 +66,21 @@ def check_instant_range(value: datetime, loc: Loc = ()) -> datetime:
     return value
 
 
-def parse_instant(text: str | datetime, loc: Loc = ()) -> datetime:
-    """Parse ISO-8601 with an offset or `Z` into an aware UTC datetime; naive text is rejected.
+# What Python's reader takes that ISO-8601 does not: a separator other than `T` (or RFC 3339's
+# space) after an extended date, a blank before the offset, a decimal mark with no digits.
+_NOT_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[^Tt ]|\s[Zz+\-]|[.,](?!\d)")
+# A fraction of a second: Python keeps six digits and drops the rest.
+_FRACTION = re.compile(r"[.,](\d+)")
+
+
+def parse_instant(text: str | datetime, loc: Loc = (), *, round_up: bool = False) -> datetime:
+    """Parse ISO-8601 with an offset or `Z` (or RFC 3339's `z`) into an aware UTC datetime;
+    naive text is rejected.
+
+    Almanac keeps microseconds. Finer digits are dropped, which moves the instant earlier:
+    right for an inclusive upper bound (`end_at`), wrong for a lower bound or an exclusive
+    upper one (`start_at`, a backfill's `from` and `to`), which pass `round_up` to move it
+    to the next microsecond instead, so no occurrence before the instant given is taken in.
 
     Instants outside 1970-01-01 … 9000-12-31 are refused (VALIDATION).
     """
@@ -75,12 +88,17 @@ def parse_instant(text: str | datetime, loc: Loc = ()) -> datetime:
         return check_instant_range(require_utc(text, loc), loc)
     if not isinstance(text, str):
         raise CalendarError("must be an ISO-8601 date-time string", loc)
+    if _NOT_ISO.search(text):
+        raise CalendarError(f"{text!r} is not an ISO-8601 date-time", loc)
     try:
-        value = datetime.fromisoformat(text)
+        value = datetime.fromisoformat(text[:-1] + "Z" if text.endswith("z") else text)
     except ValueError:
         raise CalendarError(f"{text!r} is not an ISO-8601 date-time", loc) from None
     if value.utcoffset() is None:
         raise CalendarError(f"{text!r} has no UTC offset; add 'Z' or an offset like '+02:00'", loc)
+    fraction = _FRACTION.search(text)
+    if round_up and fraction is not None and fraction.group(1)[6:].strip("0"):
+        value += timedelta(microseconds=1)
     try:
         utc = value.astimezone(UTC)
     except OverflowError:

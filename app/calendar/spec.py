@@ -186,7 +186,8 @@ def _list(data: Mapping[str, Any], key: str) -> list[Any]:
 
 def _instant(data: Mapping[str, Any], key: str) -> datetime | None:
     value = data.get(key)
-    return None if value is None else parse_instant(value, (key,))
+    # `start_at` is a lower bound: digits finer than a microsecond round it up, not down.
+    return None if value is None else parse_instant(value, (key,), round_up=key == "start_at")
 
 
 def _reject_unknown(data: Mapping[str, Any], allowed: frozenset[str]) -> None:

@@ -123,8 +123,8 @@ def trigger(ns: str, schedule_id: str) -> Response:
 
 
 def _range() -> tuple[Any, Any]:
-    start = parse_instant(request.values.get("from", "").strip(), ("from",))
-    end = parse_instant(request.values.get("to", "").strip(), ("to",))
+    start = parse_instant(request.values.get("from", "").strip(), ("from",), round_up=True)
+    end = parse_instant(request.values.get("to", "").strip(), ("to",), round_up=True)
     return start, end
 
 

@@ -140,7 +140,8 @@ def _instant(data: Mapping[str, Any], key: str) -> datetime:
     if raw is None:
         raise invalid([key], "is required (an ISO-8601 instant, like 2026-01-05T12:00:00Z)")
     try:
-        value = parse_instant(raw, (key,))
+        # The window is [from, to): finer than a microsecond, either bound rounds up.
+        value = parse_instant(raw, (key,), round_up=True)
     except CalendarError as exc:
         if exc.code != "VALIDATION":
             raise invalid([key], exc.msg) from None

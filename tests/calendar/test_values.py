@@ -140,6 +140,10 @@ def test_validate_timezone_rejects(name: object) -> None:
         ("2026-03-08T03:00:00-04:00", datetime(2026, 3, 8, 7, tzinfo=UTC)),
         ("2026-03-08T12:30:00+05:30", datetime(2026, 3, 8, 7, tzinfo=UTC)),
         ("2026-03-08T07:00:00.250000+00:00", datetime(2026, 3, 8, 7, 0, 0, 250000, tzinfo=UTC)),
+        # RFC 3339 takes the lower-case letters and a space; upper and lower case alike.
+        ("2026-03-08t07:00:00z", datetime(2026, 3, 8, 7, tzinfo=UTC)),
+        ("2026-03-08 07:00:00Z", datetime(2026, 3, 8, 7, tzinfo=UTC)),
+        ("2026-03-08T07:00:00.0000009Z", datetime(2026, 3, 8, 7, tzinfo=UTC)),
     ],
 )
 def test_parse_instant(text: str, expected: datetime) -> None:
@@ -149,7 +153,20 @@ def test_parse_instant(text: str, expected: datetime) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["2026-03-08T07:00:00", "2026-03-08", "yesterday", "", None, 1741417200]
+    "text",
+    [
+        "2026-03-08T07:00:00",
+        "2026-03-08",
+        "yesterday",
+        "",
+        None,
+        1741417200,
+        # Python's reader takes these; ISO-8601 does not.
+        "2026-03-08T07:00:00 Z",
+        "2026-03-08T07:00:00 +01:00",
+        "2026-03-08T07:00:00.Z",
+        "2026-03-08X07:00:00Z",
+    ],
 )
 def test_parse_instant_rejects(text: object) -> None:
     with pytest.raises(CalendarError) as caught:
@@ -161,3 +178,15 @@ def test_format_utc() -> None:
     assert format_utc(datetime(2026, 3, 8, 7, tzinfo=UTC)) == "2026-03-08T07:00:00Z"
     assert format_utc(parse_instant("2026-03-08T03:00:00-04:00")) == "2026-03-08T07:00:00Z"
     assert format_utc(datetime(2026, 3, 8, 7, 0, 0, 5, tzinfo=UTC)) == "2026-03-08T07:00:00.000005Z"
+
+
+def test_digits_finer_than_a_microsecond_round_up_for_a_lower_bound() -> None:
+    """Dropped, they moved `start_at` (or a backfill's `from`) 100 ns earlier, onto an
+    occurrence before it; a lower bound rounds up to the next microsecond instead."""
+    up = parse_instant("2026-03-08T07:00:00.0000001Z", ("start_at",), round_up=True)
+    assert up == datetime(2026, 3, 8, 7, 0, 0, 1, tzinfo=UTC)
+    exact = parse_instant("2026-03-08T07:00:00.1234560000Z", round_up=True)
+    assert exact == datetime(2026, 3, 8, 7, 0, 0, 123456, tzinfo=UTC)
+    assert parse_instant("2026-03-08T07:00:00.9999999Z") == datetime(
+        2026, 3, 8, 7, 0, 0, 999999, tzinfo=UTC
+    )

@@ -196,3 +196,19 @@ def test_backfill_refuses_bad_ranges_and_too_many_occurrences(h):
     )
     assert ok.status_code == 200 and ok.get_json()["started"] == 1000
     assert h.counts()["runs"] == before["runs"] + 1000
+
+
+def test_bounds_finer_than_a_microsecond_never_take_in_an_earlier_occurrence(h):
+    """A `from` or `start_at` 100 ns after an occurrence had its extra digits dropped, and took
+    that occurrence in (07:00 fired for a start_at of 07:00:00.0000001)."""
+    h.set_clock("12:00")
+    h.create("s", overlap_policy="allow_all")
+    h.set_clock("12:30")
+    h.post("s", "pause")
+    body = {"from": "2026-01-05T12:05:00.0000001Z", "to": "2026-01-05T12:15:00.0000001Z"}
+    answer = h.api.post("/schedules/s/backfill", json=body).get_json()
+    assert [r["occurrence_time"][11:16] for r in answer["results"]] == ["12:10", "12:15"]
+    spec = {"cron_expressions": ["*/5 * * * *"], "start_at": "2026-01-05T12:35:00.0000001Z"}
+    saved = h.save({"id": "late", "spec": spec, "activation_id": h.workflow()}, expect=201)
+    assert saved["next_fire_at"] == "2026-01-05T12:40:00Z"
+    assert saved["spec"]["start_at"] == "2026-01-05T12:35:00.000001Z"
