@@ -21,6 +21,7 @@ from almanac.transport import (
     http_options,
     page_body,
     parsed,
+    query_pairs,
     request_options,
     resend,
     retry_delay,
@@ -160,7 +161,7 @@ class AsyncClient(RunOperations):
 
     async def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Any API call under /api/v1 (retries and typed errors included): the raw JSON body."""
-        params = list((kwargs.get("params") or {}).items())
+        params = query_pairs(kwargs.get("params"))
         return await self._transport.send(Call(method, path, params, kwargs.get("json")))
 
     async def backfill_schedule(

@@ -11,7 +11,7 @@ from almanac import models as m
 from almanac.backfill import PREVIEW_PAGE, RangeSplitter, ran_out
 from almanac.errors import AlmanacError, NotFound
 from almanac.run_operations import RunOperations
-from almanac.transport import Call, SyncTransport, page_body, parsed
+from almanac.transport import Call, SyncTransport, page_body, parsed, query_pairs
 
 T = TypeVar("T")
 Progress = Callable[[float], None]
@@ -140,7 +140,7 @@ class Client(RunOperations):
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Any API call under /api/v1 (retries and typed errors included): the raw JSON body."""
-        params = list((kwargs.get("params") or {}).items())
+        params = query_pairs(kwargs.get("params"))
         return self._transport.send(Call(method, path, params, kwargs.get("json")))
 
     def backfill_schedule(

@@ -10,7 +10,7 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -38,6 +38,20 @@ class Call:
     params: list[tuple[str, str]] = field(default_factory=list)
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+
+
+def query_pairs(params: Any) -> list[tuple[str, str]]:
+    """`request`'s `params=`: a mapping (a list or tuple value repeats its key, as `label`
+    takes), or (key, value) pairs already."""
+    if not params:
+        return []
+    if isinstance(params, Mapping):
+        pairs: list[tuple[str, str]] = []
+        for key, value in params.items():
+            values = value if isinstance(value, list | tuple) else [value]
+            pairs.extend((key, each) for each in values)
+        return pairs
+    return [(key, value) for key, value in params]
 
 
 TOO_DEEP = "the request body nests too deeply to be encoded as JSON (the API takes 64 levels)"

@@ -161,3 +161,28 @@ def test_a_sampled_table_prints_rows_before_the_list_ends(capsys):
     assert lines[0].split() == ["ID", "Notes"] and len(lines) == 7
     assert lines[1].split() == ["s-0", "short"]
     assert lines[6].startswith("a-much-longer-schedule-id ") and lines[6].endswith("…")
+
+
+class Echo(JsonHandler):
+    """Answers every GET with the query it received."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        self.send_json(200, {"path": self.path})
+
+
+def test_request_params_repeat_a_key_from_a_list_or_from_pairs():
+    """A list of pairs, the only way to repeat `label`, raised AttributeError."""
+    with serving(Echo) as url, Client(url, "t") as client:
+        for params in (
+            {"label": ["team:a", "tier:1"], "limit": 5},
+            [("label", "team:a"), ("label", "tier:1"), ("limit", 5)],
+        ):
+            answer = client.request("GET", "/schedules", params=params)
+            assert answer["path"] == "/api/v1/schedules?label=team%3Aa&label=tier%3A1&limit=5"
+
+        async def main() -> str:
+            async with AsyncClient(url, "t") as aclient:
+                answer = await aclient.request("GET", "/runs", params=[("label", "x:y")])
+                return str(answer["path"])
+
+        assert asyncio.run(main()) == "/api/v1/runs?label=x%3Ay"
