@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 
 from app.console import incidents as page_module
-from app.context import clock, database
-from app.runs import engine
 from app.ticker.tick import run_tick
 from tests.console.test_pages import csrf_from, sign_in
+from tests.support.in_flight import incident_beside_an_in_flight_action
 
 DEFINITION = {
     "name": "stuck",
@@ -173,13 +172,7 @@ def test_a_run_being_cancelled_offers_no_resolution(app, client, accounts, api_f
     assert api.post("/workflows", json=definition).status_code == 201
     assert api.post("/activations", json={"workflow": "busy"}).status_code == 201
     assert api.post("/runs", json={"workflow": "busy", "run_id": "busy-1"}).status_code == 201
-    settings = engine.WorkerSettings(name="w", queue=engine.ANY_QUEUE)
-    db, clk = database(app), clock(app)
-    assert engine.claim_next(db, clk, settings) is True
-    in_flight = engine.claim_next(db, clk, settings)
-    failing = engine.claim_next(db, clk, settings)
-    assert failing.context.step_id == "charge" and in_flight.context.step_id == "x-1"
-    assert engine.commit_outcome(db, clk, failing, engine.execute(failing)) is True
+    incident_beside_an_in_flight_action(app, "charge", "x-1")
     account = accounts.create("olga", role="operator")
     sign_in(client, "olga", account.password)
     assert "Retry</button>" in client.get("/ns/default/runs/busy-1").get_data(as_text=True)

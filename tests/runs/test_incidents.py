@@ -6,10 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from app.context import clock, database
-from app.runs import engine
 from tests.conftest import FIXED_NOW
 from tests.support import flaky_actions  # noqa: F401 - registers `flaky`
+from tests.support.in_flight import finish_in_flight, incident_beside_an_in_flight_action
 
 MS = timedelta(milliseconds=1)
 BROKEN = {
@@ -337,13 +336,7 @@ def test_cancel_during_an_incident_ends_the_run_once_in_flight_actions_record(ap
         on_step_failure="incident",
     )
     run_id = scenario.start("busy")["run_id"]
-    settings = engine.WorkerSettings(name="w", queue=engine.ANY_QUEUE)
-    db, clk = database(app), clock(app)
-    assert engine.claim_next(db, clk, settings) is True
-    in_flight = engine.claim_next(db, clk, settings)
-    failing = engine.claim_next(db, clk, settings)
-    assert in_flight.context.step_id == "x-1" and failing.context.step_id == "charge"
-    assert engine.commit_outcome(db, clk, failing, engine.execute(failing)) is True
+    in_flight = incident_beside_an_in_flight_action(app, "charge", "x-1")
     assert scenario.run(run_id)["status"] == "suspended"
     assert scenario.api.post(f"/runs/{run_id}/cancel", json={}).get_json()["status"] == "suspended"
     # The run is ending: a resolution would be recorded (a `retry` read as retried) and never
@@ -355,7 +348,7 @@ def test_cancel_during_an_incident_ends_the_run_once_in_flight_actions_record(ap
         assert refused.get_json()["error"]["details"]["reason"] == "cancel_requested"
     assert _incident(scenario, run_id)["resolved_at"] is None
     assert "incident_resolved" not in [e["event_type"] for e in scenario.events(run_id)]
-    assert engine.commit_outcome(db, clk, in_flight, engine.execute(in_flight)) is True
+    finish_in_flight(app, in_flight)
     run = scenario.run(run_id)
     assert run["status"] == "cancelled"
     assert _incident(scenario, run_id)["resolution"] == "run_cancelled"
