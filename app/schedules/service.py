@@ -57,8 +57,8 @@ def save(
 ) -> tuple[Schedule, bool]:
     """Create a schedule, or replace one with `If-Match`; returns (schedule, created)."""
     schedule_id, config = parse_request(data)
-    check_range(config.spec, now)
     if expected_revision is None:
+        check_range(config.spec, now)
         return _create(session, now, namespace, actor, context, schedule_id, config, data), True
     if schedule_id is None:
         raise RevisionConflict("If-Match names no schedule: give its 'id'", None)
@@ -71,6 +71,8 @@ def save(
             None,
         )
     store.check_revision(existing, expected_revision)
+    if not _keeps_calendar(existing, config):
+        check_range(config.spec, now)
     _replace(session, now, namespace, actor, context, existing, config, data)
     return existing, False
 
@@ -116,21 +118,20 @@ def _stays_finished(schedule: Schedule, config: ScheduleConfig) -> bool:
 
 
 def _keeps_calendar(schedule: Schedule, config: ScheduleConfig) -> bool:
-    """A patch that leaves the calendar alone needs no future occurrence when the schedule does
-    not fire from it now: a finished one stays blocked, one draining its last buffered
-    occurrences goes on draining, and a paused one is checked when it is resumed (a paused
-    schedule whose `end_at` passed still takes a change of its notes)."""
-    if schedule.status == "paused" or _draining_last(schedule):
-        return "spec" not in config.changed_fields(store.config_of(schedule))
-    return _stays_finished(schedule, config)
+    """A change that leaves the spec alone needs no future occurrence: the schedule keeps its
+    calendar and cursor. A finished one stays blocked; one draining the occurrences it buffered
+    before its calendar ended goes on draining; a paused one is checked when it is resumed; and
+    one the change would unblock with nothing left to fire is blocked `calendar_exhausted`
+    instead (`_replace`)."""
+    return "spec" not in config.changed_fields(store.config_of(schedule))
 
 
-def _draining_last(schedule: Schedule) -> bool:
-    """Active with its calendar run out: it waits for its buffer to drain, then blocks."""
+def _nothing_left(schedule: Schedule) -> bool:
+    """No occurrence to come from the calendar, none pending, none buffered."""
     return (
-        schedule.status == "active"
-        and schedule.next_fire_at is None
+        schedule.next_fire_at is None
         and schedule.pending_occurrence is None
+        and not schedule.buffered_count
     )
 
 
@@ -270,6 +271,11 @@ def _replace(
     schedule.principal_id = actor.id
     if schedule.status == "active":
         reschedule(schedule, store.spec_of(schedule))
+        if unblock and _nothing_left(schedule):
+            # Unblocked with its calendar over and nothing buffered: it has ended instead, as
+            # the next tick would say; the event names the reason that changed, not a status.
+            schedule.status, schedule.blocked_reason = "blocked", "calendar_exhausted"
+            changed = [*(field for field in changed if field != "status"), "blocked_reason"]
     store.next_revision(session, schedule, now, w.revisions)
     payload = {"changed_fields": changed, **_saved(schedule, context)}
     w.event(schedule, now, "ScheduleUpdated", payload)
@@ -336,9 +342,12 @@ def resume(
     try:
         check_range(spec, max(now, schedule.cursor_at or now))
     except SpecRangeError:
-        raise SpecRangeError(
-            f"schedule {schedule_id!r} has no future occurrence; save it with a new spec instead"
-        ) from None
+        # A blocked schedule keeps its buffer: resumed, it drains what its calendar gave it.
+        if not schedule.buffered_count:
+            raise SpecRangeError(
+                f"schedule {schedule_id!r} has no future occurrence; save it with a new spec "
+                "instead"
+            ) from None
     w = Writes()
     resolve_pending(w, schedule, now, context)
     schedule.status, schedule.paused_reason, schedule.blocked_reason = "active", None, None

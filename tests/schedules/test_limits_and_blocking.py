@@ -323,6 +323,76 @@ def test_a_calendar_that_runs_out_drains_its_buffer_before_it_blocks(h):
     assert h.event_types()[-2:] == ["ScheduleTriggered", "ScheduleBlocked"]
 
 
+def patch(h, body, revision):
+    answer = h.api.request("PATCH", "/schedules/s", json=body, headers={"If-Match": str(revision)})
+    assert answer.status_code == 200, answer.get_json()
+    return answer.get_json()
+
+
+def test_a_schedule_blocked_while_draining_drains_once_its_target_is_ready_again(h):
+    """Blocked for its target while it drained the occurrences buffered before its calendar
+    ended, it refused every way back (422 SCHEDULE_RANGE: no future occurrence) and kept them
+    buffered for good. A save that leaves its spec alone needs no future occurrence: the notes
+    are taken, a ready activation unblocks it, and it drains, then blocks."""
+    first = h.workflow()
+    spec = {"cron_expressions": ["*/5 * * * *"], "end_at": "2026-01-05T12:15:00Z"}
+    h.save({"id": "s", "spec": spec, "activation_id": first, "overlap_policy": "buffer_all"})
+    for instant in ("12:05", "12:10", "12:15"):
+        h.tick(instant)
+    h.retire(first)
+    h.finish()
+    assert [r["outcome"] for r in h.tick("12:16")] == ["blocked"]
+    data = h.read()
+    assert (data["blocked_reason"], data["buffered_count"]) == ("activation_not_ready", 2)
+    noted = patch(h, {"notes": "waiting for a fix"}, data["revision"])
+    assert noted["status"] == "blocked" and noted["blocked_reason"] == "activation_not_ready"
+    fixed = patch(h, {"activation_id": h.workflow()}, noted["revision"])
+    assert (fixed["status"], fixed["next_fire_at"], fixed["buffered_count"]) == ("active", None, 2)
+    assert [r["outcome"] for r in h.tick("12:17")] == ["drained"]
+    h.finish()
+    assert [r["outcome"] for r in h.tick("12:18")] == ["drained", "blocked"]
+    assert h.read()["blocked_reason"] == "calendar_exhausted"
+    assert [o["kind"] for o in h.ledger()] == ["started"] * 3
+
+
+def test_resuming_a_blocked_schedule_drains_its_buffer_after_its_calendar_ended(h):
+    h.workflow("flow")
+    spec = {"cron_expressions": ["*/5 * * * *"], "end_at": "2026-01-05T12:10:00Z"}
+    body = {"id": "s", "spec": spec, "action": {"workflow": "flow"}, "overlap_policy": "buffer_one"}
+    h.save(body, expect=201)
+    h.tick("12:05")
+    h.tick("12:10")
+    h.retire(h.runs()[0].activation_id)
+    h.finish()
+    assert [r["outcome"] for r in h.tick("12:11")] == ["blocked"]
+    h.workflow("flow")
+    resumed = h.post("s", "resume", revision=h.read()["revision"])
+    assert resumed.status_code == 200, resumed.get_json()
+    assert resumed.get_json()["status"] == "active"
+    assert [r["outcome"] for r in h.tick("12:12")] == ["drained", "blocked"]
+    assert h.read()["blocked_reason"] == "calendar_exhausted"
+
+
+def test_unblocking_a_schedule_whose_calendar_ended_with_nothing_buffered_finishes_it(h):
+    """Active with nothing left to fire would never be ticked again: it is blocked
+    `calendar_exhausted` instead, in the same revision, and the event names the reason."""
+    first = h.workflow()
+    spec = {"cron_expressions": ["*/5 * * * *"], "end_at": "2026-01-05T12:10:00Z"}
+    h.save({"id": "s", "spec": spec, "activation_id": first, "overlap_policy": "allow_all"})
+    h.tick("12:05")
+    h.retire(first)
+    assert [r["outcome"] for r in h.tick("12:10")] == ["blocked"]
+    before = h.read()["revision"]
+    fixed = patch(h, {"activation_id": h.workflow()}, before)
+    assert (fixed["status"], fixed["blocked_reason"]) == ("blocked", "calendar_exhausted")
+    assert fixed["revision"] == before + 1
+    events = h.api.get("/schedules/s/history").get_json()["events"]
+    assert "blocked_reason" in events[-1]["payload"]["changed_fields"]
+    assert "status" not in events[-1]["payload"]["changed_fields"]
+    refused = h.post("s", "resume", revision=fixed["revision"])
+    assert refused.status_code == 422
+
+
 def test_a_paused_schedule_past_its_end_takes_a_notes_patch_and_refuses_to_resume(h):
     activation = h.workflow()
     h.save(
