@@ -28,13 +28,15 @@ def index(ns: str) -> Response:
     """Open incidents (or resolved ones), one keyset page; controls for run.manage only."""
     view = namespace_view(ns, RUN_READ)
     status = chosen("status", incidents.STATUSES, "open")[0]
+    session = context.session()
     rows, key = incidents.list_incidents(
-        context.session(),
+        session,
         view.current,
         PAGE_SIZE,
         page_key(ns, f"incidents-{status}"),
         status=status,
     )
+    ending = incidents.runs_being_cancelled(session, [incident for incident, _run_id in rows])
     cursor = next_cursor(ns, f"incidents-{status}", key)
     next_url = url_for(".index", ns=ns, status=status, cursor=cursor) if cursor else None
     return render(
@@ -42,6 +44,7 @@ def index(ns: str) -> Response:
         "incidents/_rows.html",
         ns=view,
         incidents=rows,
+        ending=ending,
         incident_status=status,
         statuses=incidents.STATUSES,
         next_url=next_url,

@@ -196,6 +196,16 @@ def _release(session: Session, run: Run, held: list[RunBranch], now: datetime) -
             advance(session, run, branch, now)
 
 
+def runs_being_cancelled(session: Session, incidents: list[RunIncident]) -> set[int]:
+    """The runs (by primary key) among these incidents' that a cancel was asked for: their
+    end resolves the incidents, and a resolution is refused meanwhile."""
+    pks = {incident.run_pk for incident in incidents if incident.resolved_at is None}
+    if not pks:
+        return set()
+    query = select(Run.id).where(Run.id.in_(pks), Run.cancel_requested_at.is_not(None))
+    return set(session.scalars(query))
+
+
 def list_incidents(
     session: Session,
     namespace: Namespace,

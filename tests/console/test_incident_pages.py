@@ -180,3 +180,7 @@ def test_a_run_being_cancelled_offers_no_resolution(app, client, accounts, api_f
     html = client.get("/ns/default/runs/busy-1").get_data(as_text=True)
     assert "A cancel was asked for" in html and "<code>charge</code>" in html
     assert "Retry</button>" not in html and "Fail</button>" not in html
+    # The namespace's incidents page posts to the same route: no controls there either.
+    listed = client.get("/ns/default/incidents").get_data(as_text=True)
+    assert listed_runs(listed) == ["busy-1"] and "the run's end resolves this incident" in listed
+    assert "Retry</button>" not in listed and 'name="action"' not in listed
