@@ -119,9 +119,9 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
     base = api_base(url)
     problem: str | None
     try:
-        given = httpx.URL(url.strip())
-        # The API's path goes after the URL's own: a query or a fragment would swallow it.
-        if given.query or given.fragment:
+        # The API's path goes after the URL's own: a query or a fragment, even an empty one
+        # (`http://host/?`), would swallow it.
+        if "?" in url or "#" in url:
             problem = "it has a query or a fragment; give the server's address only"
         else:
             problem = url_problem(httpx.URL(base))

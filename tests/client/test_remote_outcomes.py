@@ -132,7 +132,10 @@ def test_a_change_is_retried_only_on_the_apis_own_busy_answer(monkeypatch, api):
         assert Proxy503.seen == ["GET"] * 3
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9?x=1", "http://127.0.0.1:9/#frag"])
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:9?x=1", "http://127.0.0.1:9/#frag", "http://127.0.0.1:9/?", "http://h/#"],
+)
 def test_a_url_with_a_query_or_fragment_names_no_server(tmp_path, url):
     """The API's path went after the whole string, into the query or the fragment: the
     request reached the console's front page and answered "not JSON"."""
