@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from app.calendar.errors import CalendarError, Loc
@@ -104,6 +105,22 @@ def parse_instant(text: str | datetime, loc: Loc = (), *, round_up: bool = False
     except OverflowError:
         utc = MIN_INSTANT - timedelta(days=1) if value.year < 1970 else MAX_INSTANT + timedelta(1)
     return check_instant_range(utc, loc)
+
+
+def same_instant(first: Any, second: Any) -> bool:
+    """Whether two instants as given name the same time, digits finer than a microsecond too
+    (both read as `parse_instant` reads them; anything it refuses is not the same)."""
+    try:
+        if parse_instant(first) != parse_instant(second):
+            return False
+    except CalendarError:
+        return False
+    return _finer_digits(first) == _finer_digits(second)
+
+
+def _finer_digits(value: Any) -> str:
+    fraction = _FRACTION.search(value) if isinstance(value, str) else None
+    return fraction.group(1)[6:].rstrip("0") if fraction else ""
 
 
 def format_utc(dt: datetime) -> str:

@@ -11,7 +11,12 @@ from zoneinfo import ZoneInfo
 from app.calendar.durations import format_duration, parse_duration
 from app.calendar.errors import CalendarError, Loc
 from app.calendar.grammar import CronFields, parse_calendar
-from app.calendar.instants import format_utc_or_none, parse_instant, validate_timezone
+from app.calendar.instants import (
+    format_utc_or_none,
+    parse_instant,
+    same_instant,
+    validate_timezone,
+)
 
 # Each expression and interval costs time on every firing, preview and page render; a spec needs
 # a handful, so a hard cap keeps one schedule's cost bounded.
@@ -186,8 +191,13 @@ def _list(data: Mapping[str, Any], key: str) -> list[Any]:
 
 def _instant(data: Mapping[str, Any], key: str) -> datetime | None:
     value = data.get(key)
-    # `start_at` is a lower bound: digits finer than a microsecond round it up, not down.
-    return None if value is None else parse_instant(value, (key,), round_up=key == "start_at")
+    # `start_at` is a lower bound: digits finer than a microsecond round it up, not down. An
+    # `end_at` given as the very same instant rounds with it, so the two stay one instant.
+    if value is None:
+        return None
+    start = data.get("start_at")
+    up = key == "start_at" or (start is not None and same_instant(value, start))
+    return parse_instant(value, (key,), round_up=up)
 
 
 def _reject_unknown(data: Mapping[str, Any], allowed: frozenset[str]) -> None:

@@ -8,8 +8,10 @@ import pytest
 
 from app.calendar import (
     CalendarError,
+    Spec,
     format_duration,
     format_utc,
+    next_occurrence,
     parse_duration,
     parse_instant,
     validate_timezone,
@@ -190,3 +192,18 @@ def test_digits_finer_than_a_microsecond_round_up_for_a_lower_bound() -> None:
     assert parse_instant("2026-03-08T07:00:00.9999999Z") == datetime(
         2026, 3, 8, 7, 0, 0, 999999, tzinfo=UTC
     )
+
+
+def test_the_same_instant_as_both_bounds_stays_one_instant() -> None:
+    """`start_at` rounds up and `end_at` down: given the same instant with finer digits, they
+    crossed and the spec was refused (end_at before start_at), where equal bounds are allowed."""
+    bound = "2031-01-01T03:00:00.0000001Z"
+    spec = Spec.from_dict({"cron_expressions": ["0 3 * * *"], "start_at": bound, "end_at": bound})
+    assert spec.start_at == spec.end_at == datetime(2031, 1, 1, 3, 0, 0, 1, tzinfo=UTC)
+    # The instant itself is not a whole second: no occurrence falls in the window.
+    assert next_occurrence(spec, datetime(2030, 1, 1, tzinfo=UTC)) is None
+    same = {"start_at": "2031-01-01T04:00:00.0000001+01:00", "end_at": bound}
+    assert Spec.from_dict({"cron": "0 3 * * *", **same}).start_at == spec.start_at
+    with pytest.raises(CalendarError) as caught:
+        Spec.from_dict({"cron": "0 3 * * *", "start_at": bound, "end_at": "2031-01-01T03:00:00Z"})
+    assert caught.value.loc == ("end_at",)
