@@ -41,6 +41,7 @@ from app.schedules.transitions import (
     account_until,
     discard_buffer,
     mark_deleted,
+    nothing_left,
     reschedule,
     resolve_pending,
 )
@@ -124,15 +125,6 @@ def _keeps_calendar(schedule: Schedule, config: ScheduleConfig) -> bool:
     one the change would unblock with nothing left to fire is blocked `calendar_exhausted`
     instead (`_replace`)."""
     return "spec" not in config.changed_fields(store.config_of(schedule))
-
-
-def _nothing_left(schedule: Schedule) -> bool:
-    """No occurrence to come from the calendar, none pending, none buffered."""
-    return (
-        schedule.next_fire_at is None
-        and schedule.pending_occurrence is None
-        and not schedule.buffered_count
-    )
 
 
 def _keeps_target(schedule: Schedule, config: ScheduleConfig, previous: ScheduleConfig) -> bool:
@@ -271,7 +263,7 @@ def _replace(
     schedule.principal_id = actor.id
     if schedule.status == "active":
         reschedule(schedule, store.spec_of(schedule))
-        if unblock and _nothing_left(schedule):
+        if unblock and nothing_left(schedule):
             # Unblocked with its calendar over and nothing buffered: it has ended instead, as
             # the next tick would say; the event names the reason that changed, not a status.
             schedule.status, schedule.blocked_reason = "blocked", "calendar_exhausted"

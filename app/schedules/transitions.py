@@ -80,6 +80,17 @@ def reschedule(schedule: Schedule, spec: Spec, upcoming: Occurrence | None | boo
         )
 
 
+def nothing_left(schedule: Schedule) -> bool:
+    """Its calendar has run out and nothing waits: no occurrence to come, none pending (held
+    for capacity), none buffered. An active schedule in this state is blocked
+    `calendar_exhausted`: no tick would ever look at it again."""
+    return (
+        schedule.next_fire_at is None
+        and schedule.pending_occurrence is None
+        and not schedule.buffered_count
+    )
+
+
 def block(
     w: Writes, schedule: Schedule, now: datetime, reason: str, context: CommandContext
 ) -> None:

@@ -26,7 +26,7 @@ from app.schedules.tick.act import finish_if_exhausted
 from app.schedules.tick.context import ActiveRun, FiringContext
 from app.schedules.tick.policy import may_drain, run_id_for
 from app.schedules.tick.starts import Firing, orm_starter, start_occurrence
-from app.schedules.transitions import block
+from app.schedules.transitions import block, nothing_left
 
 PAGE_SIZE = 100
 log = logging.getLogger(__name__)
@@ -130,8 +130,7 @@ def _block_if_finished(
 ) -> list[dict[str, Any]]:
     """Block a schedule whose calendar ran out once its last buffered occurrence has left
     the buffer: the tick that found the calendar over left it active for them."""
-    finished = schedule.next_fire_at is None and schedule.pending_occurrence is None
-    if schedule.status != "active" or not finished or schedule.buffered_count:
+    if schedule.status != "active" or not nothing_left(schedule):
         return []
     block(w, schedule, now, "calendar_exhausted", context)
     return [row | {"outcome": "blocked", "next_fire_at": None}]

@@ -43,7 +43,7 @@ from app.schedules.tick.policy import (
 )
 from app.schedules.tick.rows import ScheduleRow
 from app.schedules.tick.starts import BulkStarter, Firing
-from app.schedules.transitions import block, reschedule
+from app.schedules.transitions import block, nothing_left, reschedule
 
 log = logging.getLogger(__name__)
 
@@ -519,7 +519,7 @@ def fire_one(
         reschedule(schedule, spec, scan.upcoming)
         # A calendar that ran out with occurrences still buffered stays active until they
         # have drained (they were accepted); the drain then blocks it.
-        if schedule.next_fire_at is None and not schedule.buffered_count:
+        if nothing_left(schedule):
             block(w, schedule, now, "calendar_exhausted", context)
             rows.append(_row(ctx, schedule, "blocked", None, None))
     next_fire_at = _text(schedule.next_fire_at)
