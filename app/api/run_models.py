@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from app.api.models import Strict, keyed_strings
 from app.runs.definitions import MAX_STEPS, NAME_RE, STEP_ID_RE
@@ -112,11 +112,3 @@ class IncidentResolveIn(Strict):
 
     action: Literal["retry", "skip", "fail"]
     output: Any = None
-
-    @field_validator("output")
-    @classmethod
-    def _only_a_skip_completes_with_output(cls, output: Any, info: ValidationInfo) -> Any:
-        # Taken and dropped, it read as if a retry or a fail had used it.
-        if output is not None and info.data.get("action") not in (None, "skip"):
-            raise ValueError("only 'skip' takes an output (it completes the step with it)")
-        return output

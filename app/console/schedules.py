@@ -24,6 +24,7 @@ from app.runs import overview as runs_overview
 from app.runs import service as runs_service
 from app.schedules import queries, store
 from app.schedules.config import label_pair
+from app.schedules.transitions import draining_last
 
 bp = Blueprint("console_schedules", __name__)
 errors.register(bp)
@@ -126,6 +127,7 @@ def detail(ns: str, schedule_id: str) -> Response:
         ns=view,
         schedule=schedule,
         resource=resource,
+        draining=draining_last(schedule),
         upcoming=upcoming[:10],
         timeline=line,
         ledger=ledger,

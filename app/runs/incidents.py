@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app.db import Namespace
 from app.db.base import new_sortable_uid
 from app.db.runs import ACTIVE_RUN_STATUSES, Run, RunBranch, RunIncident
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, NotFound, ValidationFailed
 from app.paging import newest_first, split_page
 from app.runs import lifecycle
 from app.runs.deadlines import refuse_after_run_timeout
@@ -90,6 +90,10 @@ def resolve(
 ) -> tuple[RunIncident, Run]:
     """Resolve an open incident with `action`; the caller checked run.manage and commits. `by`
     is who asked (its `command_context`, recorded in `incident_resolved`)."""
+    if output is not None and action != "skip":
+        # Taken and dropped, it read as if a retry or a fail had used it.
+        msg = "only 'skip' takes an output (it completes the step with it)"
+        raise ValidationFailed([{"loc": ["output"], "msg": msg}])
     check_size("output", output)
     begin_write(session)
     run = get_run(session, namespace, run_id, lock=True)

@@ -91,6 +91,17 @@ def nothing_left(schedule: Schedule) -> bool:
     )
 
 
+def draining_last(schedule: Schedule) -> bool:
+    """Active with its calendar run out, running what it buffered before: it blocks
+    `calendar_exhausted` once the buffer is empty."""
+    return (
+        schedule.status == "active"
+        and schedule.next_fire_at is None
+        and schedule.pending_occurrence is None
+        and bool(schedule.buffered_count)
+    )
+
+
 def block(
     w: Writes, schedule: Schedule, now: datetime, reason: str, context: CommandContext
 ) -> None:
