@@ -20,7 +20,12 @@ def profiles_path() -> Path:
     return Path(base) / "almanac" / "profiles.toml"
 
 
-def read_profiles(path: Path) -> dict[str, dict[str, str]]:
+def read_profiles(path: Path, only: str | None = None) -> dict[str, dict[str, str]]:
+    """The profiles in `path`, each checked; with `only`, just that one is checked and returned.
+
+    A command reads only the profile it uses, so one broken profile does not stop commands
+    that use another; rewriting the file (`auth setup`) checks them all, as it keeps them all.
+    """
     if not path.exists():
         return {}
     try:
@@ -32,6 +37,8 @@ def read_profiles(path: Path) -> dict[str, dict[str, str]]:
         raise click.UsageError(f"cannot read {path}: it is not UTF-8 text") from None
     except RecursionError:
         raise click.UsageError(f"cannot read {path}: it nests too deeply") from None
+    if only is not None:
+        data = {only: data[only]} if only in data else {}
     for name, values in data.items():
         if not isinstance(values, dict):
             raise click.UsageError(f"cannot read {path}: profile {name!r} is not a table")
@@ -139,7 +146,7 @@ def resolve(
     """
     refuse_empty({"--url": url, "--token": token, "--namespace": namespace, "--profile": profile})
     name = profile or DEFAULT_PROFILE
-    stored = read_profiles(profiles_path()).get(name, {})
+    stored = read_profiles(profiles_path(), only=name).get(name, {})
     if profile and not stored and not url:
         raise click.UsageError(f"no profile {name!r} in {profiles_path()}")
     url = url or stored.get("url")

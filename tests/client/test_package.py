@@ -272,6 +272,28 @@ def test_a_profile_value_of_the_wrong_type_is_a_usage_error_naming_file_profile_
         assert f"Error: cannot read {path}: {said}" in result.stderr.splitlines()
 
 
+def test_a_broken_profile_stops_only_the_commands_that_use_it(tmp_path):
+    """Every command checked every profile: one profile with an empty namespace or a number
+    for a URL stopped commands run with another, good one."""
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    path = tmp_path / "almanac" / "profiles.toml"
+    path.parent.mkdir()
+    good = '[ci]\nurl = "http://127.0.0.1:9"\ntoken = "t"\nnamespace = "billing"\n'
+    path.write_text(good + '[old]\nurl = 5\nnamespace = ""\n')
+    status = CliRunner().invoke(cli, ["auth", "status", "--profile", "ci", "-o", "json"], env=env)
+    # It got as far as the (closed) port: the profile was read and used.
+    assert status.exit_code == 2 and "cannot reach" in status.stderr, status.output
+    assert "cannot read" not in status.stderr
+    broken = CliRunner().invoke(cli, ["auth", "status", "--profile", "old"], env=env)
+    assert broken.exit_code == 2
+    assert f"cannot read {path}: profile 'old': url is not a string" in broken.stderr
+    # Rewriting the file keeps every profile, so it still refuses one it cannot keep.
+    setup = ["auth", "setup", "--profile", "new", "--url", "http://127.0.0.1:9", "--token", "t"]
+    refused = CliRunner().invoke(cli, setup, env=env)
+    assert refused.exit_code == 2 and "profile 'old'" in refused.stderr
+    assert path.read_text() == good + '[old]\nurl = 5\nnamespace = ""\n'
+
+
 def test_an_empty_option_or_profile_value_is_a_usage_error_not_the_fallback(tmp_path):
     """`-n "$NS"` with NS unset named no namespace and fell back to the profile's or `default`:
     an `apply --prune` then planned to delete that namespace's schedules. Empty is refused,
