@@ -1,7 +1,8 @@
 """What every command shares: connection and output options, the client, and exit codes.
 
 Exit codes: 0 success; 1 an error answered by the API (`error CODE: message` on stderr);
-2 a usage error or no connection to the server.
+2 a usage error or no connection to the server; 3 sent but no answer; 141 the output's reader
+went away (`| head`), as for a command that SIGPIPE stops.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 
 OUTPUTS = ("table", "json", "jsonl")
 USAGE, API_ERROR, NO_ANSWER = 2, 1, 3
+# What a shell reports for a command that SIGPIPE stopped (128 + 13), as `cat` would be.
+READER_GONE = 141
 
 
 @dataclass
@@ -92,7 +96,16 @@ class Root(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            # Output still buffered fails here, not at exit where the error has no handler.
+            sys.stdout.flush()
+            return result
+        except BrokenPipeError:
+            # The reader stopped reading (`almanac runs list --all | head`): stop quietly, with
+            # SIGPIPE's status, not click's 1 (an API error here). Later writes, and the flush
+            # at exit, go nowhere instead of raising again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(READER_GONE)
         except ConnectionFailed as exc:
             click.echo(f"error {exc.code}: {exc.message}", err=True)
             ctx.exit(USAGE)

@@ -90,6 +90,25 @@ def test_list_all_walks_past_the_100_item_page(almanac, sdk):
     assert table.stderr.startswith("More items available (--cursor ")
 
 
+def test_a_reader_that_stops_early_stops_the_command_quietly_with_sigpipes_status(almanac, sdk):
+    """`almanac schedules list --all | head -n 1` exited 1 (an API error, by the table of exit
+    codes) when head closed the pipe; now 141, what a shell reports for `cat` there. (The
+    memos make the output larger than a pipe holds, so the command is still writing.)"""
+    for index in range(120):
+        sdk.save_schedule(schedule_body(f"p-{index:03d}", memo={"pad": "x" * 800}))
+    env = {k: v for k, v in os.environ.items() if v is not None} | {
+        k: v for k, v in almanac.env.items() if v is not None
+    }
+    args = [str(BIN / "almanac"), "schedules", "list", "--all", "--limit", "20", "-o", "jsonl"]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, stderr
+    assert first and stderr == ""
+
+
 def test_list_with_a_forged_cursor_exits_1(almanac):
     result = almanac("schedules", "list", "--cursor", "forged")
     assert result.exit_code == 1
