@@ -35,13 +35,15 @@ run: install
 
 # The console on its own SQLite file (instance/demo.db, made afresh each time) with a replayed day
 # of a realistic namespace; the login is printed. Your own database is not touched.
+# The owner's and the ticker's logins of your own database are left out, not just its URL.
+DEMO = env -u ALMANAC_MIGRATION_DATABASE_URL -u ALMANAC_SCHEDULER_DATABASE_URL
 demo: export ALMANAC_DATABASE_URL = sqlite:///$(CURDIR)/instance/demo.db
 demo: install
 	mkdir -p instance && rm -f instance/demo.db
-	$(BIN)/flask --app wsgi db upgrade
-	ALMANAC_SCHEDULER=off $(BIN)/flask --app wsgi demo seed
+	$(DEMO) $(BIN)/flask --app wsgi db upgrade
+	$(DEMO) ALMANAC_SCHEDULER=off $(BIN)/flask --app wsgi demo seed
 	@echo "Open http://$(ALMANAC_BIND)/ (Ctrl-C stops)."
-	$(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 --no-control-socket wsgi:app
+	$(DEMO) $(BIN)/gunicorn --bind $(ALMANAC_BIND) --workers 1 --threads 8 --no-control-socket wsgi:app
 
 # Exit code 5 (no test collected) is a failure, never a pass.
 test: install-dev browser

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Any
 
 from flask import Flask, current_app, g
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
 
@@ -18,6 +19,8 @@ from app.settings import SettingError
 def init_app(app: Flask) -> None:
     for name in ("DATABASE_URL", "MIGRATION_DATABASE_URL", "SCHEDULER_DATABASE_URL"):
         _check_url(name, app.config.get(name))
+    for name in ("MIGRATION_DATABASE_URL", "SCHEDULER_DATABASE_URL"):
+        _check_same_database(name, app.config.get(name), app.config["DATABASE_URL"])
     db = Database(app.config["DATABASE_URL"])
     app.extensions["almanac.db"] = db
     # The ticker may log in as another role (the scheduler login, docs/postgres.md).
@@ -45,6 +48,42 @@ def _check_url(name: str, url: Any) -> None:
             f"ALMANAC_{name} is not a SQLite or PostgreSQL database URL (like "
             "sqlite:///path/almanac.db or postgresql://user@host/db)"
         )
+
+
+def _check_same_database(name: str, url: Any, app_url: str) -> None:
+    """The owner's and the ticker's logins reach the app's own database, or the process stops.
+
+    Only the login may differ (a PostgreSQL host may too: a pooler for one, the server for the
+    other). A web process on SQLite whose ticker logged in to a PostgreSQL database left over
+    in the environment ticked that database, not the one it served.
+    """
+    if not url:
+        return
+    mine, theirs = make_url(str(app_url)), make_url(str(url))
+    kinds = {_kind(mine), _kind(theirs)}
+    if len(kinds) > 1:
+        raise SettingError(
+            f"ALMANAC_{name} is a {_kind(theirs)} database but ALMANAC_DATABASE_URL is "
+            f"{_kind(mine)}: both must name the same database (only the login differs)"
+        )
+    if kinds == {"SQLite"}:
+        same = _sqlite_file(mine) == _sqlite_file(theirs)
+    else:
+        same = (mine.database or "") == (theirs.database or "")
+    if not same:
+        raise SettingError(
+            f"ALMANAC_{name} names another database than ALMANAC_DATABASE_URL: both must name "
+            "the same database (only the login differs)"
+        )
+
+
+def _kind(url: URL) -> str:
+    return "SQLite" if url.get_backend_name() == "sqlite" else "PostgreSQL"
+
+
+def _sqlite_file(url: URL) -> str:
+    database = url.database or ""
+    return database if database in ("", ":memory:") else os.path.realpath(database)
 
 
 def database(app: Flask | None = None) -> Database:

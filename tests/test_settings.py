@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from app import create_app
+from app import context, create_app
 from app.settings import SettingError
 from tests.live import ROOT
 
@@ -62,6 +62,9 @@ REFUSED = [
     ("DATABASE_URL", "postgresql://u@127.0.0.1:99999/db"),
     ("MIGRATION_DATABASE_URL", "postgresql://u@127.0.0.1:0/db"),
     ("SCHEDULER_DATABASE_URL", "mysql://u@h/db"),
+    # The app serves SQLite (below): a ticker or owner login elsewhere works another database.
+    ("SCHEDULER_DATABASE_URL", "postgresql://almanac_scheduler@127.0.0.1/almanac"),
+    ("MIGRATION_DATABASE_URL", "sqlite:////tmp/another-almanac.db"),
     ("TESTING", "maybe"),
     ("SESSION_COOKIE_SECURE", "enabled"),
     ("SESSION_COOKIE_SECURE", 2),
@@ -77,6 +80,23 @@ def _config(tmp_path, **settings):
 def test_a_setting_that_cannot_be_used_is_refused_naming_it(tmp_path, name, value):
     with pytest.raises(SettingError, match=f"ALMANAC_{name}"):
         create_app(_config(tmp_path, **{name: value}))
+
+
+def test_the_ticker_and_owner_logins_must_reach_the_apps_own_database(tmp_path):
+    same = f"sqlite:///{tmp_path / '.' / 'a.db'}"
+    app = create_app(_config(tmp_path, SCHEDULER_DATABASE_URL=same, MIGRATION_DATABASE_URL=same))
+    assert app.config["SCHEDULER_DATABASE_URL"] == same
+    app_url = "postgresql://almanac_app@127.0.0.1:5432/almanac"
+    for other, refused in (
+        ("postgresql://almanac_scheduler@pooler:6432/almanac", False),
+        ("postgresql://almanac_scheduler@127.0.0.1:5432/almanac_old", True),
+        (f"sqlite:///{tmp_path / 'a.db'}", True),
+    ):
+        if refused:
+            with pytest.raises(SettingError, match="ALMANAC_SCHEDULER_DATABASE_URL .* same"):
+                context._check_same_database("SCHEDULER_DATABASE_URL", other, app_url)
+        else:
+            context._check_same_database("SCHEDULER_DATABASE_URL", other, app_url)
 
 
 def test_usable_settings_from_the_environment_become_numbers(tmp_path, monkeypatch):

@@ -97,9 +97,10 @@ def test_a_database_unreachable_at_start_is_logged_once_with_its_cause(caplog):
     assert "127.0.0.1" in record.getMessage() and "nowhere" not in record.getMessage()
 
 
-def test_scheduler_run_checks_the_database_it_ticks_on(tmp_path):
-    # With ALMANAC_SCHEDULER_DATABASE_URL the ticker writes there: a behind one was not checked
-    # (the app's was), and its beats and firings landed in the old tables.
+def test_scheduler_run_refuses_a_ticker_login_on_another_database(tmp_path):
+    # With ALMANAC_SCHEDULER_DATABASE_URL the ticker writes there: one naming another database
+    # ticked that one (its beats and firings landed in tables nobody served). Only the login
+    # may differ; on SQLite, which has none, it must name the very same file.
     current = f"sqlite:///{tmp_path / 'current.db'}"
     behind = f"sqlite:///{tmp_path / 'behind.db'}"
     command.upgrade(alembic_config(current), "head")
@@ -113,6 +114,9 @@ def test_scheduler_run_checks_the_database_it_ticks_on(tmp_path):
         text=True,
         timeout=60,
     )
-    assert done.returncode == 1, done.stderr
-    assert "not migrated" in done.stderr and "table run_branches" in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "almanac: ALMANAC_SCHEDULER_DATABASE_URL names another database than "
+        "ALMANAC_DATABASE_URL: both must name the same database (only the login differs)\n"
+    )
     assert (tmp_path / "behind.db").read_bytes() == before
