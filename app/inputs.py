@@ -42,13 +42,20 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def json_size(value: Any) -> int:
+    """Bytes of `value` as compact JSON in UTF-8: how every size limit on stored JSON counts
+    (inputs, payloads, outputs), so a value one limit accepts another measures the same."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def json_depth(value: Any) -> int:
     """How deeply arrays and objects nest in `value` (a scalar is 0), without recursing."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, depth = stack.pop()
         children = item.values() if isinstance(item, dict) else item
-        if isinstance(item, dict | list):
+        if isinstance(item, dict | list | tuple):
             deepest = max(deepest, depth)
             if deepest > MAX_JSON_DEPTH:
                 return deepest

@@ -32,7 +32,7 @@ from app.calendar import format_utc_or_none
 from app.db import Database, Namespace
 from app.db.runs import Deadline, Run, RunBranch
 from app.db.session import log_failure
-from app.inputs import storable, unstorable_at
+from app.inputs import MAX_JSON_DEPTH, json_depth, storable, unstorable_at
 from app.runs import deadlines, secrets
 from app.runs.actions import ActionContext, ActionError, get_action
 from app.runs.claimable import (
@@ -262,19 +262,45 @@ def execute(claim: Claim) -> Outcome:
         output = fn(claim.context)
     except ActionError as exc:
         return Outcome(False, error={"type": "action_error", "message": storable(str(exc))})
-    except Exception as exc:  # noqa: BLE001 - an action's bug fails its step, not the worker
+    # An action's bug fails its step, not the worker: `sys.exit()` or KeyboardInterrupt raised
+    # by an action ended the worker's thread quietly, one thread per attempt, until none was
+    # left. (The worker's own stop comes from its signal handlers, never as these.)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001
         return Outcome(False, error={"type": type(exc).__name__, "message": storable(str(exc))})
+    return checked_output(output)
+
+
+def checked_output(output: Any) -> Outcome:
+    """The step's outcome for what its action returned: the output as the JSON it will be
+    stored as, or the step's failure saying why it cannot be.
+
+    Every refusal here fails the step alone. What got past these checks once failed later, in
+    the worker (a key that is not a string, nesting deep enough to exhaust the encoder) or in
+    the commit of the worker's whole batch (NaN, which PostgreSQL's json refuses): the batch's
+    results were lost and its actions ran again each time they were claimed, forever.
+    """
+    if json_depth(output) > MAX_JSON_DEPTH:
+        msg = f"it nests more than {MAX_JSON_DEPTH} levels deep (JSON stored here may nest 64)"
+        return Outcome(False, error={"type": "output_not_json", "message": msg})
+    wrong_key = _key_not_text(output)
+    if wrong_key is not None:
+        path, key = wrong_key
+        msg = f"the key {storable(repr(key))} is not a string: JSON object keys are strings"
+        return Outcome(False, error={"type": "output_not_json", "message": msg, "path": path})
     try:
-        size = len(json.dumps(output))
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(output, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
         return Outcome(False, error={"type": "output_not_json", "message": storable(str(exc))})
+    # Stored as read back from its JSON: tuples become lists, str and float subclasses plain.
+    stored = json.loads(text)
     # Text no database can store would fail the commit of the whole batch, again at each claim.
-    unstorable = unstorable_at(output, [])
+    unstorable = unstorable_at(stored, [])
     if unstorable is not None:
         path, message = unstorable
         return Outcome(
             False, error={"type": "output_not_storable", "message": message, "path": path}
         )
+    size = len(text.encode())  # as `json_size` counts: compact, UTF-8
     if size > MAX_OUTPUT_BYTES:
         return Outcome(
             False,
@@ -283,7 +309,22 @@ def execute(claim: Claim) -> Outcome:
                 "message": f"{size} bytes; the limit is {MAX_OUTPUT_BYTES}",
             },
         )
-    return Outcome(True, output=output)
+    return Outcome(True, output=stored)
+
+
+def _key_not_text(value: Any) -> tuple[list[str | int], Any] | None:
+    """The path to the first object key that is not a string, and that key; iterative."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return where, key
+                stack.append((child, [*where, key]))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, [*where, index]) for index, child in enumerate(item))
+    return None
 
 
 def commit_outcomes(
@@ -421,6 +462,34 @@ def _commit_through_outages(
             time.sleep(pause)
 
 
+def _commit_each(
+    db: Database,
+    clock: Clock,
+    results: list[tuple[Claim, Outcome]],
+    unstarted: list[Claim],
+    took: float,
+) -> None:
+    """Commit a batch's results one by one after the database refused them together.
+
+    A result the database refuses fails its step (`result_not_storable`, with the database's
+    first line) instead of sinking the batch: before, every result of the batch was lost and
+    each step ran again at the next lease, the refused one forever.
+    """
+    for claim, outcome in results:
+        try:
+            commit_outcomes(db, clock, [(claim, outcome)])
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception as exc:  # noqa: BLE001
+            log_failure(log, f"the result of {claim.owner} could not be stored", exc)
+            lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+            message = storable(lines[0] if lines else type(exc).__name__)
+            error = {"type": "result_not_storable", "message": message}
+            commit_outcomes(db, clock, [(claim, Outcome(False, error=error))])
+    if unstarted:
+        commit_outcomes(db, clock, [], hand_back=unstarted, waited=took)
+
+
 def work_once(
     db: Database,
     clock: Clock,
@@ -459,7 +528,13 @@ def work_once(
                 break
             results.append((claim, execute(claim)))
         took = monotonic() - began
-        _commit_through_outages(db, clock, settings, results, unstarted, took, monotonic)
+        try:
+            _commit_through_outages(db, clock, settings, results, unstarted, took, monotonic)
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one result must not sink the batch
+            log_failure(log, "committing a batch's results failed; committing each alone", exc)
+            _commit_each(db, clock, results, unstarted, took)
     finally:
         if heartbeat is not None:
             heartbeat.remove(batch.claims)

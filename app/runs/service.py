@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.db import Namespace, new_uid
 from app.db.runs import ACTIVE_RUN_STATUSES, Run, RunHistoryEvent, Workflow
 from app.errors import CapacityExceeded, ValidationFailed
+from app.inputs import json_size
 from app.paging import created_key, keyset, newest_first, split_page
 from app.runs import lifecycle, secrets
 from app.runs.deadlines import refuse_after_run_timeout
@@ -32,8 +32,9 @@ MAX_PAYLOAD_BYTES = 256 * 1024
 
 
 def check_size(what: str, value: Any, limit: int = MAX_PAYLOAD_BYTES) -> None:
-    """Refuse a JSON value whose compact encoding is over `limit` bytes (413)."""
-    size = len(json.dumps(value, separators=(",", ":")).encode())
+    """Refuse a JSON value whose compact UTF-8 encoding is over `limit` bytes (413), counted
+    as an action's output is, so echoing an accepted input never fails as too large."""
+    size = json_size(value)
     if size > limit:
         raise PayloadTooLarge(what, size, limit)
 

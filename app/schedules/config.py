@@ -7,7 +7,6 @@ normalized `ScheduleConfig`; it raises ValidationFailed (422 VALIDATION) or Cale
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -15,6 +14,7 @@ from typing import Any
 
 from app.calendar import CalendarError, Spec
 from app.calendar.jitter import MAX_JITTER_SECONDS
+from app.inputs import json_size
 from app.schedules.errors import invalid
 
 OVERLAP_POLICIES = (
@@ -337,7 +337,7 @@ def _json_object(data: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 
 def _check_size(value: Any, loc: list[str | int]) -> None:
-    if len(json.dumps(value, separators=(",", ":"))) > MAX_JSON_BYTES:
+    if json_size(value) > MAX_JSON_BYTES:
         raise invalid(loc, f"must be at most {MAX_JSON_BYTES} bytes of JSON")
 
 

@@ -252,3 +252,119 @@ def test_an_action_whose_output_or_error_no_database_can_store_fails_alone(app, 
     # Each action ran once: the runs' histories hold one attempt each.
     for run_id in (nul, key, raised):
         assert scenario.types(run_id).count("step_started") == 1
+
+
+def test_an_output_json_cannot_hold_as_returned_fails_its_step_alone(app, scenario):
+    # Each of these got past the output checks and then failed in the worker (a key that is
+    # not a string; nesting that exhausted the encoder) or in the commit of the whole batch
+    # (NaN and Infinity, which PostgreSQL's json refuses, and SQLite stored as invalid JSON):
+    # the batch's results were lost and its steps ran again at every lease, attempt 1 forever,
+    # healthy steps of the same batch with them. sys.exit() or KeyboardInterrupt in an action
+    # ended the worker's thread instead of failing the step.
+    from app.runs.actions import action
+
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    returns = {
+        "int-key": ({1: "a"}, "output_not_json"),
+        "deep": (deep, "output_not_json"),
+        "nan": ({"v": float("nan")}, "output_not_json"),
+        "inf": ([float("-inf")], "output_not_json"),
+    }
+    for name, (value, _) in returns.items():
+        action(f"test-returns-{name}")(lambda ctx, value=value: value)
+
+    @action("test-exits")
+    def exits(ctx):
+        raise SystemExit(3)
+
+    @action("test-interrupts")
+    def interrupts(ctx):
+        raise KeyboardInterrupt
+
+    names = [f"test-returns-{name}" for name in returns] + ["test-exits", "test-interrupts"]
+    for name in names:
+        scenario.deploy(name, [{"id": "s", "type": "action", "action": name}])
+    _deploy_pair(scenario)
+    fine = [scenario.start("pair")["run_id"] for _ in range(3)]
+    runs = {name: scenario.start(name)["run_id"] for name in names}
+    scenario.tick()
+    assert [scenario.run(run_id)["status"] for run_id in fine] == ["completed"] * 3
+    for name, (_, kind) in returns.items():
+        run = scenario.run(runs[f"test-returns-{name}"])
+        assert (run["status"], run["error"]["type"]) == ("failed", kind), run
+    assert scenario.run(runs["test-returns-int-key"])["error"]["path"] == []
+    assert "not a string" in scenario.run(runs["test-returns-int-key"])["error"]["message"]
+    assert "64 levels" in scenario.run(runs["test-returns-deep"])["error"]["message"]
+    exited = scenario.run(runs["test-exits"])
+    assert (exited["status"], exited["error"]["type"]) == ("failed", "SystemExit")
+    interrupted = scenario.run(runs["test-interrupts"])
+    assert (interrupted["status"], interrupted["error"]["type"]) == ("failed", "KeyboardInterrupt")
+    for run_id in [*fine, *runs.values()]:
+        assert scenario.types(run_id).count("step_started") == scenario.types(run_id).count(
+            "step_completed"
+        ) + scenario.types(run_id).count("step_failed")
+
+
+def test_the_output_limit_counts_compact_utf8_as_the_input_limit_does(app, scenario):
+    # An echo of an input the API had just accepted failed as output_too_large: outputs were
+    # measured with spaces after separators and non-ASCII escaped as \uXXXX (six bytes for é).
+    def echo(args: object = None) -> list[dict[str, object]]:
+        step = {"id": "e", "type": "action", "action": "echo"}
+        return [step if args is None else {**step, "args": args}]
+
+    scenario.deploy("echo-in", echo())
+    scenario.deploy("echo-args", echo("é" * 100_000))
+    numbers = scenario.start("echo-in", input={"l": [1] * 100_000})["run_id"]
+    accents = scenario.start("echo-args")["run_id"]
+    scenario.tick()
+    assert scenario.run(numbers)["status"] == "completed", scenario.run(numbers)
+    assert scenario.run(accents)["status"] == "completed", scenario.run(accents)
+    scenario.deploy("too-big", echo("é" * 140_000))
+    big = scenario.start("too-big")["run_id"]
+    scenario.tick()
+    error = scenario.run(big)["error"]
+    assert error["type"] == "output_too_large"
+    assert error["message"] == "280002 bytes; the limit is 262144"
+    # The input's limit counts the same way: 100,000 é are 200,002 bytes as UTF-8 (600,002
+    # as \u00e9 escapes, which the limit counted before).
+    scenario.deploy("takes-input", [{"id": "e", "type": "action", "action": "noop"}])
+    assert scenario.start("takes-input", input={"t": "é" * 100_000})["status"] == "pending"
+
+
+def test_a_result_the_database_refuses_fails_its_step_and_the_batch_still_commits(
+    app, scenario, monkeypatch
+):
+    # Whatever the checks miss, one result the database refuses must not sink the results of
+    # every step claimed with it: they were all lost and ran again at the next lease, the
+    # refused one forever. (The refusal is injected: the checks catch every known cause.)
+    from sqlalchemy.exc import DataError
+
+    from app.runs.actions import action
+
+    action("test-returns-poison")(lambda ctx: {"poison": 1})
+    real = engine.complete_step
+
+    def refusing(session, run, frame, now, output):
+        if output == {"poison": 1}:
+            raise DataError("INSERT ...", {}, ValueError("value too long for the column\nmore"))
+        return real(session, run, frame, now, output)
+
+    monkeypatch.setattr(engine, "complete_step", refusing)
+    scenario.deploy("poison", [{"id": "s", "type": "action", "action": "test-returns-poison"}])
+    _deploy_pair(scenario)
+    fine = [scenario.start("pair")["run_id"] for _ in range(2)]
+    poisoned = scenario.start("poison")["run_id"]
+    fine.append(scenario.start("pair")["run_id"])
+    db, clk = database(app), clock(app)
+    while engine.work_once(db, clk, _settings("w")):
+        pass
+    assert [scenario.run(run_id)["status"] for run_id in fine] == ["completed"] * 3
+    run = scenario.run(poisoned)
+    assert run["status"] == "failed"
+    assert run["error"]["type"] == "result_not_storable"
+    assert run["error"]["message"] == "value too long for the column"
+    for run_id in [*fine, poisoned]:
+        started = scenario.types(run_id).count("step_started")
+        assert started == (2 if run_id in fine else 1), scenario.types(run_id)
