@@ -15,6 +15,7 @@ from almanac.client import Progress, replace_param
 from almanac.errors import AlmanacError, NotFound
 from almanac.run_operations import RunOperations
 from almanac.transport import (
+    CLOSES_AFTER,
     Call,
     connection_error,
     decode,
@@ -35,7 +36,8 @@ class AsyncTransport:
     def __init__(self, url: str, token: str | None, timeout: float, retries: int, source: str):
         self.url = url
         self.retries = retries
-        self.http = httpx.AsyncClient(**http_options(url, token, timeout, source))
+        self.options = http_options(url, token, timeout, source)
+        self.http = httpx.AsyncClient(**self.options)
 
     async def send(self, call: Call) -> Any:
         attempt, resent = 0, False
@@ -47,6 +49,9 @@ class AsyncTransport:
                     resent = True
                     continue
                 raise connection_error(exc, self.url, call) from exc
+            if response.status_code in CLOSES_AFTER:
+                await self.http.aclose()
+                self.http = httpx.AsyncClient(**self.options)
             if attempt < self.retries and retryable(call, response):
                 await asyncio.sleep(retry_delay(response, attempt))
                 attempt += 1

@@ -255,11 +255,18 @@ def retryable(call: Call, response: httpx.Response) -> bool:
     return isinstance(error, dict) and error.get("code") in ("CAPACITY", "BACKEND_BUSY")
 
 
+# After refusing a body as too large, the server reads a little more of it and closes the
+# connection, though its answer said keep-alive: the next request sent on that connection
+# would meet the close and read as "sent, no answer" for a change that never ran.
+CLOSES_AFTER = frozenset({413})
+
+
 class SyncTransport:
     def __init__(self, url: str, token: str | None, timeout: float, retries: int, source: str):
         self.url = url
         self.retries = retries
-        self.http = httpx.Client(**http_options(url, token, timeout, source))
+        self.options = http_options(url, token, timeout, source)
+        self.http = httpx.Client(**self.options)
 
     def send(self, call: Call) -> Any:
         attempt, resent = 0, False
@@ -271,6 +278,10 @@ class SyncTransport:
                     resent = True
                     continue
                 raise connection_error(exc, self.url, call) from exc
+            if response.status_code in CLOSES_AFTER:
+                # A fresh pool: the next request goes on a new connection.
+                self.http.close()
+                self.http = httpx.Client(**self.options)
             if attempt < self.retries and retryable(call, response):
                 time.sleep(retry_delay(response, attempt))
                 attempt += 1

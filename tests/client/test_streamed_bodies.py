@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
 import requests
 
 from almanac import Client
@@ -33,3 +34,35 @@ def test_a_chunked_body_past_the_limit_is_413_and_nothing_is_written(live, names
     assert small.status_code == 201, small.text
     with Client(live.url, live.token, namespace) as client:
         assert [run.run_id for run in client.list_runs()] == ["streamed-small"]
+
+
+def test_after_a_413_the_next_change_goes_on_a_new_connection(live, namespace):
+    """The server closes the connection after a 413 (its answer says keep-alive): the SDK sent
+    the next change on it and reported NoAnswer, "it may have been done", for a run it never
+    started."""
+    from almanac import AlmanacError, AsyncClient
+
+    big = {"schedule_id": "big", "cron": "0 1 * * *", "action": {"workflow": "noop-flow"}}
+    big["notes"] = "x" * (2 * MIB)
+    with Client(live.url, live.token, namespace) as client:
+        for index in range(3):
+            with pytest.raises(AlmanacError) as refused:
+                client.save_schedule(big)
+            assert refused.value.code == "PAYLOAD_TOO_LARGE"
+            assert client.start_run("noop-flow", run_id=f"after-413-{index}").run_id
+
+    async def walk() -> list[str]:
+        started = []
+        async with AsyncClient(live.url, live.token, namespace) as client:
+            for index in range(3):
+                with pytest.raises(AlmanacError, match="1048576|too large|limit"):
+                    await client.save_schedule(big)
+                run = await client.start_run("noop-flow", run_id=f"async-after-413-{index}")
+                started.append(run.run_id)
+        return started
+
+    import asyncio
+
+    assert len(asyncio.run(walk())) == 3
+    with Client(live.url, live.token, namespace) as client:
+        assert len([run for run in client.list_runs()]) == 6
