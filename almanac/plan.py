@@ -268,11 +268,15 @@ def refusal(steps: Iterable[Step]) -> Conflict | None:
     return None
 
 
+BODY_REFUSALS = frozenset({400, 413})
+
+
 def check(client: Client, steps: Iterable[Step]) -> bool:
     """Ask the server whether it would accept each create and update body, writing nothing.
 
-    A refusal (422 or 409) becomes the step's `error`; any other error is raised. False when the
-    server has no simulation route (404) to ask: the plan is then unchecked.
+    A refusal of the body itself (400, 409, 413 or 422) becomes the step's `error`, so every
+    refused body is reported; any other error (no access, the server failing) is raised. False
+    when the server has no simulation route (404) to ask: the plan is then unchecked.
     """
     for step in steps:
         if step.action not in ("create", "update") or step.body is None:
@@ -291,6 +295,11 @@ def check(client: Client, steps: Iterable[Step]) -> bool:
             step.error = exc
         except NotFound:
             return False
+        except AlmanacError as exc:
+            # A body too large (the real apply reports it as this step's failure) or malformed.
+            if exc.status not in BODY_REFUSALS:
+                raise
+            step.error = exc
     return True
 
 

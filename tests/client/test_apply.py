@@ -207,6 +207,27 @@ def test_a_dry_run_asks_the_server_and_reports_what_it_would_refuse(almanac, sdk
     assert revisions(sdk) == {"kept": 1}
 
 
+def test_a_dry_run_reports_a_body_too_large_under_its_step_and_goes_on(almanac, sdk, tmp_path):
+    """A 413 stopped the dry run at that body with no plan printed; the real apply reports it
+    as the step's failure, so the dry run reports it as the step's refusal."""
+    folder = tmp_path / "schedules"
+    folder.mkdir()
+    (folder / "b.json").write_text(json.dumps(schedule_body("b")))
+    (folder / "c.json").write_text(json.dumps(schedule_body("c")))
+    (folder / "z.json").write_text(json.dumps(schedule_body("z") | {"notes": "x" * 2_000_000}))
+    dry = almanac("schedules", "apply", str(folder), "--dry-run", "-o", "json")
+    assert dry.exit_code == 1, dry.output
+    steps = {s["schedule_id"]: s for s in json.loads(dry.stdout)["plan"]}
+    assert [steps[i]["action"] for i in ("b", "c", "z")] == ["create"] * 3
+    assert steps["z"]["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    assert "error" not in steps["b"] and "error" not in steps["c"]
+    table = almanac("schedules", "apply", str(folder), "--dry-run")
+    assert table.exit_code == 1
+    assert f"  refused ({folder / 'z.json'}): error PAYLOAD_TOO_LARGE: " in table.stdout
+    assert table.stdout.splitlines()[-1].endswith("; the server would refuse 1")
+    assert revisions(sdk) == {}
+
+
 def test_a_failed_apply_reports_what_it_applied_and_where_it_stopped(almanac, sdk, tmp_path):
     folder = tmp_path / "schedules"
     folder.mkdir()
