@@ -15,21 +15,32 @@ def auth() -> None:
 
 
 @auth.command("setup")
-@click.option("--url", required=True, help="Server URL, e.g. http://127.0.0.1:8000.")
-@click.option("--token", required=True, help="An API token (flask --app wsgi tokens create).")
-@click.option("--namespace", "-n", default="default", show_default=True)
-@click.option("--profile", default=DEFAULT_PROFILE, show_default=True)
+# The same variables as every command reads: ALMANAC_PROFILE=ci wrote the `default` profile.
+@click.option(
+    "--url", envvar="ALMANAC_URL", required=True, help="Server URL, e.g. http://127.0.0.1:8000."
+)
+@click.option(
+    "--token",
+    envvar="ALMANAC_TOKEN",
+    required=True,
+    help="An API token (flask --app wsgi tokens create) [env ALMANAC_TOKEN].",
+)
+@click.option("--namespace", "-n", envvar="ALMANAC_NAMESPACE", default="default", show_default=True)
+@click.option("--profile", envvar="ALMANAC_PROFILE", default=DEFAULT_PROFILE, show_default=True)
 # Like every command, so a script can pass one -o everywhere; the token is never printed.
 @click.option("--output", "-o", type=click.Choice(OUTPUTS), default="table", show_default=True)
 def setup(url: str, token: str, namespace: str, profile: str, output: str) -> None:
     """Write a profile to profiles.toml (mode 0600); other commands read it."""
     # Checked as every command will check them, so no profile is saved that none could use.
     from almanac.errors import ConnectionFailed
+    from almanac.operations import segment
     from almanac.transport import http_options
 
     refuse_empty({"--url": url, "--token": token, "--namespace": namespace, "--profile": profile})
     try:
         http_options(url, token, 30.0, "cli")
+        # A namespace no request can name ('a/b') made every later command a usage error.
+        segment(namespace, "namespace")
     except (ValueError, ConnectionFailed) as exc:
         raise click.UsageError(getattr(exc, "message", str(exc))) from exc
     path = profiles_path()

@@ -233,7 +233,7 @@ def test_every_state_change_with_a_stale_revision_exits_1(almanac, sdk):
 
 
 def test_auth_setup_without_a_token_is_a_usage_error(almanac):
-    result = almanac("auth", "setup", "--url", "http://127.0.0.1:9")
+    result = almanac("auth", "setup", "--url", "http://127.0.0.1:9", ALMANAC_TOKEN=None)
     assert result.exit_code == 2 and "--token" in result.stderr
 
 

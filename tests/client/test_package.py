@@ -219,7 +219,7 @@ def test_auth_setup_writes_any_unicode_as_valid_toml_and_refuses_what_toml_canno
     used = CliRunner().invoke(cli, ["schedules", "list", "--profile", "ü"], env=env)
     assert used.exit_code == 2 and "cannot reach http://127.0.0.1:9" in used.stderr
     refused = CliRunner().invoke(cli, [*args, "--namespace", "ns\udcff", "--profile", "ü"], env=env)
-    assert refused.exit_code == 2 and "cannot store namespace" in refused.stderr
+    assert refused.exit_code == 2 and "is not valid Unicode text" in refused.stderr
     assert tomllib.loads(path.read_text(encoding="utf-8"))["ü"]["namespace"] == namespace
 
 
@@ -232,6 +232,31 @@ def test_auth_setup_refuses_a_token_or_url_no_command_could_use(tmp_path):
         result = CliRunner().invoke(cli, ["auth", "setup", "--url", url, "--token", token], env=env)
         assert result.exit_code == 2 and said in result.stderr, result.output
     assert not (tmp_path / "almanac" / "profiles.toml").exists()
+
+
+def test_auth_setup_reads_the_environment_like_every_command(tmp_path):
+    """ALMANAC_PROFILE=ci wrote the `default` profile (overwriting it), and ALMANAC_URL and
+    ALMANAC_TOKEN were ignored ("Missing option '--token'")."""
+    path = tmp_path / "almanac" / "profiles.toml"
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "ALMANAC_URL": None, "ALMANAC_TOKEN": None}
+    first = ["auth", "setup", "--url", "http://127.0.0.1:9", "--token", "t1"]
+    assert CliRunner().invoke(cli, first, env=env).exit_code == 0
+    env |= {
+        "ALMANAC_PROFILE": "ci",
+        "ALMANAC_URL": "http://127.0.0.1:10",
+        "ALMANAC_TOKEN": "t2",
+        "ALMANAC_NAMESPACE": "billing",
+    }
+    result = CliRunner().invoke(cli, ["auth", "setup"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"profile 'ci' written to {path}\n"
+    assert tomllib.loads(path.read_text()) == {
+        "default": {"url": "http://127.0.0.1:9", "token": "t1", "namespace": "default"},
+        "ci": {"url": "http://127.0.0.1:10", "token": "t2", "namespace": "billing"},
+    }
+    refused = CliRunner().invoke(cli, ["auth", "setup", "-n", "a/b"], env=env)
+    assert refused.exit_code == 2 and "'a/b'" in refused.stderr, refused.output
+    assert tomllib.loads(path.read_text())["ci"]["namespace"] == "billing"
 
 
 def test_auth_setup_takes_output_like_every_command_and_never_prints_the_token(tmp_path):
