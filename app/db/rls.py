@@ -108,6 +108,14 @@ _USER_IDS = (
 _USER_ALL = f"(SELECT CASE WHEN u.is_superuser THEN 'on' END {_ACTIVE_USER})"
 
 
+# How long a request acting as a user (the API, the console) waits for a lock before it answers
+# 503 BACKEND_BUSY, which clients retry: without it, a request behind a lock held for minutes
+# outlived the client's 30 s timeout ("no answer, it may have been done") and the change landed
+# after the client had given up. Set with the user's scope, in the same statement.
+REQUEST_LOCK_TIMEOUT = "10s"
+_REQUEST_LIMIT = f"set_config('lock_timeout', '{REQUEST_LOCK_TIMEOUT}', true)"
+
+
 def _statement(scope: Scope) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {}
     if scope.user_id is not None:
@@ -120,6 +128,8 @@ def _statement(scope: Scope) -> tuple[str, dict[str, Any]]:
         f"set_config('{SETTING}', coalesce(CAST({ids} AS text), ''), true)",
         f"set_config('{ALL_SETTING}', coalesce({every}, 'off'), true)",
     ]
+    if scope.user_id is not None:
+        calls.append(_REQUEST_LIMIT)
     for index, (name, setting) in enumerate(scope.limits):
         calls.append(f"set_config(:name_{index}, :value_{index}, true)")
         params |= {f"name_{index}": name, f"value_{index}": setting}
@@ -147,6 +157,7 @@ def user_scope_columns(user_id: str, is_superuser: str) -> list[ColumnElement[An
         literal_column("clock_timestamp()"),
         literal_column(f"set_config('{SETTING}', coalesce(CAST({ids} AS text), ''), true)"),
         literal_column(f"set_config('{ALL_SETTING}', {every}, true)"),
+        literal_column(_REQUEST_LIMIT),
     ]
 
 

@@ -27,7 +27,9 @@ from app.db import rls
 from app.db.files import prepare_sqlite_file
 from app.db.rls import Scope
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Below the clients' 30 s timeout: a writer kept waiting this long answers 503 BACKEND_BUSY
+# (retried), never "no answer" for a change that then lands after the client gave up.
+SQLITE_BUSY_TIMEOUT_MS = 10_000
 # A PostgreSQL connection unused for this long is pinged before its next use.
 PING_AFTER_IDLE_SECONDS = 1.0
 _WRITE_KEY = "almanac.write_transaction"
