@@ -41,13 +41,14 @@ def login_post() -> Response | tuple[str, int, dict[str, str]] | tuple[str, int]
         throttle.admit(db, now, username, address)
     except throttle.TooManyAttempts as exc:
         flash("Too many failed sign-ins. Wait a few minutes, then try again.", "error")
-        page = render_template("login.html", next=target)
+        page = render_template("login.html", next=target, username=username)
         return page, 429, {"Retry-After": str(exc.retry_after)}
     user = auth_service.authenticate_password(db, username, password)
     if user is None:
         # The attempt was counted as a failure when it was admitted: nothing more to write.
         flash("Wrong username or password.", "error")
-        return render_template("login.html", next=target), 401
+        # The username stays typed (never the password): a typo in the password is the usual case.
+        return render_template("login.html", next=target, username=username), 401
     begin_write(db)
     throttle.clear(db, username)
     if current_user.is_authenticated:

@@ -110,3 +110,17 @@ def test_disabled_user_is_signed_out(app, client, accounts):
         service.disable_user(session, FIXED_NOW, "alice")
         session.commit()
     assert client.get("/ns/default/schedules").status_code == 302
+
+
+def test_a_wrong_password_keeps_the_username_but_never_the_password(client, accounts):
+    # The username field came back empty, so a mistyped password meant typing both again.
+    accounts.create("alice")
+    refused = sign_in(client, "alice", "nope-nope-nope")
+    assert refused.status_code == 401
+    form = refused.get_data(as_text=True)
+    assert re.search(r'<input id="username" name="username"[^>]* value="alice"', form)
+    assert "nope-nope-nope" not in form
+    assert re.search(r'<input id="password"[^>]* autofocus', form)
+    # Escaped like any text: a username cannot plant markup in the form.
+    odd = sign_in(client, '"><b>x', "nope-nope-nope").get_data(as_text=True)
+    assert 'value="&#34;&gt;&lt;b&gt;x"' in odd and "<b>x" not in odd
