@@ -88,6 +88,18 @@ def init_app(app: Flask) -> None:
     ):
         app.register_blueprint(module.bp)
     app.add_url_rule("/favicon.ico", "favicon", favicon)
+    app.after_request(no_store)
+
+
+def no_store(response: Response) -> Response:
+    """Keep console answers out of every cache: they show what only a signed-in user may read,
+    and Back after signing out must not show them again. Static assets stay cacheable; the API
+    decides for itself. Every console answer gets it, signed in or not (the sign-in page too):
+    telling who is signed in here could need the database, during an outage too."""
+    if request.endpoint in {"static", "favicon"} or request.path.startswith("/api/"):
+        return response
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def favicon() -> Response:

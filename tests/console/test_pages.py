@@ -124,3 +124,19 @@ def test_a_wrong_password_keeps_the_username_but_never_the_password(client, acco
     # Escaped like any text: a username cannot plant markup in the form.
     odd = sign_in(client, '"><b>x', "nope-nope-nope").get_data(as_text=True)
     assert 'value="&#34;&gt;&lt;b&gt;x"' in odd and "<b>x" not in odd
+
+
+def test_console_answers_are_never_cached_but_static_assets_are(client, accounts):
+    # A signed-in page had no Cache-Control: after sign-out, Back (or a shared cache) showed it.
+    login = client.get("/login")
+    assert login.headers["Cache-Control"] == "no-store"
+    assert sign_in(client, "alice", "wrong-password").headers["Cache-Control"] == "no-store"
+    accounts.create("alice")
+    signed_in = sign_in(client, "alice", "pw-alice-secret")
+    assert signed_in.headers["Cache-Control"] == "no-store"
+    for path in ("/ns/default/schedules", "/ns/default/", "/ns/default/runs", "/no-such-page"):
+        for headers in ({}, {"HX-Request": "true"}):
+            response = client.get(path, headers=headers)
+            assert response.headers.get("Cache-Control") == "no-store", (path, headers)
+    for path in ("/static/app.js", "/static/app.css", "/favicon.ico"):
+        assert "no-store" not in client.get(path).headers.get("Cache-Control", ""), path
