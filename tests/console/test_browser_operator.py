@@ -351,3 +351,26 @@ def test_load_chart_shows_busiest_slots(live_server, live_api, workflows, page, 
     assert chart.locator("rect.busiest").count() >= 1
     assert "runs starting in the next 24 h" in page.locator("figcaption").inner_text()
     page.screenshot(path=str(artifacts / "console-load.png"), full_page=True)
+
+
+def test_schedule_notes_keep_their_line_breaks(live_server, live_api, workflows, page, artifacts):
+    # Multi-line notes ran together into one paragraph under the title.
+    notes = "Owner: billing team\nRunbook: wiki/nightly\n<b>not bold</b>"
+    live_api.post(
+        "/schedules",
+        {
+            "schedule_id": "noted",
+            "cron": "0 6 * * *",
+            "action": {"workflow": "report"},
+            "notes": notes,
+        },
+    )
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/noted")
+    shown = page.locator(".notes")
+    assert shown.inner_text() == notes
+    assert shown.locator("b").count() == 0  # still text, never markup
+    assert shown.bounding_box()["height"] > 2.5 * page.evaluate(
+        "parseFloat(getComputedStyle(document.querySelector('.notes')).fontSize)"
+    )
+    page.screenshot(path=str(artifacts / "console-notes.png"))
