@@ -21,10 +21,12 @@ from app.console.gantt import gantt
 from app.console.htmx import is_partial, render, reply
 from app.console.redirects import local_target
 from app.console.session import NamespaceView, namespace_view
+from app.console.timefmt import utc
 from app.db import Deadline, Run, RunHistoryEvent, Task, Workflow, WorkflowVersion
 from app.errors import AlmanacError, ValidationFailed
 from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
+from app.runs.errors import TaskClosed
 from app.runs.steps_view import derive_steps
 from app.schedules.queries import MAX_SEQUENCE
 
@@ -300,12 +302,28 @@ def complete_task(ns: str, task_id: str) -> Response:
     try:
         output = inputs.loads(raw, ["output"]) if raw.strip() else None
         tasks.complete(session, context.now(), view.current, actor(), task_id, output)
+    except TaskClosed as exc:
+        raise _closed(task_id, exc) from exc
     except AlmanacError as exc:
         if exc.http_status not in (400, 422):
             raise
         return _refused_output(view, task_id, raw, exc.message)
     session.commit()
     return reply("Task completed.", True, url_for(".inbox", ns=ns))
+
+
+def _closed(task_id: str, exc: TaskClosed) -> TaskClosed:
+    """The refusal named by what the inbox shows (the task's title and step), not its id."""
+    task = context.session().get(Task, task_id)
+    if task is None:
+        return exc
+    name = f"Task “{task.title}” (step {task.node_id})"
+    status = str(exc.details.get("status", task.status))
+    if status == "too_late":
+        text = f"{name} was due at {utc(task.due_at)}; it can no longer be completed."
+    else:
+        text = f"{name} is already {status.replace('_', ' ')}; nothing was done."
+    return TaskClosed(task_id, status, text)
 
 
 def _refused_output(view: NamespaceView, task_id: str, raw: str, why: str) -> Response:

@@ -194,8 +194,9 @@ def backfill(ns: str, schedule_id: str) -> Response:
     )
     session.commit()
     already = len(result.results) - result.started - result.skipped
+    runs = "run" if result.started == 1 else "runs"
     return reply(
-        f"Backfill started {result.started} runs, skipped {result.skipped}, "
+        f"Backfill started {result.started} {runs}, skipped {result.skipped}, "
         f"{already} already started.",
         True,
         _detail(ns, schedule_id),

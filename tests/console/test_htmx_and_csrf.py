@@ -106,11 +106,23 @@ def test_backfill_counts_then_starts(seeded, client, app):
         },
     )
     assert "Backfill started 3 runs" in result.get_data(as_text=True)
+    one = client.post(
+        "/ns/default/schedules/nightly/backfill",
+        headers={"HX-Request": "true"},
+        data={
+            "csrf_token": csrf_from(page),
+            "from": "2026-01-04T00:00:00Z",
+            "to": "2026-01-05T00:00:00Z",
+        },
+    )
+    # It said "Backfill started 1 runs".
+    assert "Backfill started 1 run, skipped 0, 0 already started." in one.get_data(as_text=True)
     runs = seeded.get("/runs?schedule_id=nightly").get_json()["items"]
     assert sorted(r["run_id"] for r in runs) == [
         "schedule:nightly:backfill:20260101T020000Z",
         "schedule:nightly:backfill:20260102T020000Z",
         "schedule:nightly:backfill:20260103T020000Z",
+        "schedule:nightly:backfill:20260104T020000Z",
     ]
 
 

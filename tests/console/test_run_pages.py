@@ -135,3 +135,20 @@ def test_terminate_and_viewer_refused(app, client, accounts, api_for):
     )
     assert "Terminated." in done.get_data(as_text=True)
     assert api.get("/runs/approve-2").get_json()["status"] == "terminated"
+
+
+def test_a_stale_completion_names_the_task_as_the_inbox_shows_it(app, client, operator, api_for):
+    # It said "task '01a24288-…' is already completed": an id shown nowhere on the page.
+    api = api_for("starter")
+    seed_workflow(app, "review", steps=TASK_STEPS)
+    start(api, "review", "review-1")
+    run_tick(app, work=True)
+    inbox = client.get("/ns/default/tasks")
+    task_id = api.get("/tasks").get_json()["items"][0]["id"]
+    form = {"csrf_token": csrf_from(inbox), "output": '{"ok": true}'}
+    path = f"/ns/default/tasks/{task_id}/complete"
+    assert client.post(path, data=form).status_code == 302
+    # The same page's form again (another tab, or a double submit without script).
+    again = client.post(path, data=form, follow_redirects=True).get_data(as_text=True)
+    assert "Task “Check &lt;b&gt;totals&lt;/b&gt;” (step check) is already completed" in again
+    assert task_id not in again
