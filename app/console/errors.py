@@ -31,7 +31,7 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
-from app import context
+from app import context, inputs
 from app.calendar import CalendarError, SpecRangeError
 from app.console import typed
 from app.console.htmx import is_background_preview, is_partial, paused_preview, reply
@@ -64,6 +64,12 @@ def _text(exc: Refusal) -> str:
 def _flashed(exc: Refusal) -> str:
     if isinstance(exc, RevisionConflict):
         schedule_id = (request.view_args or {}).get("schedule_id")
+        if inputs.ascii_int(request.form.get("revision", "")) is None:
+            # Nothing changed: the form itself lacked the revision it was loaded at.
+            return (
+                f"The form did not say which revision of {schedule_id} it was loaded at, so "
+                "nothing was done; the page is reloaded: try again."
+            )
         return (
             f"Someone else changed {schedule_id} (now revision "
             f"{exc.details.get('current_revision')}); the page is reloaded, try again."
@@ -122,9 +128,10 @@ def _signed_out_form() -> Response | None:
         return current_app.login_manager.unauthorized()  # type: ignore[attr-defined,no-any-return]
     # Signed in again elsewhere since the page was loaded: back to the page, which now carries
     # a fresh token, as an htmx action is reloaded (a 400 page's "reload" re-posted the form).
+    # Its token may be from before a sign-in elsewhere, from another session, or altered: all
+    # that is known is that it did not verify.
     flash(
-        "The form had expired (you signed in again since this page was loaded); nothing was "
-        "done: try again.",
+        "The form could not be verified, so nothing was done; the page is reloaded: try again.",
         "error",
     )
     return redirect(page_path())

@@ -251,7 +251,7 @@ def test_a_plain_form_stale_after_signing_in_elsewhere_goes_back_to_its_page(
     assert paused.status_code == 302
     assert paused.headers["Location"] == "/ns/default/schedules/nightly"
     landed = client.get("/ns/default/schedules/nightly").get_data(as_text=True)
-    assert "The form had expired" in landed and "nothing was done" in landed
+    assert "The form could not be verified, so nothing was done" in landed
     assert seeded.get("/schedules/nightly").get_json()["status"] == "active"
     # An error page answered to a POST: its time switch points at the page the form was on.
     refused = client.post(
@@ -261,3 +261,38 @@ def test_a_plain_form_stale_after_signing_in_elsewhere_goes_back_to_its_page(
     )
     assert refused.status_code == 404
     assert 'name="next" value="/ns/default/schedules/nightly"' in refused.get_data(as_text=True)
+
+
+def test_a_refused_form_says_what_is_known_once(seeded, client):
+    # A wrong token claimed "you signed in again since this page was loaded" (nobody had); a
+    # missing one showed its sentence twice; a pause without its revision claimed that someone
+    # else had changed the schedule.
+    page = client.get("/ns/default/schedules/nightly")
+    referer = {"Referer": "http://localhost/ns/default/schedules/nightly"}
+    pause = "/ns/default/schedules/nightly/pause"
+    forged = client.post(pause, data={"csrf_token": "IjAwMDAi.forged.token"}, headers=referer)
+    assert forged.headers["Location"] == "/ns/default/schedules/nightly"
+    landed = client.get("/ns/default/schedules/nightly").get_data(as_text=True)
+    assert "The form could not be verified, so nothing was done" in landed
+    assert "signed in again" not in landed
+
+    htmx = {"HX-Request": "true", **referer}
+    for _ in range(2):  # two actions in flight, both without a token
+        assert client.post(pause, data={}, headers=htmx).headers["HX-Refresh"] == "true"
+    missing = client.post(pause, data={}, headers=referer)
+    assert missing.status_code == 400
+    text = missing.get_data(as_text=True)
+    assert text.count("The CSRF token is missing.") == 1, text
+    assert (
+        client.get("/ns/default/schedules/nightly")
+        .get_data(as_text=True)
+        .count("The CSRF token is missing.")
+        == 0
+    )
+
+    no_revision = client.post(
+        pause, data={"csrf_token": csrf_from(page)}, headers=referer, follow_redirects=True
+    ).get_data(as_text=True)
+    assert "The form did not say which revision of nightly it was loaded at" in no_revision
+    assert "Someone else changed" not in no_revision
+    assert seeded.get("/schedules/nightly").get_json()["status"] == "active"
