@@ -46,11 +46,16 @@
     }
   });
 
+  // A region marked [data-preview] (the schedule form's previews) is read-only though posted
+  // (it carries the form's CSRF token): a failure replaces its results like a GET's.
+  const inPlace = (target) => target instanceof Element &&
+    (target.hasAttribute("data-swap-refusals") || target.hasAttribute("data-preview"));
+
   for (const name of ["htmx:responseError", "htmx:sendError", "htmx:timeout"]) {
     document.addEventListener(name, (event) => {
       const target = event.detail.target;
-      if (!(target instanceof Element) || !target.hasAttribute("data-swap-refusals")) return;
-      if (posted(event)) {
+      if (!inPlace(target)) return;
+      if (posted(event) && !target.hasAttribute("data-preview")) {
         // An action (completing a task): keep the form and what was typed; say what happened.
         let line = target.querySelector(":scope > .request-outcome");
         if (!line) {
@@ -198,9 +203,8 @@
   // trigger, backfill) tells what happened to the action; anything else (a live refresh, Load
   // more) puts a notice at the top of the page until a request succeeds again, so a page whose
   // server is gone never goes on looking fine.
-  const handled = (target) => target instanceof Element &&
-    (target.hasAttribute("data-swap-refusals") || target.id === "modal-body" ||
-     target.id === "history-events");
+  const handled = (target) => inPlace(target) ||
+    (target instanceof Element && (target.id === "modal-body" || target.id === "history-events"));
 
   function refusal(xhr) {
     // A refusal is the console's error page: its heading and message say why.

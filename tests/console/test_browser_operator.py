@@ -374,3 +374,40 @@ def test_schedule_notes_keep_their_line_breaks(live_server, live_api, workflows,
         "parseFloat(getComputedStyle(document.querySelector('.notes')).fontSize)"
     )
     page.screenshot(path=str(artifacts / "console-notes.png"))
+
+
+@pytest.mark.parametrize("failure", ["500", "abort"])
+def test_a_form_preview_that_fails_replaces_its_stale_results(
+    live_server, live_api, workflows, page, artifacts, failure
+):
+    # The previews kept the old cron's fires and counts after a failed request, and the top of
+    # the page spoke of an action ("Not done. Error 500.") for what only reads.
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/new")
+    page.locator("#workflow").fill("report")
+    page.get_by_label("Cron expressions").fill("0 6 * * *")
+    preview, simulation = page.locator("#preview"), page.locator("#form-simulation")
+    preview.get_by_text("06:00:00 UTC").first.wait_for()
+    simulation.locator("[data-sim=started]").wait_for()
+
+    def fail(route):
+        if failure == "abort":
+            route.abort()
+        else:
+            route.fulfill(status=500, body="<h1>Internal error</h1>", content_type="text/html")
+
+    page.route("**/calendar/preview", fail)
+    page.route("**/schedules/simulate-form", fail)
+    page.get_by_label("Cron expressions").fill("0 7 * * *")
+    notice = "Could not load this; change an input to try again."
+    expect(preview).to_have_text(notice)
+    expect(simulation).to_have_text(notice)
+    assert page.locator("#request-failed").count() == 0
+    assert "Not done" not in page.locator("main").inner_text()
+    assert "Could not tell whether it was done" not in page.locator("main").inner_text()
+    page.screenshot(path=str(artifacts / f"console-form-preview-{failure}.png"), full_page=True)
+    page.unroute("**/calendar/preview")
+    page.unroute("**/schedules/simulate-form")
+    page.get_by_label("Cron expressions").fill("0 8 * * *")
+    preview.get_by_text("08:00:00 UTC").first.wait_for()
+    simulation.locator("[data-sim=started]").wait_for()
