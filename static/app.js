@@ -46,8 +46,8 @@
     }
   });
 
-  // A region marked [data-preview] (the schedule form's previews) is read-only though posted
-  // (it carries the form's CSRF token): a failure replaces its results like a GET's.
+  // A region marked [data-preview] (the schedule form's previews, the backfill count) only
+  // reads, even when posted with the form's CSRF token: a failure replaces its results.
   const inPlace = (target) => target instanceof Element &&
     (target.hasAttribute("data-swap-refusals") || target.hasAttribute("data-preview"));
 
@@ -67,8 +67,12 @@
         line.textContent = outcome(event);
         return;
       }
-      target.innerHTML = '<p class="field-error" role="alert">Could not load this; ' +
-        "change an input to try again.</p>";
+      // A paragraph (the backfill count) takes a span: a <p> cannot hold another.
+      const note = document.createElement(target.tagName === "P" ? "span" : "p");
+      note.className = "field-error";
+      note.setAttribute("role", "alert");
+      note.textContent = "Could not load this; change an input to try again.";
+      target.replaceChildren(note);
     });
   }
 
@@ -266,9 +270,13 @@
         notice(outcome(event));
         return;
       }
-      const at = new Date().toLocaleTimeString();
+      // The console's times are 24-hour UTC; only a polling region tries again by itself.
+      const at = new Date().toISOString().slice(11, 19) + " UTC";
+      const source = event.detail.elt;
+      const polling = source instanceof Element &&
+        /\bevery\b/.test(source.getAttribute("hx-trigger") || "");
       notice("Could not update this page at " + at + " (" + why + "): what it shows may be " +
-        "out of date." + (sent === null ? " It keeps trying where it refreshes itself." : ""));
+        "out of date. " + (polling ? "It keeps trying." : "Reload the page to try again."));
     });
   }
 

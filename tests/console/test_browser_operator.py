@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -411,3 +413,46 @@ def test_a_form_preview_that_fails_replaces_its_stale_results(
     page.get_by_label("Cron expressions").fill("0 8 * * *")
     preview.get_by_text("08:00:00 UTC").first.wait_for()
     simulation.locator("[data-sim=started]").wait_for()
+
+
+def test_a_background_failure_tells_the_time_in_utc_and_what_happens_next(
+    live_server, live_api, workflows, page, artifacts
+):
+    # The notice read "at 7:28:34 PM" (the browser's 12-hour local time) and promised that a page
+    # which never refreshes itself "keeps trying"; the backfill count kept its placeholder.
+    live_api.post(
+        "/schedules",
+        {"schedule_id": "ops-count", "cron": "0 6 * * *", "action": {"workflow": "report"}},
+    )
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/ops-count")
+    page.route(
+        "**/backfill/count*",
+        lambda route: route.fulfill(status=500, body="Internal error", content_type="text/html"),
+    )
+    page.get_by_label("From (inclusive, UTC ISO-8601)").fill("2026-03-01T00:00:00Z")
+    page.get_by_label("To (exclusive)").fill("2026-03-02T00:00:00Z")
+    count = page.locator("#backfill-count")
+    expect(count).to_have_text("Could not load this; change an input to try again.")
+    assert page.locator("#request-failed").count() == 0
+    page.unroute("**/backfill/count*")
+    page.get_by_label("To (exclusive)").fill("2026-03-03T00:00:00Z")
+    expect(count).to_contain_text("This range holds 2 occurrences")
+
+    # The list refreshes itself every 5 s: its failure says so, at a 24-hour UTC time.
+    def refresh_fails(route):
+        if route.request.headers.get("hx-request") == "true":
+            route.fulfill(status=500, body="Internal error", content_type="text/html")
+        else:
+            route.continue_()
+
+    page.route("**/ns/default/schedules", refresh_fails)
+    page.goto(live_server.url + "/ns/default/schedules")
+    notice = page.locator("#request-failed")
+    expect(notice).to_contain_text("It keeps trying.", timeout=15_000)
+    text = notice.inner_text()
+    assert re.search(r"Could not update this page at \d\d:\d\d:\d\d UTC \(Error 500", text), text
+    assert "AM" not in text and "PM" not in text and "where it refreshes itself" not in text
+    page.screenshot(path=str(artifacts / "console-refresh-failed.png"))
+    page.unroute("**/ns/default/schedules")
+    expect(notice).to_have_count(0, timeout=15_000)
