@@ -111,15 +111,22 @@ def trigger(ns: str, schedule_id: str) -> Response:
     back = _detail(ns, schedule_id)
     if result.run_id:
         run_url = url_for("console_runs.detail", ns=ns, run_id=result.run_id)
-        return reply(
-            f"{result.outcome}: run {result.run_id}", True, back, ("Open the run", run_url)
+        return changed(
+            reply(f"{result.outcome}: run {result.run_id}", True, back, ("Open the run", run_url))
         )
     if result.outcome == "buffered":
         # Not a refusal: the occurrence waits for the schedule's active run to end.
-        return reply("buffered: it starts once the schedule's active run has ended", True, back)
-    return reply(
-        f"{result.outcome}: {SKIP_TEXT.get(result.reason or '', result.reason)}", False, back
-    )
+        text = "buffered: it starts once the schedule's active run has ended"
+        return changed(reply(text, True, back))
+    skipped = f"{result.outcome}: {SKIP_TEXT.get(result.reason or '', result.reason)}"
+    return changed(reply(skipped, False, back))
+
+
+def changed(response: Response) -> Response:
+    """Have the schedule's page refresh what an action recorded (counters, ledger, runs): the
+    answer itself fills only the result line (templates/schedules/_detail_body.html)."""
+    response.headers["HX-Trigger"] = "schedule-changed"
+    return response
 
 
 def _range() -> tuple[Any, Any]:
@@ -195,9 +202,8 @@ def backfill(ns: str, schedule_id: str) -> Response:
     session.commit()
     already = len(result.results) - result.started - result.skipped
     runs = "run" if result.started == 1 else "runs"
-    return reply(
+    text = (
         f"Backfill started {result.started} {runs}, skipped {result.skipped}, "
-        f"{already} already started.",
-        True,
-        _detail(ns, schedule_id),
+        f"{already} already started."
     )
+    return changed(reply(text, True, _detail(ns, schedule_id)))

@@ -456,3 +456,44 @@ def test_a_background_failure_tells_the_time_in_utc_and_what_happens_next(
     page.screenshot(path=str(artifacts / "console-refresh-failed.png"))
     page.unroute("**/ns/default/schedules")
     expect(notice).to_have_count(0, timeout=15_000)
+
+
+def test_trigger_and_backfill_refresh_what_they_changed_on_the_schedule_page(
+    live_server, live_api, workflows, page, artifacts
+):
+    # The result line said "triggered: run …" while the counters, the ledger and the recent
+    # runs still showed nothing until a reload.
+    live_api.post(
+        "/schedules",
+        {
+            "schedule_id": "ops-refresh",
+            "cron": "0 6 * * *",
+            "overlap_policy": "allow_all",
+            "action": {"workflow": "report"},
+        },
+    )
+    sign_in(page, live_server)
+    page.goto(live_server.url + "/ns/default/schedules/ops-refresh")
+    config, ledger, runs = (
+        page.locator("section.card", has=page.get_by_role("heading", name=name, exact=True))
+        for name in ("Configuration", "Occurrence ledger", "Recent runs")
+    )
+    expect(config).to_contain_text("0 started")
+    expect(runs).to_contain_text("No runs yet.")
+    page.get_by_role("button", name="Trigger now").click()
+    page.locator("#action-result").get_by_text("schedule:ops-refresh:manual:").wait_for()
+    expect(config).to_contain_text("1 started")
+    expect(config.locator("dd", has_text="just now")).to_have_count(1)  # last fired
+    expect(ledger).to_contain_text("manual")
+    expect(runs).to_contain_text("schedule:ops-refresh:manual:")
+    page.get_by_label("From (inclusive, UTC ISO-8601)").fill("2026-03-01T00:00:00Z")
+    page.get_by_label("To (exclusive)").fill("2026-03-03T00:00:00Z")
+    expect(page.locator("#backfill-count")).to_contain_text("This range holds 2 occurrences")
+    page.get_by_role("button", name="Backfill").click()
+    expect(page.locator("#action-result")).to_contain_text("Backfill started 2 runs")
+    expect(config).to_contain_text("3 started")
+    expect(runs).to_contain_text("schedule:ops-refresh:backfill:20260301T060000Z")
+    expect(ledger).to_contain_text("backfill")
+    # What was typed into the backfill form stays.
+    assert page.get_by_label("To (exclusive)").input_value() == "2026-03-03T00:00:00Z"
+    page.screenshot(path=str(artifacts / "console-trigger-refresh.png"), full_page=True)

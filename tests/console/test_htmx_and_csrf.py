@@ -106,6 +106,12 @@ def test_backfill_counts_then_starts(seeded, client, app):
         },
     )
     assert "Backfill started 3 runs" in result.get_data(as_text=True)
+    # The schedule page reads its counters, ledger and runs again.
+    assert result.headers["HX-Trigger"] == "schedule-changed"
+    detail = client.get("/ns/default/schedules/nightly", headers={"HX-Request": "true"})
+    refreshed = detail.get_data(as_text=True)
+    assert 'hx-trigger="schedule-changed from:body"' in refreshed
+    assert "schedule:nightly:backfill:20260101T020000Z" in refreshed.split('id="schedule-runs"')[1]
     one = client.post(
         "/ns/default/schedules/nightly/backfill",
         headers={"HX-Request": "true"},
