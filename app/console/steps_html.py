@@ -67,6 +67,9 @@ def steps_rows(steps: RunSteps, now: datetime) -> Markup:
         status = escape(row.status)
         status_css = escape(row.status.replace(" ", "_"))
         held = ' <span class="muted small">held</span>' if row.held else ""
+        if row.skipped_by is not None:
+            who = escape(row.skipped_by) if row.skipped_by else "an operator"
+            held += f' <span class="muted small">by {who} (incident resolved with Skip)</span>'
         ended = _time(row.ended_at) if row.ended_at else "—"
         so_far = "" if row.ended_at else '<span class="muted small"> so far</span>'
         if row.output is not None:

@@ -45,6 +45,8 @@ class StepRow:
     output: Any = None
     error: Any = None
     held: bool = False
+    # Who resolved its incident with Skip (`command_context.actor`), "" when not recorded.
+    skipped_by: str | None = None
 
     @property
     def depth(self) -> int:
@@ -80,7 +82,7 @@ def _started(rows: dict[str, StepRow], order: dict[tuple[str, ...], list[str]], 
         order.setdefault(row.lane, []).append(node)
     row.status = "running" if kind in ("action", "parallel") else "waiting"
     row.attempts = int(e.payload.get("attempt", row.attempts or 1))
-    row.ended_at = None
+    row.ended_at, row.skipped_by = None, None
 
 
 def _failed(row: StepRow, e: Event) -> None:
@@ -97,13 +99,18 @@ def _apply(row: StepRow, e: Event) -> None:
     if kind == "step_failed":
         _failed(row, e)
     elif kind == "step_completed":
-        row.status, row.ended_at = "completed", e.recorded_at
+        # A Skip completes the step with the operator's output: it did not complete by itself.
+        row.status = "completed" if row.skipped_by is None else "skipped"
+        row.ended_at = e.recorded_at
         row.output, row.held = e.payload.get("output"), bool(e.payload.get("held"))
     elif kind == "incident_opened":
         row.status, row.ended_at = "incident", None
         row.error, row.attempts = e.payload.get("error"), int(e.payload.get("attempts", 0))
     elif kind == "incident_resolved" and e.payload.get("action") == "fail":
         row.status, row.ended_at = "failed", e.recorded_at
+    elif kind == "incident_resolved" and e.payload.get("action") == "skip":
+        asked = e.payload.get("command_context") or {}
+        row.skipped_by = str(asked.get("actor") or "")
     elif (
         kind in ("signal_timed_out", "task_timed_out") and e.payload.get("on_timeout") != "continue"
     ):
