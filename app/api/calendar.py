@@ -45,5 +45,8 @@ def preview(namespace: Namespace) -> Any:
     # jitter it would be saved with.
     given = "jitter_seconds" in body.model_fields_set
     jitter = (body.jitter_seconds if given else start.jitter_seconds) or 0
-    items = calendar.preview(spec, after, body.count, uid=start.uid, jitter_seconds=jitter)
+    if body.after is None:
+        items = start.due_times(spec, body.count, jitter, context.now())
+    else:
+        items = calendar.preview(spec, after, body.count, uid=start.uid, jitter_seconds=jitter)
     return jsonify({"occurrences": [item.to_dict() for item in items]})

@@ -35,6 +35,11 @@ class PreviewItem:
             "note": self.note,
         }
 
+    def moved(self, at: datetime, zone: Any) -> PreviewItem:
+        """The same occurrence due at `at` instead."""
+        local = at.astimezone(zone)
+        return PreviewItem(at, local, format_offset(local.utcoffset()), self.note, self.canonical)
+
 
 def preview(
     spec: Spec, after: datetime, count: int = 10, *, uid: str = "", jitter_seconds: int = 0

@@ -12,7 +12,7 @@ from werkzeug.wrappers import Response
 
 from app import context, inputs
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
-from app.calendar import CalendarError, Spec, SpecRangeError, preview
+from app.calendar import CalendarError, Spec, SpecRangeError
 from app.calendar.describe import zone_note
 from app.console import errors
 from app.console.common import actor, command
@@ -208,8 +208,10 @@ def _due_times(view: NamespaceView, spec: Spec, jitter: int, named: str | None) 
     """The due times the schedule fires once saved (`preview_start`). Jitter is drawn from the
     schedule's uid: an edited schedule previews its own due times, a new one those the form's
     simulation shows (docs/console.md)."""
-    start = preview_start(context.session(), view.current, named, spec, context.now())
-    return preview(spec, start.after, 8, uid=start.uid, jitter_seconds=jitter)
+    now = context.now()
+    return preview_start(context.session(), view.current, named, spec, now).due_times(
+        spec, 8, jitter, now
+    )
 
 
 @bp.post("/ns/<ns>/calendar/preview")

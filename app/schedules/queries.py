@@ -38,6 +38,7 @@ from app.inputs import ascii_int
 from app.paging import keyset, split_page
 from app.schedules import sealed
 from app.schedules.errors import invalid
+from app.schedules.transitions import fire_at
 
 MAX_HISTORY_LIMIT = 500
 MAX_UPCOMING = 100
@@ -158,7 +159,12 @@ def upcoming_items(schedule: Schedule, count: int) -> list[PreviewItem]:
         uid=schedule.uid,
         jitter_seconds=schedule.jitter_seconds,
     )
-    return [item for item in items if item.canonical > cursor][:count]
+    items = [item for item in items if item.canonical > cursor][:count]
+    # The next one is due when `next_fire_at` says: a change may have held it (`keep_due`).
+    kept = fire_at(schedule)
+    if items and kept is not None and items[0].canonical == kept.instant and kept.due > items[0].at:
+        items[0] = items[0].moved(kept.due, spec.zone)
+    return items
 
 
 def starts_left(remaining_runs: int | None, count: int) -> int:

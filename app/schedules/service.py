@@ -40,6 +40,8 @@ from app.schedules.ledger import Writes
 from app.schedules.transitions import (
     account_until,
     discard_buffer,
+    fire_at,
+    keep_due,
     mark_deleted,
     nothing_left,
     reschedule,
@@ -251,6 +253,8 @@ def _replace(
         schedule.status, schedule.blocked_reason = "active", None
         # The audit event says the save unblocked it, beside the fields that did.
         changed = [*changed, "status"]
+    # What the tick was to fire next, and when: a change that keeps the cursor keeps it due.
+    before = None if fresh_cursor else fire_at(schedule)
     if fresh_cursor:
         schedule.cursor_at = max(schedule.cursor_at or now, now)
     for name, value in config.to_json().items():
@@ -263,6 +267,7 @@ def _replace(
     schedule.principal_id = actor.id
     if schedule.status == "active":
         reschedule(schedule, store.spec_of(schedule))
+        keep_due(schedule, before, now)
         if unblock and nothing_left(schedule):
             # Unblocked with its calendar over and nothing buffered: it has ended instead, as
             # the next tick would say; the event names the reason that changed, not a status.

@@ -29,6 +29,7 @@ from app.schedules.tick.policy import (
     due_occurrences,
     ends_now,
     exhausted,
+    held,
     may_drain,
     overlap_outcome,
     run_id_for,
@@ -102,6 +103,8 @@ class Start:
     active: bool = True
     pending: datetime | None = None
     pending_until: datetime | None = None
+    # The stored next occurrence and its due time, which a change may have held (`keep_due`).
+    fire_at: Occurrence | None = None
     buffer: list[Buffered] = field(default_factory=list)
     runs: list[ActiveRun] = field(default_factory=list)
 
@@ -179,7 +182,7 @@ class _Simulation:
         s = self.s
         until = max(self.cursor, end) + HORIZON
         self.stream = due_occurrences(s.spec, s.uid, s.jitter_seconds, self.cursor, until)
-        self.upcoming = next(self.stream, None)
+        self.upcoming = held(next(self.stream, None), s.fire_at)
         now: datetime | None = begin
         while now is not None and now < end and len(self.items) <= self.limit:
             self._tick(now)

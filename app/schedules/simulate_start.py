@@ -15,7 +15,15 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.calendar import CalendarError, Spec, check_range, parse_duration, parse_instant
+from app.calendar import (
+    CalendarError,
+    PreviewItem,
+    Spec,
+    check_range,
+    parse_duration,
+    parse_instant,
+    preview,
+)
 from app.db import Namespace, Schedule
 from app.runs import lifecycle
 from app.runs.errors import ActivationNotFound, ActivationNotReady
@@ -23,6 +31,8 @@ from app.schedules import store, targets
 from app.schedules.config import parse_request
 from app.schedules.errors import ScheduleDeleted, invalid
 from app.schedules.simulate import ActiveRun, Buffered, Start
+from app.schedules.tick.policy import Occurrence, kept_due
+from app.schedules.transitions import fire_at
 
 WINDOW_KEYS = ("from", "to", "run_duration")
 MAX_WINDOW = timedelta(days=366)
@@ -114,6 +124,7 @@ def from_stored(session: Session, schedule: Schedule) -> Start:
         active=schedule.status == "active" and _target_ready(session, schedule),
         pending=schedule.pending_occurrence,
         pending_until=schedule.pending_until,
+        fire_at=fire_at(schedule),
         buffer=buffer,
         runs=runs,
     )
@@ -166,6 +177,19 @@ class PreviewStart:
     after: datetime
     uid: str
     jitter_seconds: int | None
+    # The occurrence the tick is to fire next and when, for a save that keeps the cursor.
+    fire_at: Occurrence | None = None
+
+    def due_times(
+        self, spec: Spec, count: int, jitter_seconds: int, now: datetime
+    ) -> list[PreviewItem]:
+        """The `count` due times the schedule fires once saved now with `jitter_seconds`: the
+        next occurrence is due no earlier than the save would keep it (`keep_due`)."""
+        items = preview(spec, self.after, count, uid=self.uid, jitter_seconds=jitter_seconds)
+        first = items[0] if items else None
+        if first is not None and self.fire_at and first.canonical == self.fire_at.instant:
+            items[0] = first.moved(kept_due(first.at, self.fire_at.due, now), spec.zone)
+        return items
 
 
 def preview_start(
@@ -180,11 +204,12 @@ def preview_start(
     existing = store.find(session, namespace, schedule_id) if schedule_id else None
     if existing is None:
         return PreviewStart(now, _stand_in_uid(namespace, schedule_id), None)
-    after = now
+    after, kept = now, None
     if existing.cursor_at is not None:
         keeps = existing.status == "active" and Spec.from_dict(existing.spec).fires_like(spec)
         after = existing.cursor_at if keeps else max(existing.cursor_at, now)
-    return PreviewStart(after, existing.uid, existing.jitter_seconds)
+        kept = fire_at(existing) if keeps else None
+    return PreviewStart(after, existing.uid, existing.jitter_seconds, kept)
 
 
 def _stand_in_uid(namespace: Namespace, schedule_id: str | None) -> str:

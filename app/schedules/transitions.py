@@ -17,7 +17,7 @@ from app.db import Schedule
 from app.schedules import store
 from app.schedules.audit import CommandContext
 from app.schedules.ledger import Writes, count_skipped, record_skip
-from app.schedules.tick.policy import Occurrence, Skip, next_after, scan_due
+from app.schedules.tick.policy import Occurrence, Skip, kept_due, next_after, scan_due
 
 
 def resolve_pending(w: Writes, schedule: Schedule, now: datetime, context: CommandContext) -> None:
@@ -78,6 +78,25 @@ def reschedule(schedule: Schedule, spec: Spec, upcoming: Occurrence | None | boo
         schedule.next_fire_at = due_time(
             spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence
         )
+
+
+def fire_at(schedule: Schedule) -> Occurrence | None:
+    """The next occurrence and the time it is due (`next_fire_at`), unless one is pending:
+    a change that kept the cursor may have held it later than its jittered time (`keep_due`)."""
+    if schedule.pending_occurrence is not None or schedule.next_occurrence is None:
+        return None
+    if schedule.next_fire_at is None:
+        return None
+    return Occurrence(schedule.next_occurrence, schedule.next_fire_at)
+
+
+def keep_due(schedule: Schedule, before: Occurrence | None, now: datetime) -> None:
+    """After a change that kept the cursor and rescheduled: the occurrence the tick was to fire
+    next (`before`, from `fire_at`) is not made due in the past by a lower jitter, which a tick
+    would record as missed; it is due at once instead and fires at the next tick."""
+    after = fire_at(schedule)
+    if before is not None and after is not None and after.instant == before.instant:
+        schedule.next_fire_at = kept_due(after.due, before.due, now)
 
 
 def nothing_left(schedule: Schedule) -> bool:

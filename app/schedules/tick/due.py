@@ -38,12 +38,13 @@ from app.schedules.tick.policy import (
     Occurrence,
     Skip,
     choose,
+    hold,
     retry_until,
     scan_due,
 )
 from app.schedules.tick.rows import ScheduleRow
 from app.schedules.tick.starts import BulkStarter, Firing
-from app.schedules.transitions import block, nothing_left, reschedule
+from app.schedules.transitions import block, fire_at, nothing_left, reschedule
 
 log = logging.getLogger(__name__)
 
@@ -468,12 +469,13 @@ def fire_one(
     target = ctx.target(schedule)
     assert target is not None and schedule.cursor_at is not None
     try:
-        spec, scan = _scan(schedule, now, scans)
+        spec, found = _scan(schedule, now, scans)
     except CalendarError:
         # A spec stored before today's limits (e.g. more than 32 expressions) no longer loads:
         # block this schedule (an authorized save fixes it) instead of failing the whole page.
         block(w, schedule, now, "spec_invalid", context)
         return [_row(ctx, schedule, "blocked", None, None)]
+    scan = hold(found, fire_at(schedule))
     pending = None
     if schedule.pending_occurrence is not None:
         pending = Occurrence(

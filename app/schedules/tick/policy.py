@@ -13,7 +13,7 @@ with the same run id until its grace ends).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
@@ -115,6 +115,35 @@ def scan_due(spec: Spec, uid: str, jitter_seconds: int, cursor: datetime, now: d
         scan.previous, scan.last = rest.previous, rest.last
     scan.upcoming = rest.upcoming
     return scan
+
+
+def kept_due(new_due: datetime, old_due: datetime, now: datetime) -> datetime:
+    """The next occurrence's due time after a change that kept the cursor but moved it (a
+    lower jitter): the new time, unless that has passed; then no earlier than the old time or
+    the change's `now`, whichever came first. Due in the past, a tick would call it missed."""
+    return max(new_due, min(old_due, now))
+
+
+def held(occurrence: Occurrence | None, fire_at: Occurrence | None) -> Occurrence | None:
+    """`occurrence`, due no earlier than `fire_at` (the stored next occurrence and
+    `next_fire_at`) when it is that occurrence: what `kept_due` decided stands."""
+    if occurrence is None or fire_at is None or occurrence.instant != fire_at.instant:
+        return occurrence
+    return fire_at if fire_at.due > occurrence.due else occurrence
+
+
+def hold(scan: DueScan, fire_at: Occurrence | None) -> DueScan:
+    """`scan` with its first occurrence `held`; due times still increase, since a kept due
+    time is never later than the new or the old jittered time, both before the next one."""
+    if scan.first is None or held(scan.first, fire_at) is scan.first:
+        return scan
+    return replace(
+        scan,
+        first=held(scan.first, fire_at),
+        second=held(scan.second, fire_at),
+        previous=held(scan.previous, fire_at),
+        last=held(scan.last, fire_at),
+    )
 
 
 def due_occurrences(
