@@ -186,7 +186,8 @@ class RunBranch(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    path: Mapped[str] = mapped_column(String(1024))
+    # Four levels of 128-character ids make 1,031 characters (definitions.longest_branch_path).
+    path: Mapped[str] = mapped_column(String(2048))
     parallel_id: Mapped[str] = mapped_column(String(128))
     branch_id: Mapped[str] = mapped_column(String(128))
     position: Mapped[int] = mapped_column(Integer)

@@ -27,6 +27,8 @@ ON_STEP_FAILURE = ("fail", "incident")
 # Parallel steps nest: a parallel step inside a branch of another is one level deeper.
 MAX_PARALLEL_DEPTH = 4
 MAX_BRANCHES = 50
+# Step and branch ids (STEP_ID_RE).
+MAX_ID_LENGTH = 128
 
 TOP_LEVEL_KEYS = {
     "name",
@@ -203,6 +205,12 @@ def _check_step(
         _check_parallel(step, loc, step_id, seen, depth + 1)
     else:
         CHECKS[kind](step, loc, step_id)
+
+
+def longest_branch_path() -> int:
+    """The longest `run_branches.path` a definition can make: one `parallel_id/branch_id` pair
+    per level of nesting, joined by '/' (`layout.join`); the column is at least this long."""
+    return MAX_PARALLEL_DEPTH * (2 * MAX_ID_LENGTH + 1) + MAX_PARALLEL_DEPTH - 1
 
 
 def _check_parallel(
