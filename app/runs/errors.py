@@ -35,7 +35,11 @@ class RunNotFound(NotFound):
 
 class RunAlreadyExists(Conflict):
     def __init__(self, run_id: str) -> None:
-        super().__init__(f"run {run_id!r} already exists", run_id=run_id)
+        super().__init__(
+            f"run {run_id!r} already exists, started for another workflow or activation: "
+            "a run id names one run; choose another id",
+            run_id=run_id,
+        )
 
 
 class RunFinished(Conflict):

@@ -19,7 +19,7 @@ from app.inputs import json_size
 from app.paging import created_key, keyset, newest_first, split_page
 from app.runs import lifecycle, secrets
 from app.runs.deadlines import refuse_after_run_timeout
-from app.runs.errors import PayloadTooLarge, RunNotFound, WorkflowNotFound
+from app.runs.errors import PayloadTooLarge, RunAlreadyExists, RunNotFound, WorkflowNotFound
 from app.runs.locking import begin_write, for_update
 
 # The ticker names its runs `schedule:<id>:<stamp>`; a client squatting on those ids could
@@ -88,7 +88,7 @@ def start(
     # database's, and a long input against a heavy schema takes up to a second to check.
     existing = _existing(session, namespace, request)
     if existing is not None:
-        return existing, False
+        return _same_run(session, existing, request), False
     target = _target(session, namespace, request)
     secrets.refuse_sealed_text(request.input, ["input"])
     lifecycle.validate_input(target.version.definition, request.input)
@@ -98,7 +98,7 @@ def start(
         # changed meanwhile (checking once more only if the workflow's version did change).
         existing = _existing(session, namespace, request)
         if existing is not None:
-            return existing, False
+            return _same_run(session, existing, request), False
         now_target = _target(session, namespace, request)
         if now_target.version.id != target.version.id:
             lifecycle.validate_input(now_target.version.definition, request.input)
@@ -133,8 +133,22 @@ def start(
         existing = find_run(session, namespace, run_id)
         if existing is None:
             raise
-        return existing, False
+        return _same_run(session, existing, request), False
     return run, True
+
+
+def _same_run(session: Session, existing: Run, request: RunRequest) -> Run:
+    """The run `request.run_id` names, when the request asks for the same workflow (or pinned
+    activation): a retry. Asked for another one, the id is refused (409): answered with the
+    other workflow's run as if started, the caller went on believing its own had started."""
+    if request.activation_id is not None:
+        same = existing.activation_id == request.activation_id
+    else:
+        name = session.scalar(select(Workflow.name).where(Workflow.id == existing.workflow_id))
+        same = name == request.workflow
+    if not same:
+        raise RunAlreadyExists(existing.run_id)
+    return existing
 
 
 def _existing(session: Session, namespace: Namespace, request: RunRequest) -> Run | None:

@@ -82,6 +82,33 @@ def test_start_run_answers_the_run_shape_and_is_idempotent_on_run_id(admin_api, 
     assert len(admin_api.get("/runs").get_json()["items"]) == 2
 
 
+def test_a_run_id_in_use_by_another_workflow_is_refused_not_answered_with_its_run(
+    admin_api, deployed
+):
+    """The same run id for another workflow answered 200 with the first workflow's run, as if
+    the caller's own had started."""
+    admin_api.post(
+        "/workflows",
+        json={"name": "other", "steps": [{"id": "a", "type": "action", "action": "noop"}]},
+    )
+    other = admin_api.post("/activations", json={"workflow": "other"}).get_json()
+    first = admin_api.post(
+        "/runs", json={"workflow": "greet", "input": {"who": "a"}, "run_id": "x-1"}
+    )
+    assert first.status_code == 201
+    for body in ({"workflow": "other"}, {"activation_id": other["id"]}):
+        refused = admin_api.post("/runs", json={**body, "run_id": "x-1"})
+        assert refused.status_code == 409, refused.get_json()
+        error = refused.get_json()["error"]
+        assert error["code"] == "CONFLICT" and error["details"]["run_id"] == "x-1"
+        assert "another workflow" in error["message"]
+    # A retry of the same request, by workflow or by its activation, is still the same run.
+    for body in ({"workflow": "greet"}, {"activation_id": deployed["id"]}):
+        again = admin_api.post("/runs", json={**body, "input": {"who": "a"}, "run_id": "x-1"})
+        assert again.status_code == 200 and again.get_json()["uid"] == first.get_json()["uid"]
+    assert [r["run_id"] for r in admin_api.get("/runs").get_json()["items"]] == ["x-1"]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
