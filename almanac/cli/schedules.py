@@ -34,8 +34,15 @@ SCHEDULE_FIELDS = (
 def calendar_text(row: dict[str, Any]) -> str:
     spec = row.get("spec") or {}
     parts = list(spec.get("cron_expressions") or [])
-    parts += [f"every {i.get('every')}" for i in spec.get("intervals") or []]
+    # The offset too: `every PT6H` for PT6H offset PT5M named another calendar.
+    parts += [_interval_text(i) for i in spec.get("intervals") or []]
     return "; ".join(parts) + f" ({spec.get('timezone', 'UTC')})"
+
+
+def _interval_text(interval: dict[str, Any]) -> str:
+    offset = interval.get("offset")
+    text = f"every {interval.get('every')}"
+    return f"{text} offset {offset}" if offset and offset != "PT0S" else text
 
 
 def workflow_text(row: dict[str, Any]) -> str:

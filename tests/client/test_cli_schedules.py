@@ -436,3 +436,17 @@ def test_an_error_naming_hostile_text_prints_it_as_its_escapes(almanac):
     assert result.exit_code == 1
     assert "labels.k\\x1b]0;pwned\\x07" in result.stderr, result.stderr
     assert not any(ch in result.stderr for ch in "\x1b\x07")
+
+
+def test_the_calendar_column_names_an_intervals_offset():
+    """`every PT6H (UTC)` stood for PT6H offset PT5M too: another calendar."""
+    from almanac.cli.schedules import calendar_text
+
+    spec = {
+        "cron_expressions": ["0 9 * * *"],
+        "intervals": [{"every": "PT6H", "offset": "PT5M"}, {"every": "PT1H", "offset": "PT0S"}],
+        "timezone": "Europe/Paris",
+    }
+    assert calendar_text({"spec": spec}) == (
+        "0 9 * * *; every PT6H offset PT5M; every PT1H (Europe/Paris)"
+    )
