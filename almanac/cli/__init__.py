@@ -21,8 +21,8 @@ def cli() -> None:
     Connection: --url/--token/--namespace/--profile on every command, else ALMANAC_URL,
     ALMANAC_TOKEN, ALMANAC_NAMESPACE, ALMANAC_PROFILE, else the profile written by
     `almanac auth setup`. Exit codes: 0 success, 1 API error, 2 usage or connection error
-    (nothing sent), 3 sent but no answer (it may have been done), 141 the output's reader
-    stopped reading (`| head`).
+    (nothing sent), 3 sent but no answer (it may have been done), 4 the output could not be
+    written, 141 the output's reader stopped reading (`| head`).
     """
 
 

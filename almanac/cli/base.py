@@ -1,12 +1,14 @@
 """What every command shares: connection and output options, the client, and exit codes.
 
 Exit codes: 0 success; 1 an error answered by the API (`error CODE: message` on stderr);
-2 a usage error or no connection to the server; 3 sent but no answer; 141 the output's reader
-went away (`| head`), as for a command that SIGPIPE stops.
+2 a usage error or no connection to the server; 3 sent but no answer; 4 the output could not
+be written (a full disk); 141 the output's reader went away (`| head`), as for a command that
+SIGPIPE stops.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import math
@@ -37,6 +39,9 @@ OUTPUTS = ("table", "json", "jsonl")
 USAGE, API_ERROR, NO_ANSWER = 2, 1, 3
 # What a shell reports for a command that SIGPIPE stopped (128 + 13), as `cat` would be.
 READER_GONE = 141
+# The output could not be written (a full disk): the request may have been done.
+OUTPUT_FAILED = 4
+WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT})
 
 
 @dataclass
@@ -106,6 +111,13 @@ class Root(click.Group):
             # at exit, go nowhere instead of raising again.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(READER_GONE)
+        except OSError as exc:
+            if exc.errno not in WRITE_FAILURES:
+                raise
+            # One line, not a traceback; the rest of the output goes nowhere.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            click.echo(f"error OUTPUT: cannot write the output: {exc.strerror}", err=True)
+            ctx.exit(OUTPUT_FAILED)
         except ConnectionFailed as exc:
             click.echo(f"error {exc.code}: {exc.message}", err=True)
             ctx.exit(USAGE)

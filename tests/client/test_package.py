@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -385,3 +386,16 @@ def test_every_result_type_the_docs_name_imports_from_the_package():
     for name in ("PreviewOccurrence", "TickResult", "TickRow", "TickFailure", "VersionSummary"):
         assert f"`{name}`" in documented
         assert getattr(almanac, name) is getattr(models, name)
+
+
+def test_output_that_cannot_be_written_is_one_line_and_exit_4_not_a_traceback(tmp_path):
+    """`almanac ... > /dev/full` printed a Python traceback and exited 1 (an API error)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path)
+    args = [str(BIN / "almanac"), "auth", "setup", "--url", "http://127.0.0.1:9", "--token", "t"]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*args, "-o", "json"], env=env, stdout=full, stderr=subprocess.PIPE)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.decode() == (
+        "error OUTPUT: cannot write the output: No space left on device\n"
+    )
