@@ -26,8 +26,12 @@ OVERLAP_POLICIES = (
     "terminate_other",
 )
 MISSED_POLICIES = ("skip", "fire_once")
-SCHEDULE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-SCHEDULE_ID_RULE = "must be 1-128 characters of letters, digits, '.', '_', ':' or '-'"
+# Not dots alone: `.` and `..` are a URL path's own segments, so a link to the schedule's page
+# would land on the list or the overview instead.
+SCHEDULE_ID = re.compile(r"(?!\.+\Z)[A-Za-z0-9._:-]{1,128}")
+SCHEDULE_ID_RULE = (
+    "must be 1-128 characters of letters, digits, '.', '_', ':' or '-', not dots alone"
+)
 # The names `POST /runs` accepts, so a schedule never starts a run no worker can name.
 QUEUE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # A workflow's name as a deploy allows it (app/runs/definitions.py).

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import update
+
+from app.db import Schedule
 
 
 @pytest.fixture
@@ -44,6 +47,10 @@ CASES = [
     ),
     ("bad id", {"id": "no spaces"}, 422, "VALIDATION", ["id"]),
     ("long id", {"id": "x" * 129}, 422, "VALIDATION", ["id"]),
+    # `.` and `..` are a URL path's own segments: the schedule's console page is unreachable.
+    ("dots id", {"id": ".."}, 422, "VALIDATION", ["id"]),
+    ("dot schedule_id", {"id": ..., "schedule_id": "."}, 422, "VALIDATION", ["schedule_id"]),
+    ("three dots id", {"id": "..."}, 422, "VALIDATION", ["id"]),
     ("two ids", {"schedule_id": "other"}, 422, "VALIDATION", ["id"]),
     ("no spec", {"cron": ...}, 422, "VALIDATION", ["spec"]),
     ("no action", {"activation_id": ..., "input": ...}, 422, "VALIDATION", ["action"]),
@@ -292,3 +299,23 @@ def test_a_patch_sets_and_removes_search_attributes_one_by_one(ready):
     response = hs.api.request("PATCH", "/schedules/s", json=patch, headers={"If-Match": "2"})
     assert response.status_code == 200, response.get_json()
     assert response.get_json()["search_attributes"] == {"tenant": "42"}
+
+
+def test_a_schedule_saved_earlier_with_a_dots_id_stays_reachable_through_the_api(ready):
+    """Ids of dots alone are refused now; a row saved before keeps its reads and changes."""
+    hs, _ = ready
+    with hs.db.session() as session:
+        session.execute(update(Schedule).values(schedule_id=".."))
+        session.commit()
+    # As the SDK sends it (`%2E%2E`), since an HTTP client removes a bare `..` segment.
+    assert hs.api.get("/schedules/%2E%2E").get_json()["schedule_id"] == ".."
+    assert hs.api.get("/schedules/%2E%2E/history").status_code == 200
+    paused = hs.api.post("/schedules/%2E%2E/pause", json={}, headers={"If-Match": "1"})
+    assert paused.status_code == 200, paused.get_json()
+    patched = hs.api.request(
+        "PATCH", "/schedules/%2E%2E", json={"notes": "old id"}, headers={"If-Match": "2"}
+    )
+    assert patched.status_code == 200 and patched.get_json()["notes"] == "old id"
+    deleted = hs.api.request("DELETE", "/schedules/%2E%2E", headers={"If-Match": "3"})
+    assert deleted.status_code == 200, deleted.get_json()
+    assert deleted.get_json()["status"] == "deleted"
