@@ -28,7 +28,7 @@ from app.runs import incidents, signals, tasks
 from app.runs import service as runs_service
 from app.runs.errors import TaskClosed
 from app.runs.steps_view import derive_steps
-from app.schedules.queries import MAX_SEQUENCE
+from app.schedules.queries import parse_after_sequence
 
 bp = Blueprint("console_runs", __name__)
 STEP_EVENTS = 5000
@@ -139,13 +139,9 @@ def history(ns: str, run_id: str) -> Response:
     view = namespace_view(ns, RUN_READ)
     session = context.session()
     run = runs_service.get_run(session, view.current, run_id)
-    raw = request.args.get("after_sequence", "0")
-    after = inputs.ascii_int(raw)
-    if after is None:
-        raise ValidationFailed(
-            [{"loc": ["query", "after_sequence"], "msg": "must be a whole number"}]
-        )
-    after = min(after, MAX_SEQUENCE)  # past the largest sequence: an empty page
+    # The API's rule and answer (400 INVALID_CURSOR naming query.after_sequence), as the
+    # schedule's history page reads it.
+    after = parse_after_sequence(request.args.get("after_sequence"))
     events, more = runs_service.history(session, run, HISTORY_PAGE, [after] if after else None)
     return render(
         "runs/history.html",

@@ -71,10 +71,32 @@ def test_long_history_loads_in_pages(app, client, accounts, api_for):
     assert full.status_code == 200 and "<html" in text and " style=" not in text
     assert sequences(text) == everything[50:100]
     assert "/ns/default/runs/long-1/history?after_sequence=100" in text
-    assert client.get("/ns/default/runs/long-1/history?after_sequence=x").status_code == 422
+    assert client.get("/ns/default/runs/long-1/history?after_sequence=x").status_code == 400
 
 
 def test_history_of_a_missing_run_is_not_found(client, accounts):
     account = accounts.create("olga", role="operator")
     sign_in(client, "olga", account.password)
     assert client.get("/ns/default/runs/nope/history").status_code == 404
+
+
+def test_every_history_refuses_a_bad_after_sequence_alike(client, accounts, api_for):
+    """A schedule's and a run's history, in the API and the console: one rule, one answer
+    (400 INVALID_CURSOR naming query.after_sequence, as docs/api.md says)."""
+    api = api_for("dora", "admin")
+    assert api.post("/workflows", json=LONG).status_code == 201
+    assert api.post("/activations", json={"workflow": "long"}).status_code == 201
+    assert api.post("/runs", json={"workflow": "long", "run_id": "r"}).status_code == 201
+    saved = api.post("/schedules", json={"id": "s", "cron": "0 * * * *", "workflow": "long"})
+    assert saved.status_code == 201
+    sign_in(client, "dora", "pw-dora-secret")
+    for bad in ("-5", "abc", "1.5", "²"):
+        for path in ("/schedules/s/history", "/runs/r/history"):
+            refused = api.get(f"{path}?after_sequence={bad}")
+            assert refused.status_code == 400, (path, bad)
+            error = refused.get_json()["error"]
+            assert error["code"] == "INVALID_CURSOR", (path, bad)
+            assert error["details"]["errors"][0]["loc"] == ["query", "after_sequence"]
+            page = client.get(f"/ns/default{path}?after_sequence={bad}")
+            assert page.status_code == 400, (path, bad)
+            assert "after_sequence must be a non-negative integer" in page.get_data(as_text=True)
