@@ -347,8 +347,23 @@ def field_of(loc: list[Any]) -> str:
     return "__all__"
 
 
+# Fields of keyed values, whose errors name the key after the field (`labels.<key>`).
+KEYED_FIELDS = ("labels", "search_attributes")
+
+
 def errors_by_field(errors: list[dict[str, Any]]) -> dict[str, str]:
     found: dict[str, str] = {}
     for error in errors:
-        found.setdefault(field_of(list(error.get("loc", []))), str(error.get("msg", "invalid")))
+        loc = list(error.get("loc", []))
+        field, msg = field_of(loc), str(error.get("msg", "invalid"))
+        found.setdefault(field, _naming_key(field, loc, msg))
     return found
+
+
+def _naming_key(field: str, loc: list[Any], msg: str) -> str:
+    """`msg` naming the key of labels or search attributes it is about (the API's loc says
+    `labels.<key>`; under the field, the message alone did not say which)."""
+    if field not in KEYED_FIELDS or field not in loc or loc[-1] == field:
+        return msg
+    key = str(loc[loc.index(field) + 1])
+    return f"the value of {key!r} {msg}" if msg.startswith("must") else f"{key!r}: {msg}"

@@ -324,7 +324,8 @@ def _keyed_strings(raw: Any, field: str, most: int, longest: int | None = None) 
         if not LABEL_KEY.fullmatch(str(key)):
             raise invalid([field, str(key)], LABEL_KEY_RULE)
         if not isinstance(value, str) or (longest is not None and len(value) > longest):
-            rule = "must be a string" + (f" of at most {longest}" if longest is not None else "")
+            most_chars = f" of at most {longest} characters" if longest is not None else ""
+            rule = "must be a string" + most_chars
             raise invalid([field, str(key)], rule)
     _check_size(raw, [field])
     return dict(raw)

@@ -319,3 +319,13 @@ def test_a_schedule_saved_earlier_with_a_dots_id_stays_reachable_through_the_api
     deleted = hs.api.request("DELETE", "/schedules/%2E%2E", headers={"If-Match": "3"})
     assert deleted.status_code == 200, deleted.get_json()
     assert deleted.get_json()["status"] == "deleted"
+
+
+def test_a_label_value_too_long_is_named_with_its_key_and_unit(ready):
+    hs, activation = ready
+    before = hs.counts()
+    response = hs.api.post("/schedules", json=base(activation, labels={"team": "x" * 257}))
+    assert response.status_code == 422
+    error = response.get_json()["error"]["details"]["errors"][0]
+    assert error == {"loc": ["labels", "team"], "msg": "must be a string of at most 256 characters"}
+    assert hs.counts() == before
