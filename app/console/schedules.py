@@ -31,10 +31,16 @@ errors.register(bp)
 HISTORY_PAGE = 100
 
 
+def typed_labels() -> list[str]:
+    """The `label` arguments, one label each as the API reads them (a value may hold commas);
+    an empty one (the form's box for one more label) is absent."""
+    return [raw for raw in request.args.getlist("label") if raw.strip()]
+
+
 def _filters() -> queries.ScheduleFilter:
-    """The list's filters; a label it cannot read is refused (422 naming it), never ignored."""
-    raw_labels = [raw.strip() for raw in request.args.get("label", "").split(",") if raw.strip()]
-    labels = [label_pair(raw) for raw in raw_labels]
+    """The list's filters, every label to match; a label it cannot read is refused (422 naming
+    it), never ignored."""
+    labels = [label_pair(raw) for raw in typed_labels()]
     return queries.ScheduleFilter(
         status=request.args.get("status") or None,
         labels=tuple(labels),
@@ -69,9 +75,7 @@ def index(ns: str) -> Response:
     next_url, filter_error = None, None
     # The live refresh asks for what this page shows: the submitted filters and its page, never
     # what is being typed into the filter form (a cursor belongs to the filter it was made with).
-    shown: dict[str, Any] = {
-        k: v for k, v in request.args.items() if k in FILTER_ARGS or k == "cursor"
-    }
+    shown = _args(*FILTER_ARGS, "cursor")
     refresh_url = url_for(".index", ns=ns, **shown)
     try:
         filters = _filters()
@@ -82,8 +86,7 @@ def index(ns: str) -> Response:
         cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
         # Only the list's own filters go into the link: a stray `ns` or `_external` query
         # argument must not reach url_for (it would clash with the route, or make an absolute URL).
-        args: dict[str, Any] = {k: v for k, v in request.args.items() if k in FILTER_ARGS}
-        args["cursor"] = cursor
+        args = _args(*FILTER_ARGS) | {"cursor": cursor}
         next_url = url_for(".index", ns=ns, **args) if cursor else None
     return render(
         "schedules/index.html",
@@ -98,7 +101,23 @@ def index(ns: str) -> Response:
         refresh_url=refresh_url,
         calendar_text=calendar_text,
         args=request.args,
+        # One box per label filtered on, and an empty one to add a label.
+        label_boxes=[*typed_labels(), ""],
+        bad_labels=[raw for raw in typed_labels() if _unreadable(raw)],
     )
+
+
+def _args(*names: str) -> dict[str, Any]:
+    """The query arguments `names` with every value each has (`label` repeats)."""
+    return {name: request.args.getlist(name) for name in request.args if name in names}
+
+
+def _unreadable(raw: str) -> bool:
+    try:
+        label_pair(raw)
+    except ValidationFailed:
+        return True
+    return False
 
 
 @bp.get("/ns/<ns>/schedules/<schedule_id>")

@@ -81,3 +81,52 @@ def test_a_save_error_names_the_key_and_the_unit(client, olga, app, field, value
     assert response.status_code == 422
     assert error_of(response.get_data(as_text=True), field) == says
     assert schedules(app) == before
+
+
+def save(api, schedule_id: str, labels: dict[str, str]) -> None:
+    body = {"id": schedule_id, "cron": "0 2 * * *", "workflow": "invoice-sync", "labels": labels}
+    assert api.post("/schedules", json=body).status_code == 201
+
+
+def listed(page: str) -> set[str]:
+    return set(re.findall(r'data-schedule="([^"]+)"', page))
+
+
+def test_the_list_reads_repeated_labels_as_the_api_does(client, olga, api_for):
+    api = api_for("apiuser")
+    save(api, "prod-a", {"team": "a", "env": "prod"})
+    save(api, "dev-a", {"team": "a", "env": "dev"})
+    save(api, "g1", {"grp": "g1"})
+    save(api, "g2", {"grp": "g2"})
+    save(api, "comma", {"comma": "a,b"})
+    for query, expected in (
+        ("label=team:a&label=env:prod", {"prod-a"}),
+        ("label=grp:g1&label=grp:g2", set()),
+        ("label=grp:g1", {"g1"}),
+        ("label=comma:a,b", {"comma"}),
+        ("label=comma:a", set()),
+    ):
+        through_api = {
+            item["schedule_id"] for item in api.get(f"/schedules?{query}").get_json()["items"]
+        }
+        assert through_api == expected, query
+        page = client.get(f"/ns/default/schedules?{query}")
+        assert page.status_code == 200, (query, page.get_data(as_text=True)[:2000])
+        assert listed(page.get_data(as_text=True)) == expected, query
+    # The form's empty box for one more label is no filter.
+    for query, expected in (("label=team:a&label=", {"prod-a", "dev-a"}),):
+        page = client.get(f"/ns/default/schedules?{query}")
+        assert page.status_code == 200, (query, page.get_data(as_text=True)[:2000])
+        assert listed(page.get_data(as_text=True)) == expected, query
+    page = client.get("/ns/default/schedules?label=team:a&label=env:prod").get_data(as_text=True)
+    # Each label has its box in the filter form, and one more is empty; the live refresh asks
+    # for both labels.
+    boxes = re.findall(r'<input id="(f-label[^"]*)" name="label"[^>]*value="([^"]*)"', page)
+    assert boxes == [("f-label", "team:a"), ("f-label-2", "env:prod"), ("f-label-3", "")]
+    assert 'hx-get="/ns/default/schedules?label=team:a&amp;label=env:prod"' in page
+    # A label the page cannot read is named, never ignored.
+    bad = client.get("/ns/default/schedules?label=team:a&label=oops")
+    assert bad.status_code == 422
+    text = bad.get_data(as_text=True)
+    assert "&#39;oops&#39; is not a label" in text and listed(text) == set()
+    assert re.search(r'id="f-label-2"[^>]*value="oops" aria-invalid="true"', text)
