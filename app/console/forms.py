@@ -97,10 +97,17 @@ def _check_intervals(text: str) -> None:
             raise _fail("intervals", f"{line!r}: {exc.msg}") from None
 
 
-def _labels(text: str) -> dict[str, str]:
+def _labels(text: str) -> dict[str, Any]:
     """One `key:value` (or `key=value`) per line, read as the list filter reads them; a key
-    given twice is refused, as a JSON body giving one key twice is (it kept the last value)."""
-    labels: dict[str, str] = {}
+    given twice is refused, as a JSON body giving one key twice is (it kept the last value).
+    Text starting with `{` (no key does) is a JSON object, as the API takes labels: it says
+    values the lines cannot (a line break, edge spaces), which the save checks as the API's."""
+    if text.strip().startswith("{"):
+        value = _json(MultiDict({"labels": text}), "labels")
+        if not isinstance(value, dict):
+            raise _fail("labels", "must be an object")
+        return value
+    labels: dict[str, Any] = {}
     for line in _lines(text):
         key, value = label_pair(line, ("labels",))
         if key in labels:
@@ -202,7 +209,7 @@ def form_from_config(schedule_id: str, config: dict[str, Any]) -> dict[str, str]
         "start_at": spec.get("start_at") or "",
         "end_at": spec.get("end_at") or "",
         "input": json.dumps(action.get("input", {}), indent=2),
-        "labels": "\n".join(f"{k}:{v}" for k, v in (config.get("labels") or {}).items()),
+        "labels": labels_text(config.get("labels") or {}),
         "memo": json.dumps(config.get("memo") or {}, indent=2),
         "search_attributes": json.dumps(config.get("search_attributes") or {}, indent=2),
         "notes": config.get("notes") or "",
@@ -220,6 +227,18 @@ def form_from_config(schedule_id: str, config: dict[str, Any]) -> dict[str, str]
     for key in ("jitter_seconds", "max_runs"):
         values[key] = "" if config.get(key) is None else str(config[key])
     return values
+
+
+def labels_text(labels: dict[str, Any]) -> str:
+    """The Labels field: `key:value` lines, or a JSON object when a value is not one line read
+    back as itself (it holds a line break or another line separator, or spaces at its ends)."""
+    if all(_one_line(value) for value in labels.values()):
+        return "\n".join(f"{k}:{v}" for k, v in labels.items())
+    return json.dumps(labels, indent=2, ensure_ascii=False)
+
+
+def _one_line(value: Any) -> bool:
+    return isinstance(value, str) and value.strip() == value and len(value.splitlines()) <= 1
 
 
 LABELS = {

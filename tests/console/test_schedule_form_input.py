@@ -130,3 +130,58 @@ def test_the_list_reads_repeated_labels_as_the_api_does(client, olga, api_for):
     text = bad.get_data(as_text=True)
     assert "&#39;oops&#39; is not a label" in text and listed(text) == set()
     assert re.search(r'id="f-label-2"[^>]*value="oops" aria-invalid="true"', text)
+
+
+def edit_form(client, schedule_id: str) -> dict[str, str]:
+    """The fields the edit form submits as shown (a browser sends textareas' lines with CRLF)."""
+    page = client.get(f"/ns/default/schedules/{schedule_id}/edit").get_data(as_text=True)
+    form = re.search(r"<form[^>]*schedule-form.*?</form>", page, re.S) or re.search(
+        r'<form[^>]*method="post".*?</form>', page, re.S
+    )
+    assert form, page[:2000]
+    fields = {}
+    for tag in re.findall(r"<input\b[^>]*>", form.group(0)):
+        name, value = re.search(r'name="([^"]+)"', tag), re.search(r'value="([^"]*)"', tag)
+        if name and 'type="checkbox"' not in tag and 'type="radio"' not in tag:
+            fields[name.group(1)] = html.unescape(value.group(1)) if value else ""
+    for name, text in re.findall(
+        r'<textarea[^>]*name="([^"]+)"[^>]*>\n?(.*?)</textarea>', form.group(0), re.S
+    ):
+        fields[name] = html.unescape(text).replace("\n", "\r\n")
+    for name, value in re.findall(
+        r'<select[^>]*name="([^"]+)".*?<option value="([^"]*)"[^>]*selected', form.group(0), re.S
+    ):
+        fields[name] = value
+    return fields
+
+
+def test_a_label_value_with_a_line_break_round_trips_through_the_edit_form(client, olga, api_for):
+    api = api_for("apiuser")
+    save(api, "multi", {"multi": "line1\nline2", "team": "a"})
+    fields = edit_form(client, "multi")
+    # The lines could not say the value: the field shows the labels as a JSON object.
+    assert '"multi": "line1\\nline2"' in fields["labels"]
+    edited = fields | {"labels": fields["labels"].replace('"team": "a"', '"team": "b"')}
+    saved = client.post("/ns/default/schedules/multi/edit", data=edited)
+    assert saved.status_code == 302, saved.get_data(as_text=True)[:3000]
+    assert api.get("/schedules/multi").get_json()["labels"] == {
+        "multi": "line1\nline2",
+        "team": "b",
+    }
+    # What the form as shown would do is simulated, not refused for a line never typed.
+    panel = client.post(
+        "/ns/default/schedules/simulate-form?schedule_id=multi", data=edit_form(client, "multi")
+    )
+    assert "is not a label" not in panel.get_data(as_text=True)
+    assert "Nothing to simulate" not in panel.get_data(as_text=True)
+    # Lines still work, and a JSON box that is not an object is named.
+    lines = edit_form(client, "multi") | {"labels": "team:c\r\nmulti:one line"}
+    assert client.post("/ns/default/schedules/multi/edit", data=lines).status_code == 302
+    assert api.get("/schedules/multi").get_json()["labels"] == {"team": "c", "multi": "one line"}
+    assert edit_form(client, "multi")["labels"] == "team:c\r\nmulti:one line"
+    wrong = edit_form(client, "multi") | {"labels": '{"team": ["c"]}'}
+    refused = client.post("/ns/default/schedules/multi/edit", data=wrong)
+    assert refused.status_code == 422
+    assert error_of(refused.get_data(as_text=True), "labels") == (
+        "the value of 'team' must be a string of at most 256 characters"
+    )
