@@ -97,18 +97,41 @@ def pad(text: str, size: int) -> str:
     return text + " " * (size - display_width(text))
 
 
+def wrap(text: str, size: int) -> list[str]:
+    """`text` in lines of at most `size` columns, broken between words (a longer word is cut
+    into pieces, never dropped)."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        joined = f"{line} {word}" if line else word
+        if display_width(joined) <= size:
+            line = joined
+            continue
+        if line:
+            lines.append(line)
+        line = word
+        while display_width(line) > size:
+            piece = clip(line, size + 1)[:-1] or line[0]
+            lines.append(piece)
+            line = line[len(piece) :]
+    return [*lines, line]
+
+
 def table(
     rows: Iterable[dict[str, Any]],
     columns: Sequence[Column],
     whole: int = 0,
     sample: int | None = None,
+    wrap_last: bool = False,
 ) -> None:
     """Aligned columns; long cells are cut with an ellipsis so a row does not wrap, except in
     the first `whole` columns (ids another command takes are printed whole).
 
     With `sample`, the widths come from the first `sample` rows, and the rows after them are
     printed as they arrive (a list walked with `--all` streams; a whole column longer than
-    its sample pushes only its own row out of line).
+    its sample pushes only its own row out of line). With `wrap_last`, a long cell of the last
+    column goes on under itself on the next lines instead of being cut (a sentence, such as a
+    DST note, read whole).
     """
     given = iter(rows)
     first = list(itertools.islice(given, sample) if sample is not None else given)
@@ -121,11 +144,16 @@ def table(
     sizes = fit(natural, width(), whole)
     later = ([cell(get(row)) for _, get in columns] for row in given)
     for line in itertools.chain([headers], cells, later):
+        rest = wrap(line[-1], sizes[-1]) if wrap_last else []
+        if rest:
+            line = [*line[:-1], rest.pop(0)]
         parts = [
             pad(text if index < whole else clip(text, size), size)
             for index, (text, size) in enumerate(zip(line, sizes, strict=True))
         ]
         click.echo(GAP.join(parts).rstrip())
+        for more in rest:
+            click.echo(GAP.join([" " * size for size in sizes[:-1]] + [more]))
 
 
 def fields(

@@ -150,4 +150,9 @@ def preview(
         ("Offset", lambda o: o.get("utc_offset")),
         ("Note", lambda o: o.get("note")),
     ]
-    emit(cli.output, body, lambda b: table(b["occurrences"], columns), items="occurrences")
+
+    def show(found: dict[str, Any]) -> None:
+        # Times are printed whole and the DST note wraps under itself: cut, neither is read.
+        table(found["occurrences"], columns, whole=3, wrap_last=True)
+
+    emit(cli.output, body, show, items="occurrences")

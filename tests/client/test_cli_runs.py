@@ -161,6 +161,28 @@ def test_calendar_preview_and_its_error(almanac):
     assert none.exit_code == 2
 
 
+def test_calendar_preview_prints_times_and_notes_whole_in_80_columns(almanac):
+    """Off a terminal (80 columns) the Local time and the DST note were cut with `…`: times
+    are printed whole and the note goes on under itself."""
+    args = ["calendar", "preview", "--cron", "30 2 * 3 0", "--timezone", "America/New_York"]
+    expected = as_json(almanac(*args, "--count", "10", "-o", "json"))["occurrences"]
+    assert any(o["note"] for o in expected)
+    result = almanac(*args, "--count", "10")
+    assert result.exit_code == 0, result.stderr
+    rows = result.stdout.splitlines()
+    assert all(len(row) <= 80 for row in rows) and "…" not in result.stdout, rows
+    start = rows[0].index("Note")
+    printed: list[dict[str, str]] = []
+    for row in rows[1:]:
+        if row[:1].strip():
+            at, local, offset = row[:start].split()
+            printed.append({"at": at, "local": local, "utc_offset": offset, "note": row[start:]})
+        else:
+            assert not row[:start].strip(), row
+            printed[-1]["note"] += " " + row[start:]
+    assert printed == [o | {"note": o["note"] or "-"} for o in expected]
+
+
 def test_auth_status_shows_who_you_are_and_a_bad_token_exits_1(almanac, live, namespace):
     status = almanac("auth", "status")
     assert status.exit_code == 0, status.stderr
