@@ -4,6 +4,7 @@ POST is refused without a CSRF token; backfill counts before it starts anything.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -96,15 +97,13 @@ def test_backfill_counts_then_starts(seeded, client, app):
     assert "This range holds 3 occurrences" in count.get_data(as_text=True)
     bad = client.get("/ns/default/schedules/nightly/backfill/count?from=x&to=y")
     assert "from" in bad.get_data(as_text=True)
-    result = client.post(
-        "/ns/default/schedules/nightly/backfill",
-        headers={"HX-Request": "true"},
-        data={
-            "csrf_token": csrf_from(page),
-            "from": "2026-01-01T00:00:00Z",
-            "to": "2026-01-04T00:00:00Z",
-        },
-    )
+
+    def backfill(start: str, end: str) -> Any:
+        form = {"csrf_token": csrf_from(page), "from": start, "to": end}
+        path = "/ns/default/schedules/nightly/backfill"
+        return client.post(path, headers={"HX-Request": "true"}, data=form)
+
+    result = backfill("2026-01-01T00:00:00Z", "2026-01-04T00:00:00Z")
     assert "Backfill started 3 runs" in result.get_data(as_text=True)
     # The schedule page reads its counters, ledger and runs again.
     assert result.headers["HX-Trigger"] == "schedule-changed"
@@ -112,15 +111,7 @@ def test_backfill_counts_then_starts(seeded, client, app):
     refreshed = detail.get_data(as_text=True)
     assert 'hx-trigger="schedule-changed from:body"' in refreshed
     assert "schedule:nightly:backfill:20260101T020000Z" in refreshed.split('id="schedule-runs"')[1]
-    one = client.post(
-        "/ns/default/schedules/nightly/backfill",
-        headers={"HX-Request": "true"},
-        data={
-            "csrf_token": csrf_from(page),
-            "from": "2026-01-04T00:00:00Z",
-            "to": "2026-01-05T00:00:00Z",
-        },
-    )
+    one = backfill("2026-01-04T00:00:00Z", "2026-01-05T00:00:00Z")
     # It said "Backfill started 1 runs".
     assert "Backfill started 1 run, skipped 0, 0 already started." in one.get_data(as_text=True)
     runs = seeded.get("/runs?schedule_id=nightly").get_json()["items"]
