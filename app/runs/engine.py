@@ -262,10 +262,11 @@ def execute(claim: Claim) -> Outcome:
         output = fn(claim.context)
     except ActionError as exc:
         return Outcome(False, error={"type": "action_error", "message": storable(str(exc))})
-    # An action's bug fails its step, not the worker: `sys.exit()` or KeyboardInterrupt raised
-    # by an action ended the worker's thread quietly, one thread per attempt, until none was
-    # left. (The worker's own stop comes from its signal handlers, never as these.)
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001
+    # An action's bug fails its step, not the worker: anything an action raises, `sys.exit()`,
+    # KeyboardInterrupt and GeneratorExit included, ended the worker's thread quietly, one
+    # thread per attempt, until none was left. (The worker's own stop comes from its signal
+    # handlers, never as an exception in the action.)
+    except BaseException as exc:  # noqa: BLE001
         return Outcome(False, error={"type": type(exc).__name__, "message": storable(str(exc))})
     return checked_output(output)
 

@@ -283,7 +283,19 @@ def test_an_output_json_cannot_hold_as_returned_fails_its_step_alone(app, scenar
     def interrupts(ctx):
         raise KeyboardInterrupt
 
-    names = [f"test-returns-{name}" for name in returns] + ["test-exits", "test-interrupts"]
+    class Boom(BaseException):
+        pass
+
+    @action("test-generator-exit")
+    def generator_exit(ctx):
+        raise GeneratorExit
+
+    @action("test-base-exception")
+    def base_exception(ctx):
+        raise Boom("not an Exception")
+
+    names = [f"test-returns-{name}" for name in returns]
+    names += ["test-exits", "test-interrupts", "test-generator-exit", "test-base-exception"]
     for name in names:
         scenario.deploy(name, [{"id": "s", "type": "action", "action": name}])
     _deploy_pair(scenario)
@@ -301,6 +313,9 @@ def test_an_output_json_cannot_hold_as_returned_fails_its_step_alone(app, scenar
     assert (exited["status"], exited["error"]["type"]) == ("failed", "SystemExit")
     interrupted = scenario.run(runs["test-interrupts"])
     assert (interrupted["status"], interrupted["error"]["type"]) == ("failed", "KeyboardInterrupt")
+    for name, kind in (("test-generator-exit", "GeneratorExit"), ("test-base-exception", "Boom")):
+        run = scenario.run(runs[name])
+        assert (run["status"], run["error"]["type"]) == ("failed", kind), run
     for run_id in [*fine, *runs.values()]:
         assert scenario.types(run_id).count("step_started") == scenario.types(run_id).count(
             "step_completed"
