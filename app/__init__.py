@@ -33,6 +33,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     if not app.config["DATABASE_URL"]:
         app.config["DATABASE_URL"] = f"sqlite:///{Path(app.instance_path) / 'almanac.db'}"
+        # Said by no one: `db create-roles` with only the owner's login names no app database.
+        app.config["DATABASE_URL_DEFAULTED"] = True
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = instance_secret(app)
     # A setting that cannot be used stops the process here, named, rather than misbehaving.

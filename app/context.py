@@ -19,7 +19,13 @@ from app.settings import SettingError
 def init_app(app: Flask) -> None:
     for name in ("DATABASE_URL", "MIGRATION_DATABASE_URL", "SCHEDULER_DATABASE_URL"):
         _check_url(name, app.config.get(name))
-    for name in ("MIGRATION_DATABASE_URL", "SCHEDULER_DATABASE_URL"):
+    # The owner's login is checked against a database someone named: alone (the first steps of
+    # docs/postgres.md: `db create-roles`, `db upgrade`) it is the only database in play. The
+    # ticker's always is: without ALMANAC_DATABASE_URL the app serves its own SQLite file.
+    logins = ["SCHEDULER_DATABASE_URL"]
+    if not app.config.get("DATABASE_URL_DEFAULTED"):
+        logins.append("MIGRATION_DATABASE_URL")
+    for name in logins:
         _check_same_database(name, app.config.get(name), app.config["DATABASE_URL"])
     db = Database(app.config["DATABASE_URL"])
     app.extensions["almanac.db"] = db

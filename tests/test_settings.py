@@ -99,6 +99,19 @@ def test_the_ticker_and_owner_logins_must_reach_the_apps_own_database(tmp_path):
             context._check_same_database("SCHEDULER_DATABASE_URL", other, app_url)
 
 
+def test_the_owners_login_alone_needs_no_app_database(tmp_path, monkeypatch):
+    """docs/postgres.md's first step runs `db create-roles` with only the owner's login set: the
+    check refused it against the SQLite file the app falls back to, which nobody named."""
+    monkeypatch.delenv("ALMANAC_DATABASE_URL", raising=False)
+    owner = "postgresql://postgres@127.0.0.1:5432/almanac"
+    app = create_app({"SCHEDULER": "off", "SECRET_KEY": "x", "MIGRATION_DATABASE_URL": owner})
+    assert app.config["MIGRATION_DATABASE_URL"] == owner
+    # The ticker's login is another matter: the app would serve its SQLite file meanwhile.
+    ticker = {"SCHEDULER": "off", "SECRET_KEY": "x", "SCHEDULER_DATABASE_URL": owner}
+    with pytest.raises(SettingError, match="ALMANAC_SCHEDULER_DATABASE_URL"):
+        create_app(ticker)
+
+
 def test_usable_settings_from_the_environment_become_numbers(tmp_path, monkeypatch):
     for name, value in (("TICK_SECONDS", "0.5"), ("LEASE_SECONDS", "3"), ("WORKERS", "0")):
         monkeypatch.setenv(f"ALMANAC_{name}", value)
