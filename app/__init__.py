@@ -60,6 +60,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # No text column of PostgreSQL can hold NUL: refuse it on every face, both databases.
     app.before_request(inputs.refuse_nul_in_request)
     inputs.bound_streamed_bodies(app)
+    app.after_request(inputs.drain_unread_body)
     cli.init_app(app)
     if serving_process():
         # Before anything writes: code on a database `db upgrade` has not reached stops here.

@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any
 
-from flask import Flask, request
+from flask import Flask, Response, current_app, request
 
 from app.errors import BadRequest, ValidationFailed
 
@@ -177,6 +177,23 @@ FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-dat
 
 def _where(loc: list[str | int]) -> str:
     return ".".join(map(str, loc)) or "the body"
+
+
+def drain_unread_body(response: Response) -> Response:
+    """Read what the request sent and nobody read (an `after_request` hook of the app).
+
+    A 404, a 405 or a refusal before the body was parsed left it unread, and the server then
+    closed the kept-alive connection: a client's next request on it, a change perhaps, met the
+    close and read as "sent, no answer". A body over the limit is not read (413: the server
+    closes that connection, as docs/api.md says).
+    """
+    length = request.content_length
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if length and (limit is None or length <= int(limit)):
+        stream = request.stream
+        while stream.read(64 * 1024):
+            pass
+    return response
 
 
 def bound_streamed_bodies(app: Flask) -> None:

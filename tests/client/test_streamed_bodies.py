@@ -66,3 +66,20 @@ def test_after_a_413_the_next_change_goes_on_a_new_connection(live, namespace):
     assert len(asyncio.run(walk())) == 3
     with Client(live.url, live.token, namespace) as client:
         assert len([run for run in client.list_runs()]) == 6
+
+
+def test_after_a_404_or_405_to_a_body_the_next_change_is_answered(live, namespace):
+    """A 404 or 405 answered before the body was read left it unread, and the server closed
+    the connection: the SDK's next change read as NoAnswer ("it may have been done")."""
+    from almanac import AlmanacError
+
+    body = {"notes": "q" * 100_000}
+    with Client(live.url, live.token, namespace) as client:
+        for index, path in enumerate(
+            [f"/namespaces/{namespace}/schedules/nope", f"/namespaces/{namespace}/no-such-thing"]
+            * 2
+        ):
+            with pytest.raises(AlmanacError) as refused:
+                client.request("POST", path, json=body)
+            assert refused.value.status in (404, 405)
+            assert client.start_run("noop-flow", run_id=f"after-404-{index}").run_id
