@@ -25,7 +25,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from app.calendar import format_utc_or_none
@@ -54,7 +54,7 @@ from app.runs.claims import (
 from app.runs.frames import Frame, path_of, settle
 from app.runs.incidents import open_incident
 from app.runs.leases import Heartbeat, release_expired_lease, release_unstarted
-from app.runs.lifecycle import events_together, finishing_together
+from app.runs.lifecycle import events_together, finishing_together, pending_events
 from app.runs.locking import begin_write, for_update
 from app.runs.steps import (
     complete_step,
@@ -139,10 +139,24 @@ def claim_batch(
     leased (returned as claims); wait, signal and task steps are entered and cancelled runs closed
     right away (counted in `advanced`). With `peek` (an idle worker polling), SQLite first looks
     with a plain read, so polling does not take its single write lock when there is nothing to do.
+
+    When the database refuses the batch for its data (a value a column cannot hold), it is
+    claimed again with each run in a savepoint of its own, and a run whose step the database
+    refuses alone is failed (`claim_failed`): claimed oldest first, it came first in every
+    claim, so the claims of every worker failed with it and every other run waited.
     """
-    batch = Batch([])
     if peek and db.is_sqlite and not anything_claimable(db, clock, settings):
-        return batch
+        return Batch([])
+    try:
+        return _claim(db, clock, settings, alone=False)
+    except (DataError, IntegrityError) as exc:
+        log_failure(log, "claiming a batch failed; claiming each run alone", exc)
+        return _claim(db, clock, settings, alone=True)
+
+
+def _claim(db: Database, clock: Clock, settings: WorkerSettings, *, alone: bool) -> Batch:
+    batch = Batch([])
+    claim = _claim_alone if alone else _claim_frame
     with db.session() as session:
         begin_write(session)
         now = clock.now(session)
@@ -151,7 +165,7 @@ def claim_batch(
             overdue = deadlines.overdue_run_timeouts(session, {run.id for _, run in pairs}, now)
             for branch, run in pairs:
                 if not _times_out(session, overdue, run, now):
-                    batch.add(_claim_frame(session, run, branch, now, settings))
+                    batch.add(claim(session, run, branch, now, settings))
             left = settings.batch - len(batch.claims) - batch.advanced
             if left > 0:
                 query = for_update(session, claimable_runs(settings.queue, left), skip_locked=True)
@@ -159,9 +173,28 @@ def claim_batch(
                 overdue = deadlines.overdue_run_timeouts(session, [run.id for run in runs], now)
                 for run in runs:
                     if not _times_out(session, overdue, run, now):
-                        batch.add(_claim_frame(session, run, run, now, settings))
+                        batch.add(claim(session, run, run, now, settings))
         session.commit()
     return batch
+
+
+def _claim_alone(
+    session: Session, run: Run, frame: Frame, now: datetime, settings: WorkerSettings
+) -> Claim | None:
+    """`_claim_frame` in a savepoint; a run whose step the database refuses is failed."""
+    pending = pending_events(session)
+    kept = len(pending)
+    try:
+        with session.begin_nested():
+            return _claim_frame(session, run, frame, now, settings)
+    except (DataError, IntegrityError) as exc:
+        del pending[kept:]  # events of the claim rolled back, not yet written
+        lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        message = storable(lines[0] if lines else type(exc).__name__)
+        log.error("run %s failed: the database refused its next step: %s", run.run_id, message)
+        error = {"type": "claim_failed", "message": message}
+        fail_run(session, run, now, error, frame.current_step)
+        return None
 
 
 def _times_out(session: Session, overdue: dict[int, Deadline], run: Run, now: datetime) -> bool:

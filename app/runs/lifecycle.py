@@ -180,6 +180,13 @@ def events_together(session: Session) -> Iterator[None]:
         session.info.pop(_EVENTS_KEY, None)
 
 
+def pending_events(session: Session) -> list[dict[str, Any]]:
+    """The events appended in an `events_together` block and not yet written (a list to cut
+    back when a savepoint rolls back what appended them); empty outside such a block."""
+    pending: list[dict[str, Any]] | None = session.info.get(_EVENTS_KEY)
+    return pending if pending is not None else []
+
+
 def _write_events(session: Session) -> None:
     pending: list[dict[str, Any]] | None = session.info.get(_EVENTS_KEY)
     if pending:

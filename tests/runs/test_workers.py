@@ -383,3 +383,36 @@ def test_a_result_the_database_refuses_fails_its_step_and_the_batch_still_commit
     for run_id in [*fine, poisoned]:
         started = scenario.types(run_id).count("step_started")
         assert started == (2 if run_id in fine else 1), scenario.types(run_id)
+
+
+def test_a_run_whose_step_the_database_refuses_is_failed_and_the_others_are_claimed(
+    app, scenario, monkeypatch
+):
+    # Claimed oldest first in one transaction, a run whose next step the database refused
+    # (a branch path longer than its column, before it was widened) failed every claim of
+    # every worker, and every run behind it waited for good. (The refusal is injected.)
+    from sqlalchemy.exc import DataError
+
+    real = engine._lease
+
+    def refusing(session, run, frame, now, settings):
+        if run.run_id == "poisoned":
+            raise DataError("INSERT ...", {}, ValueError("value too long for type varchar(1024)"))
+        return real(session, run, frame, now, settings)
+
+    monkeypatch.setattr(engine, "_lease", refusing)
+    _deploy_pair(scenario)
+    poisoned = scenario.start("pair", run_id="poisoned")["run_id"]
+    fine = [scenario.start("pair")["run_id"] for _ in range(3)]
+    db, clk = database(app), clock(app)
+    for _ in range(20):
+        if not engine.work_once(db, clk, _settings("w")):
+            break
+    assert [scenario.run(run_id)["status"] for run_id in fine] == ["completed"] * 3
+    run = scenario.run(poisoned)
+    assert run["status"] == "failed", run
+    assert run["error"]["type"] == "claim_failed"
+    assert run["error"]["message"] == "value too long for type varchar(1024)"
+    assert "step_started" not in scenario.types(poisoned)
+    for run_id in fine:
+        assert scenario.types(run_id).count("step_started") == 2
