@@ -246,6 +246,8 @@ class Run(Resource):
     current_step: str | None = None
     queue: str | None = None
     labels: dict[str, str] | None = None
+    memo: dict[str, Any] | None = None
+    search_attributes: dict[str, str] | None = None
     created_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None

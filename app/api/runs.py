@@ -55,6 +55,8 @@ def run_json(session: Session, run: Run, namespace: Namespace) -> dict[str, Any]
         "current_step": run.current_step,
         "queue": run.queue,
         "labels": run.labels or {},
+        "memo": run.memo or {},
+        "search_attributes": run.search_attributes or {},
         "created_at": format_utc_or_none(run.created_at),
         "started_at": format_utc_or_none(run.started_at),
         "finished_at": format_utc_or_none(run.finished_at),

@@ -23,6 +23,8 @@ RUN_KEYS = {
     "current_step",
     "queue",
     "labels",
+    "memo",
+    "search_attributes",
     "created_at",
     "started_at",
     "finished_at",
@@ -63,6 +65,8 @@ def test_start_run_answers_the_run_shape_and_is_idempotent_on_run_id(admin_api, 
             "input": {"who": "ada"},
             "run_id": "greet-1",
             "labels": {"team": "x"},
+            "memo": {"ticket": 7},
+            "search_attributes": {"tenant_id": "42"},
         },
     )
     assert response.status_code == 201
@@ -72,6 +76,9 @@ def test_start_run_answers_the_run_shape_and_is_idempotent_on_run_id(admin_api, 
     assert run["workflow"] == "greet" and run["version"] == 1
     assert run["activation_id"] == deployed["id"] and run["namespace"] == "default"
     assert run["input"] == {"who": "ada"} and run["created_at"] == "2026-01-05T12:00:00Z"
+    # What the run was started with, shown back (memo and search attributes were not).
+    assert run["labels"] == {"team": "x"} and run["memo"] == {"ticket": 7}
+    assert run["search_attributes"] == {"tenant_id": "42"}
     again = admin_api.post(
         "/runs", json={"workflow": "greet", "input": {"who": "bob"}, "run_id": "greet-1"}
     )
