@@ -23,6 +23,7 @@ from app.console.session import namespace_view
 from app.errors import ValidationFailed
 from app.schedules import manual, service, store
 from app.schedules.config import MAX_REASON, OVERLAP_POLICIES
+from app.schedules.tick.act import Act
 
 bp = Blueprint("console_schedule_actions", __name__)
 ONE = "/ns/<ns>/schedules/<schedule_id>"
@@ -108,18 +109,21 @@ def trigger(ns: str, schedule_id: str) -> Response:
     session = context.session()
     result = manual.trigger(session, context.now(), view.current, command(), schedule_id)
     session.commit()
+    return changed(_triggered(ns, schedule_id, result))
+
+
+def _triggered(ns: str, schedule_id: str, result: Act) -> Response:
+    """The result line for a trigger: the run it started, or why none started."""
     back = _detail(ns, schedule_id)
     if result.run_id:
         run_url = url_for("console_runs.detail", ns=ns, run_id=result.run_id)
-        return changed(
-            reply(f"{result.outcome}: run {result.run_id}", True, back, ("Open the run", run_url))
-        )
+        text = f"{result.outcome}: run {result.run_id}"
+        return reply(text, True, back, ("Open the run", run_url))
     if result.outcome == "buffered":
         # Not a refusal: the occurrence waits for the schedule's active run to end.
-        text = "buffered: it starts once the schedule's active run has ended"
-        return changed(reply(text, True, back))
+        return reply("buffered: it starts once the schedule's active run has ended", True, back)
     skipped = f"{result.outcome}: {SKIP_TEXT.get(result.reason or '', result.reason)}"
-    return changed(reply(skipped, False, back))
+    return reply(skipped, False, back)
 
 
 def changed(response: Response) -> Response:

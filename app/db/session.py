@@ -278,26 +278,31 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError | InterfaceError)
 
 
+def database_cause(exc: BaseException) -> str:
+    """The first line of what the database (or else the exception) said: no statement, no
+    parameters."""
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
     """Log a failed background turn (a tick, a worker's step): one line with the cause when the
     database is unreachable or refused (it repeats every turn of an outage: a traceback each
     time would bury everything else), the traceback for anything else (a bug)."""
     if is_outage(exc):
-        cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         # A deadlock or a lock wait past its timeout is the database answering: another
         # transaction held the rows, and the turn is tried again.
         state = getattr(getattr(exc, "orig", None), "sqlstate", None)
         kind = "lock conflict" if state in LOCK_CONFLICTS else "database unavailable"
-        log.warning("%s: %s: %s", what, kind, cause[0] if cause else type(exc).__name__)
+        log.warning("%s: %s: %s", what, kind, database_cause(exc))
     elif isinstance(exc, ProgrammingError):
         # The database refused the statement (a login without its grants, a schema not
         # migrated): it repeats every turn until an operator acts; one line says what to fix.
-        cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         log.error(
             "%s: the database refused it: %s (check this login's grants: db upgrade as the "
             "owner grants them; and that the database is migrated)",
             what,
-            cause[0] if cause else type(exc).__name__,
+            database_cause(exc),
         )
         # A bug's statement is refused too: its traceback stays one log level away.
         log.debug(what, exc_info=exc)

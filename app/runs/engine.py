@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from app.calendar import format_utc_or_none
 from app.db import Database, Namespace
 from app.db.runs import Deadline, Run, RunBranch
-from app.db.session import log_failure
+from app.db.session import database_cause, log_failure
 from app.inputs import MAX_JSON_DEPTH, json_depth, storable, unstorable_at
 from app.runs import deadlines, secrets
 from app.runs.actions import ActionContext, ActionError, get_action
@@ -189,8 +189,7 @@ def _claim_alone(
             return _claim_frame(session, run, frame, now, settings)
     except (DataError, IntegrityError) as exc:
         del pending[kept:]  # events of the claim rolled back, not yet written
-        lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-        message = storable(lines[0] if lines else type(exc).__name__)
+        message = storable(database_cause(exc))
         log.error("run %s failed: the database refused its next step: %s", run.run_id, message)
         error = {"type": "claim_failed", "message": message}
         fail_run(session, run, now, error, frame.current_step)
@@ -512,13 +511,9 @@ def _commit_each(
     for claim, outcome in results:
         try:
             commit_outcomes(db, clock, [(claim, outcome)])
-        except (OperationalError, InterfaceError):
-            raise
-        except Exception as exc:  # noqa: BLE001
+        except (DataError, IntegrityError) as exc:
             log_failure(log, f"the result of {claim.owner} could not be stored", exc)
-            lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-            message = storable(lines[0] if lines else type(exc).__name__)
-            error = {"type": "result_not_storable", "message": message}
+            error = {"type": "result_not_storable", "message": storable(database_cause(exc))}
             commit_outcomes(db, clock, [(claim, Outcome(False, error=error))])
     if unstarted:
         commit_outcomes(db, clock, [], hand_back=unstarted, waited=took)
@@ -564,9 +559,7 @@ def work_once(
         took = monotonic() - began
         try:
             _commit_through_outages(db, clock, settings, results, unstarted, took, monotonic)
-        except (OperationalError, InterfaceError):
-            raise
-        except Exception as exc:  # noqa: BLE001 - one result must not sink the batch
+        except (DataError, IntegrityError) as exc:  # refused for its data: one result, maybe
             log_failure(log, "committing a batch's results failed; committing each alone", exc)
             _commit_each(db, clock, results, unstarted, took)
     finally:

@@ -324,7 +324,7 @@ def test_an_output_json_cannot_hold_as_returned_fails_its_step_alone(app, scenar
 
 def test_the_output_limit_counts_compact_utf8_as_the_input_limit_does(app, scenario):
     # An echo of an input the API had just accepted failed as output_too_large: outputs were
-    # measured with spaces after separators and non-ASCII escaped as \uXXXX (six bytes for é).
+    # measured with spaces after separators and non-ASCII as six-byte escapes (\u00e9 for é).
     def echo(args: object = None) -> list[dict[str, object]]:
         step = {"id": "e", "type": "action", "action": "echo"}
         return [step if args is None else {**step, "args": args}]
