@@ -22,8 +22,20 @@ Row = dict[str, Any]
 Statement = tuple[str, dict[str, Any]]
 
 
-def _names(table: Table, rows: Sequence[Row]) -> list[str]:
-    names = list(rows[0])
+def _names(table: Table, rows: Sequence[Row]) -> tuple[str, ...]:
+    key = (table, tuple(rows[0]))
+    names = _NAMES.get(key)
+    if names is None:
+        names = _NAMES[key] = tuple(_names_of(table, rows[0]))
+    return names
+
+
+# (table, the rows' keys) -> the columns an insert writes: those keys and the defaulted ones.
+_NAMES: dict[tuple[Table, tuple[str, ...]], tuple[str, ...]] = {}
+
+
+def _names_of(table: Table, row: Row) -> list[str]:
+    names = list(row)
     # Python-side column defaults (scalars, or callables like generated ids) left out.
     for column in table.columns:
         default = column.default
@@ -36,7 +48,7 @@ def _names(table: Table, rows: Sequence[Row]) -> list[str]:
     return names
 
 
-def _with_defaults(table: Table, names: list[str], rows: Sequence[Row]) -> Sequence[Row]:
+def _with_defaults(table: Table, names: Sequence[str], rows: Sequence[Row]) -> Sequence[Row]:
     missing = [name for name in names if name not in rows[0]]
     if not missing:
         return rows
@@ -308,14 +320,36 @@ def insert_statement(
     """PostgreSQL: the statement inserting `rows` (the same keys in each, at least one)."""
     names = _names(table, rows)
     rows = _with_defaults(table, names, rows)
-    exprs, source, params = _postgres_source(dialect, table, names, rows, ())
-    sql = (
-        f'INSERT INTO "{table.name}" ({", ".join(names)}) '
-        f"SELECT {', '.join(exprs[name] for name in names)} FROM {source}"
-    )
+    if len(rows) == 1:
+        # One row (a save's revision and event): its values as typed parameters of a VALUES
+        # list, the statement built once per shape.
+        sql = _one_row_sql(dialect, table, names)
+        params = {f"c{index}": _constant_text(rows[0][name]) for index, name in enumerate(names)}
+    else:
+        exprs, source, params = _postgres_source(dialect, table, names, rows, ())
+        sql = (
+            f'INSERT INTO "{table.name}" ({", ".join(names)}) '
+            f"SELECT {', '.join(exprs[name] for name in names)} FROM {source}"
+        )
     if returning:
         sql += f" RETURNING {', '.join(returning)}"
     return sql, params
+
+
+def _one_row_sql(dialect: Dialect, table: Table, names: tuple[str, ...]) -> str:
+    key = (table.name, names)
+    sql = _ONE_ROW.get(key)
+    if sql is None:
+        values = ", ".join(
+            f"CAST(%(c{index})s AS {_sql_type(dialect, table, name)})"
+            for index, name in enumerate(names)
+        )
+        sql = _ONE_ROW[key] = f'INSERT INTO "{table.name}" ({", ".join(names)}) VALUES ({values})'
+    return sql
+
+
+# (table, columns) -> the PostgreSQL statement inserting one row of them.
+_ONE_ROW: dict[tuple[str, tuple[str, ...]], str] = {}
 
 
 def update_statement(dialect: Dialect, table: Table, rows: Sequence[Row]) -> Statement:
