@@ -40,6 +40,36 @@ def list_of(values: Iterable[str]) -> dict[str, Any]:
     return {"type": "string", "pattern": f"^,*(?:{word}(?:,+{word})*)?,*$"}
 
 
+# The schema of a query parameter the operation reads as often as it is given
+# (`label=a:1&label=b:2`); every other one it reads once, and given more than once it is 422
+# (`refuse_repeated`).
+REPEATABLE: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+
+
+def repeatable(name: str, description: str) -> QueryParam:
+    """A query parameter that may be given more than once, each value one more filter."""
+    return (name, description, REPEATABLE)
+
+
+def refuse_repeated(query: Iterable[QueryParam]) -> None:
+    """422 naming each query parameter of `query` read once that this request gives more than
+    once (an empty value counts: `status=&status=paused` is two). Read with `args.get`, all but
+    the first value were silently dropped, and a list filtered on one of them answered rows
+    of the other, or none."""
+    errors = []
+    for name, description, *schema in query:
+        if schema and schema[0].get("type") == "array":
+            continue
+        count = len(request.args.getlist(name))
+        if count > 1:
+            msg = f"is given {count} times; give it once"
+            if "comma-separated" in description:
+                msg += " (several values go in one, comma-separated)"
+            errors.append({"loc": ["query", name], "msg": msg})
+    if errors:
+        raise ValidationFailed(errors)
+
+
 # What `If-Match` holds: a schedule's revision, bare or as its ETag gives it (ASCII digits).
 IF_MATCH_TEXT = r'\s*(?:([0-9]{1,9})|(?:W/)?"([0-9]{1,9})")\s*'
 
@@ -159,6 +189,7 @@ def operation(
             if namespaced:
                 name = kwargs.pop("ns", None) or request.headers.get("X-Namespace") or "default"
             if not (auth or grants or superuser or namespaced):
+                refuse_repeated(query or ())
                 return view(**kwargs)
             # The statement that finds the caller also finds the namespace and its role there.
             caller = _authenticate(name) if "api_user" not in g else None
@@ -167,6 +198,7 @@ def operation(
                 raise Forbidden("superuser")
             if name is not None:
                 kwargs["namespace"] = _namespace(user, name, caller, grants)
+            refuse_repeated(query or ())
             return view(**kwargs)
 
         rules = [f"/namespaces/<ns>{rule}", rule] if namespaced else [rule]
@@ -270,8 +302,10 @@ def query_flag(name: str) -> bool:
 
 def _filters() -> str:
     """This request's filters, which a list's cursor is bound to, each as the lists read it so
-    spellings of one filter bind alike: a yes/no parameter is "true" or absent, a status list
-    is a set (empty values are absent: `filters_of` drops them)."""
+    spellings of one filter bind alike: a yes/no parameter is "true" or absent, the runs'
+    comma-separated status list is a set (empty values are absent: `filters_of` drops them).
+    A parameter read once never comes here twice (`refuse_repeated` answered 422), so two
+    requests that bind alike list the same rows."""
     return filters_of(_as_read(name, value) for name, value in request.args.items(multi=True))
 
 

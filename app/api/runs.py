@@ -19,6 +19,7 @@ from app.api.routing import (
     page_args,
     page_json,
     parse_body,
+    repeatable,
 )
 from app.api.run_models import ReasonIn, RunIn, SignalIn, TaskCompleteIn
 from app.auth.grants import RUN_MANAGE, RUN_READ, RUN_START
@@ -94,18 +95,19 @@ def task_json(task: Task, run_id: str) -> dict[str, Any]:
     }
 
 
-def _pairs(name: str) -> dict[str, str]:
-    """Repeated `name=key:value` query parameters as a dict, else 422."""
-    pairs = {}
+def _pairs(name: str) -> tuple[tuple[str, str], ...]:
+    """Repeated `name=key:value` query parameters, every one to match (a key given twice with
+    two values matches nothing, as on the schedules list), else 422."""
     if name == "label":
         # Labels read as everywhere else: key:value, or key=value.
-        return dict(label_pair(raw, ("query", name)) for raw in request.args.getlist(name))
+        return tuple(label_pair(raw, ("query", name)) for raw in request.args.getlist(name))
+    pairs = []
     for raw in request.args.getlist(name):
         key, sep, value = raw.partition(":")
         if not sep or not key:
             raise ValidationFailed([{"loc": ["query", name], "msg": "must be key:value"}])
-        pairs[key] = value
-    return pairs
+        pairs.append((key, value))
+    return tuple(pairs)
 
 
 def _run_filter() -> service.RunFilter:
@@ -165,8 +167,8 @@ def start_run(namespace: Namespace) -> Any:
         ("status", "comma-separated statuses", list_of(RUN_STATUSES)),
         ("workflow", "workflow name"),
         ("schedule_id", "started by this schedule"),
-        ("label", "key:value (repeatable)"),
-        ("search_attribute", "key:value (repeatable)"),
+        repeatable("label", "key:value (repeatable; all must match)"),
+        repeatable("search_attribute", "key:value (repeatable; all must match)"),
         *PAGE,
     ],
 )

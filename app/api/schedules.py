@@ -24,6 +24,7 @@ from app.api.routing import (
     parse_body,
     query_flag,
     query_int,
+    repeatable,
 )
 from app.api.schedule_models import (
     BackfillIn,
@@ -94,7 +95,7 @@ def _rendered(body: dict[str, Any], schedule: Schedule, status_code: int) -> Res
     namespaced=True,
     query=[
         ("status", "active|paused|blocked|deleted", one_of(SCHEDULE_STATUSES)),
-        ("label", "k:v (repeatable; all must match)"),
+        repeatable("label", "k:v (repeatable; all must match)"),
         ("q", "text in id, notes or workflow"),
         ("include_deleted", "true to list deleted ones too", FLAG),
         ("limit", "1-100"),

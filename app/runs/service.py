@@ -194,8 +194,10 @@ class RunFilter:
     status: list[str] = field(default_factory=list)
     workflow: str | None = None
     schedule_id: str | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-    search_attributes: dict[str, str] = field(default_factory=dict)
+    # (key, value) pairs, every one to match: a key may repeat (then with two values nothing
+    # matches; kept in a dict, the last value alone was filtered on).
+    labels: tuple[tuple[str, str], ...] = ()
+    search_attributes: tuple[tuple[str, str], ...] = ()
 
 
 def list_runs(
@@ -220,9 +222,9 @@ def list_runs(
         query = query.where(Run.workflow_id == flow.scalar_subquery())
     if where.schedule_id:
         query = query.where(Run.schedule_id == where.schedule_id)
-    for key, value in where.labels.items():
+    for key, value in where.labels:
         query = query.where(Run.labels[key].as_string() == value)
-    for key, value in where.search_attributes.items():
+    for key, value in where.search_attributes:
         query = query.where(Run.search_attributes[key].as_string() == value)
     query = newest_first(query, Run.created_at, Run.id, after, limit)
     rows = [(row[0], row[1]) for row in session.execute(query)]

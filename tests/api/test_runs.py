@@ -329,6 +329,43 @@ def test_a_cursor_is_bound_to_the_filters_that_listed_it(admin_api, deployed):
     assert admin_api.get(f"/runs?limit=2&status=&cursor={unfiltered}").status_code == 200
 
 
+def test_a_status_given_twice_is_refused_and_a_repeated_label_key_must_match_both(
+    admin_api, deployed
+):
+    for index in range(4):
+        admin_api.post(
+            "/runs",
+            json={
+                "workflow": "greet",
+                "input": {"who": "w"},
+                "run_id": f"r{index}",
+                "labels": {"team": "a" if index % 2 else "b"},
+                "search_attributes": {"tenant_id": str(index)},
+            },
+        )
+    admin_api.post("/runs/r0/terminate", json={})
+    # The second status was dropped: only the terminated run was listed.
+    response = admin_api.get("/runs?status=terminated&status=pending")
+    assert response.status_code == 422
+    errors = response.get_json()["error"]["details"]["errors"]
+    assert [error["loc"] for error in errors] == [["query", "status"]]
+    assert "comma-separated" in errors[0]["msg"]
+    both = admin_api.get("/runs?status=terminated,pending").get_json()["items"]
+    assert sorted(run["run_id"] for run in both) == ["r0", "r1", "r2", "r3"]
+    # Every label must match, as on the schedules list: one key with two values matches none
+    # (the last value alone was filtered on, and a cursor bound to the pair in one order was
+    # taken by the other order, which listed the other team).
+    for query in (
+        "label=team:a&label=team:b&limit=1",
+        "label=team:b&label=team:a&limit=1",
+        "search_attribute=tenant_id:1&search_attribute=tenant_id:2",
+    ):
+        page = admin_api.get(f"/runs?{query}").get_json()
+        assert page == {"items": [], "next_cursor": None}, query
+    same = admin_api.get("/runs?label=team:a&label=team:a").get_json()["items"]
+    assert sorted(run["run_id"] for run in same) == ["r1", "r3"]
+
+
 def test_history_is_paged_by_sequence(admin_api, deployed):
     run_id = admin_api.post("/runs", json={"workflow": "greet", "input": {"who": "x"}}).get_json()[
         "run_id"
