@@ -34,11 +34,16 @@ def next_cursor(namespace: str, collection: str, key: list[Any] | None) -> str |
     return encode_cursor(namespace, f"console-{collection}", key) if key else None
 
 
-def chosen(name: str, allowed: Sequence[str], default: str | None = None) -> list[str]:
-    """The values of query argument `name` (`default` when absent), each one of `allowed`.
+def chosen(
+    name: str, allowed: Sequence[str], default: str | None = None, *, once: bool = False
+) -> list[str]:
+    """The values of query argument `name` (`default` when absent), each one of `allowed`;
+    with `once`, a list showing one of them, so more than one value is refused.
 
     A value outside them is refused (422 naming `query.<name>`, as the API answers) rather than
     dropped: a list quietly showing everything reads as "nothing is filtered out"."""
+    if once:
+        one_arg(name)
     values = [value for value in request.args.getlist(name) if value] or (
         [default] if default else []
     )
@@ -47,3 +52,13 @@ def chosen(name: str, allowed: Sequence[str], default: str | None = None) -> lis
             msg = f"must be one of {', '.join(allowed)}"
             raise ValidationFailed([{"loc": ["query", name], "msg": msg}])
     return values
+
+
+def one_arg(name: str) -> str | None:
+    """Query argument `name`, which a list reads once: given more than once it is refused
+    (422 naming `query.<name>`, as the API answers), never read as its first value."""
+    values = request.args.getlist(name)
+    if len(values) > 1:
+        msg = f"{name} is given {len(values)} times; choose one"
+        raise ValidationFailed([{"loc": ["query", name], "msg": msg}])
+    return values[0] if values else None

@@ -27,7 +27,7 @@ PAGE_SIZE = 50
 def index(ns: str) -> Response:
     """Open incidents (or resolved ones), one keyset page; controls for run.manage only."""
     view = namespace_view(ns, RUN_READ)
-    status = chosen("status", incidents.STATUSES, "open")[0]
+    status = chosen("status", incidents.STATUSES, "open", once=True)[0]
     session = context.session()
     rows, key = incidents.list_incidents(
         session,

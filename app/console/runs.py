@@ -255,7 +255,7 @@ def resolve_incident(ns: str, run_id: str, incident_id: str) -> Response:
 def inbox(ns: str) -> Response:
     """Open human tasks (or another status) with a completion form each."""
     view = namespace_view(ns, RUN_READ)
-    return _inbox(view, chosen("status", tasks.TASK_STATUSES, "open")[0])
+    return _inbox(view, chosen("status", tasks.TASK_STATUSES, "open", once=True)[0])
 
 
 def _inbox(

@@ -15,7 +15,7 @@ from app.auth.grants import RUN_READ
 from app.calendar import Spec, describe_spec
 from app.console import errors
 from app.console.charts import timeline
-from app.console.common import next_cursor, page_key
+from app.console.common import next_cursor, one_arg, page_key
 from app.console.htmx import render
 from app.console.session import namespace_view
 from app.db import Schedule
@@ -38,14 +38,15 @@ def typed_labels() -> list[str]:
 
 
 def _filters() -> queries.ScheduleFilter:
-    """The list's filters, every label to match; a label it cannot read is refused (422 naming
-    it), never ignored."""
+    """The list's filters, every label to match; a label it cannot read, or a status or text
+    given twice, is refused (422 naming it), never ignored."""
     labels = [label_pair(raw) for raw in typed_labels()]
+    status = one_arg("status") or None
     return queries.ScheduleFilter(
-        status=request.args.get("status") or None,
+        status=status,
         labels=tuple(labels),
-        text=request.args.get("q", "").strip()[:128] or None,
-        include_deleted=request.args.get("status") == "deleted",
+        text=(one_arg("q") or "").strip()[:128] or None,
+        include_deleted=status == "deleted",
     )
 
 

@@ -126,6 +126,21 @@ def test_a_bad_status_filter_is_named_not_ignored(client, operator, path):
     assert "Error 422" in html and "query.status: must be one of" in html
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ns/default/incidents?status=resolved&status=open",
+        "/ns/default/tasks?status=completed&status=open",
+        "/ns/default/schedules?status=paused&status=active",
+        "/ns/default/schedules?q=nightly&q=other",
+    ],
+)
+def test_a_filter_shown_once_given_twice_is_refused_not_read_as_its_first(client, operator, path):
+    page = client.get(path)
+    assert page.status_code == 422
+    assert "is given 2 times; choose one" in page.get_data(as_text=True)
+
+
 def test_good_status_filters_still_list(client, operator):
     for path in (
         "/ns/default/runs?status=failed&status=completed",
