@@ -240,7 +240,12 @@ def trigger(cli: Cli, schedule_id: str, overlap_policy: str | None, reason: str 
     "--from", "from_", required=True, help="Start instant (inclusive), e.g. 2026-01-01T00:00:00Z."
 )
 @click.option("--to", required=True, help="End instant (exclusive).")
-@click.option("--overlap-policy", type=click.Choice(POLICIES))
+@click.option(
+    "--overlap-policy",
+    type=click.Choice(POLICIES),
+    help="Instead of the schedule's; under skip (the default) only the first occurrence starts, "
+    "so pass allow_all to start every one.",
+)
 @click.option("--reason", help="Why, for the schedule's history.")
 @connected
 def backfill(
