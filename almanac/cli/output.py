@@ -8,7 +8,7 @@ import re
 import shutil
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import click
@@ -54,13 +54,14 @@ def _escaped(char: str) -> str:
     return char
 
 
-def fit(widths: list[int], total: int, whole: int = 0) -> list[int]:
-    """Shrink the widest columns until the row fits `total` columns; the first `whole` columns
-    (a list's ids, which other commands take) are never cut: a row too wide then wraps."""
+def fit(widths: list[int], total: int, whole: Collection[int] = ()) -> list[int]:
+    """Shrink the widest columns until the row fits `total` columns; the columns at the
+    indexes `whole` (a list's ids, which other commands take; instants) are never cut: a row
+    too wide then wraps."""
     widths = list(widths)
     budget = total - len(GAP) * (len(widths) - 1)
     while sum(widths) > budget:
-        cuttable = range(whole, len(widths))
+        cuttable = [index for index in range(len(widths)) if index not in whole]
         widest = max(cuttable, key=lambda i: widths[i], default=None)
         if widest is None or widths[widest] <= MIN_WIDTH:
             break
@@ -117,6 +118,19 @@ def wrap(text: str, size: int) -> list[str]:
     return [*lines, line]
 
 
+# An instant as the API writes it (`2027-11-10T17:12:13.456Z`, or with an offset).
+_INSTANT = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
+    r"(?:Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def _instants(cells: list[list[str]], index: int) -> bool:
+    """Whether column `index` holds instants (and nothing else but `-`, none)."""
+    values = [row[index] for row in cells if row[index] != "-"]
+    return bool(values) and all(_INSTANT.fullmatch(value) for value in values)
+
+
 def table(
     rows: Iterable[dict[str, Any]],
     columns: Sequence[Column],
@@ -125,7 +139,8 @@ def table(
     wrap_last: bool = False,
 ) -> None:
     """Aligned columns; long cells are cut with an ellipsis so a row does not wrap, except in
-    the first `whole` columns (ids another command takes are printed whole).
+    the first `whole` columns (ids another command takes are printed whole) and in a column of
+    instants (`2027-11-10T17:12:1…` is no time at all: read, it misleads).
 
     With `sample`, the widths come from the first `sample` rows, and the rows after them are
     printed as they arrive (a list walked with `--all` streams; a whole column longer than
@@ -141,14 +156,15 @@ def table(
         max([display_width(h)] + [display_width(r[i]) for r in cells])
         for i, h in enumerate(headers)
     ]
-    sizes = fit(natural, width(), whole)
+    kept = {index for index in range(len(headers)) if index < whole or _instants(cells, index)}
+    sizes = fit(natural, width(), kept)
     later = ([cell(get(row)) for _, get in columns] for row in given)
     for line in itertools.chain([headers], cells, later):
         rest = wrap(line[-1], sizes[-1]) if wrap_last else []
         if rest:
             line = [*line[:-1], rest.pop(0)]
         parts = [
-            pad(text if index < whole else clip(text, size), size)
+            pad(text if index in kept else clip(text, size), size)
             for index, (text, size) in enumerate(zip(line, sizes, strict=True))
         ]
         click.echo(GAP.join(parts).rstrip())

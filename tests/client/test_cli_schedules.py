@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from almanac import Client, NotFound
-from tests.client.conftest import schedule_body
+from tests.client.conftest import JsonHandler, run_cli, schedule_body, serving
 
 BIN = Path(sys.executable).parent
 
@@ -225,6 +225,53 @@ def test_trigger_starts_a_run_and_a_deleted_schedule_refuses(almanac, sdk):
     assert refused.exit_code == 1 and refused.stderr.startswith("error SCHEDULE_DELETED: ")
     missing = almanac("schedules", "occurrences", "nope")
     assert missing.exit_code == 1 and missing.stderr.startswith("error NOT_FOUND: ")
+
+
+class Ledger(JsonHandler):
+    """A schedule's ledger page as the server writes it: manual instants to the millisecond,
+    skipped ranges with their end, long run ids."""
+
+    page = {
+        "items": [
+            {
+                "kind": "started",
+                "instant": "2027-11-10T17:12:13.456Z",
+                "through": None,
+                "count": 1,
+                "reason": None,
+                "run_id": "schedule:nightly-invoice-sync-eu-west:manual:1826033533456",
+                "origin": "manual",
+            },
+            {
+                "kind": "skipped",
+                "instant": "2027-11-10T09:00:00Z",
+                "through": "2027-11-10T16:00:00Z",
+                "count": 8,
+                "reason": "overlap_policy_skip",
+                "run_id": None,
+                "origin": "scheduled",
+            },
+        ],
+        "next_cursor": None,
+    }
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        self.send_json(200, Ledger.page)
+
+
+def test_occurrences_print_instants_whole_in_80_columns(tmp_path, monkeypatch):
+    """At 80 columns the Instant column was cut (`2027-11-10T17:12:1…`) while Through, shorter,
+    was printed whole: every instant is printed whole, the other cells are cut to fit."""
+    monkeypatch.setenv("COLUMNS", "80")
+    with serving(Ledger) as url:
+        result = run_cli(url, tmp_path, "schedules", "occurrences", "nightly-invoice-sync-eu-west")
+    assert result.exit_code == 0, result.stderr
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == ["Kind", "Instant", "Through", "Reason", "Run"]
+    assert len(rows) == 2 and all(len(line) <= 80 for line in [header, *rows]), rows
+    assert rows[0].split()[:3] == ["started", "2027-11-10T17:12:13.456Z", "-"]
+    assert rows[1].split()[:3] == ["skipped", "2027-11-10T09:00:00Z", "2027-11-10T16:00:00Z"]
+    assert "…" in rows[0]  # the run id is still cut to fit
 
 
 def run_on_a_terminal(args, env):
