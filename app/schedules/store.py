@@ -221,8 +221,11 @@ def buffered(
     return list(session.scalars(query))
 
 
-def lock_drainable(session: Session, after: int, limit: int) -> list[Schedule]:
-    """Lock the next active schedules (by id, after `after`) with a buffer and no active run.
+def lock_drainable(
+    session: Session, after: int, limit: int, among: Sequence[int] = ()
+) -> list[Schedule]:
+    """Lock the next active schedules (by id, after `after`) with a buffer and no active run,
+    in the namespaces `among` when given.
 
     Rows another replica holds are skipped, not waited for.
     """
@@ -239,6 +242,8 @@ def lock_drainable(session: Session, after: int, limit: int) -> list[Schedule]:
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
+    if among:
+        query = query.where(Schedule.namespace_id.in_(among))
     return list(session.scalars(query))
 
 

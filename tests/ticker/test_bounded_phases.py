@@ -10,12 +10,15 @@ import json
 import logging
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, select, text
 
 from app.context import ticker_database
-from app.db import normalize_url
+from app.db import Database, Namespace, normalize_url
+from app.db.rls import Scope
+from app.schedules.tick import buffers, due
 from app.ticker import rotation
 from app.ticker.host import warn_if_discovery_refused
 from app.ticker.tick import run_tick, ticker_id
@@ -246,3 +249,26 @@ def test_a_first_beat_written_at_once_by_another_tick_of_this_process_is_updated
             {"id": ticker_id()},
         ).one()
     assert clock.isoformat() == "2026-01-05T12:10:00+00:00"
+
+
+def test_a_turn_bound_to_one_namespace_fires_only_there_for_a_login_past_row_security(
+    h, postgres_owner_url
+):
+    """The tick runs each namespace's phases bound to it. A ticker login that bypasses row
+    security (a superuser) saw every namespace in each turn, so one turn fired the others'
+    schedules too, and a refusal for capacity was decided again in every namespace's turn."""
+    superuser = Database(postgres_owner_url)
+    try:
+        with superuser.session(Scope(everything=True)) as session:
+            alpha = session.scalar(select(Namespace.id).where(Namespace.name == "alpha"))
+        assert alpha is not None
+        bound = superuser.bound(Scope.of([alpha]))
+        now = datetime(2026, 1, 5, 12, 5, tzinfo=UTC)
+        rows = due.fire_due(bound, now, timedelta(minutes=1), budget_deadline=time.monotonic() + 5)
+        assert [(r["namespace"], r["outcome"]) for r in rows] == [("alpha", "triggered")]
+        assert buffers.drain(bound, now, budget_deadline=time.monotonic() + 5) == []
+    finally:
+        superuser.dispose()
+    assert len(_ledger(h, "alpha")) == 1 and _ledger(h, "beta") == []
+    # Beta's turn, as the tick takes it, still fires beta's.
+    assert [(r["namespace"], r["outcome"]) for r in h.tick()] == [("beta", "triggered")]

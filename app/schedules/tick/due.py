@@ -79,7 +79,9 @@ def fire_due(
     """
     rows: list[dict[str, Any]] = []
     with db.session() as session:
-        namespaces = schedule_rows.due_namespaces(session, now)
+        # Only the namespaces the tick bound this phase to (by name, not only by row security,
+        # which a superuser login bypasses: each namespace's turn then fired every one).
+        namespaces = schedule_rows.due_namespaces(session, now, db.scope.ids)
     if not namespaces:
         return rows
     turn = next(_turns) % len(namespaces)

@@ -69,11 +69,14 @@ class ScheduleRow:
         return {name: now[name] for name in MUTABLE if now[name] != loaded[name]}
 
 
-def due_namespaces(session: Session, now: datetime) -> list[int]:
-    """The ids of namespaces with an active schedule due at `now`, in id order."""
+def due_namespaces(session: Session, now: datetime, among: Sequence[int] = ()) -> list[int]:
+    """The ids of namespaces (of `among`, when given) with an active schedule due at `now`,
+    in id order."""
     query = select(distinct(TABLE.c.namespace_id)).where(
         TABLE.c.status == "active", TABLE.c.next_fire_at <= now
     )
+    if among:
+        query = query.where(TABLE.c.namespace_id.in_(among))
     return sorted(session.scalars(query))
 
 
