@@ -23,6 +23,7 @@ HTTP_STATUS = {
     "CAPACITY": 429,
     "INTERNAL": 500,
     "BACKEND_BUSY": 503,
+    "DATABASE_REFUSED": 503,
 }
 
 
@@ -88,6 +89,22 @@ class CapacityExceeded(AlmanacError):
     def __init__(self, message: str, retry_after: int = 1, **details: Any) -> None:
         super().__init__(message, **details)
         self.retry_after = retry_after
+
+
+class DatabaseRefused(AlmanacError):
+    """The database answered but refused the statement for what only an operator can fix: the
+    server's login lacks a grant, or the database is not migrated. Retrying does not help."""
+
+    code = "DATABASE_REFUSED"
+    MESSAGE = (
+        "the database refused this request's statement: the server's database login lacks a "
+        "grant or the database is not migrated; an operator should check the login's grants "
+        "(`flask --app wsgi db upgrade` run as the owner grants them) and that the database is "
+        "migrated"
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
 
 
 class BackendBusy(AlmanacError):

@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from werkzeug.exceptions import HTTPException, NotFound
 
 from app.calendar import CalendarError, SpecRangeError
-from app.errors import AlmanacError, BackendBusy, CapacityExceeded
+from app.db.session import REFUSED_HINT, database_cause, is_refusal
+from app.errors import AlmanacError, BackendBusy, CapacityExceeded, DatabaseRefused
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,26 @@ def _from_http(exc: HTTPException) -> Response:
     return response
 
 
+def _database_refused(exc: ProgrammingError | OperationalError) -> Response:
+    """A statement the database refused: a login without its grants or a schema not migrated
+    is the operator's to fix (503 and one line saying what to check, every request alike, no
+    traceback); any other refused statement is a bug (500, logged with its traceback)."""
+    if not is_refusal(exc):
+        return _unexpected(exc)
+    log.error(
+        "the database refused %s %s: %s (%s)",
+        request.method,
+        request.path,
+        database_cause(exc),
+        REFUSED_HINT,
+    )
+    return _from_domain(DatabaseRefused())
+
+
 def _database_unavailable(exc: OperationalError) -> Response:
+    if is_refusal(exc):
+        # SQLite's "no such table": a file that was never migrated, not an outage.
+        return _database_refused(exc)
     # The database went away (restart, failover, dropped connection) or timed out: the client
     # may retry, and the pool reconnects on its own (pre-ping), so this is not an internal error.
     log.warning("database unavailable on %s %s: %s", request.method, request.path, exc.orig)
@@ -127,6 +147,7 @@ def register(bp: Blueprint) -> None:
     bp.register_error_handler(SpecRangeError, _calendar_response)
     bp.register_error_handler(HTTPException, _from_http)
     bp.register_error_handler(OperationalError, _database_unavailable)
+    bp.register_error_handler(ProgrammingError, _database_refused)
     bp.register_error_handler(Exception, _unexpected)
 
 

@@ -27,7 +27,7 @@ from flask import (
 )
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError, generate_csrf
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
@@ -36,6 +36,7 @@ from app.calendar import CalendarError, SpecRangeError
 from app.console import typed
 from app.console.htmx import is_background_preview, is_partial, paused_preview, reply
 from app.console.redirects import local_target, page_path
+from app.db.session import REFUSED_HINT, database_cause, is_refusal
 from app.errors import AlmanacError
 from app.schedules.errors import RevisionConflict
 
@@ -137,8 +138,38 @@ def _signed_out_form() -> Response | None:
     return redirect(page_path())
 
 
+def database_refused(exc: ProgrammingError | OperationalError) -> tuple[str, int]:
+    """The 503 page when the database refused the statement for what an operator must fix (a
+    login without its grants, a schema not migrated): one log line, no traceback. Any other
+    refused statement is a bug: 500, with its traceback."""
+    if not is_refusal(exc):
+        return _unexpected(exc)
+    log.error(
+        "the database refused %s %s: %s (%s)",
+        request.method,
+        request.path,
+        database_cause(exc),
+        REFUSED_HINT,
+    )
+    g._login_user = current_app.login_manager.anonymous_user()  # type: ignore[attr-defined]
+    return page(
+        503,
+        "The database refused this request: the server's database login lacks a grant, or the "
+        "database is not migrated. An operator should check the login's grants and run "
+        "`flask --app wsgi db upgrade` as the owner.",
+    )
+
+
+def _unexpected(exc: Exception) -> tuple[str, int]:
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return page(500, "Internal error")
+
+
 def unavailable(exc: OperationalError) -> tuple[str, int]:
     """The 503 page while the database is unreachable or busy."""
+    if is_refusal(exc):
+        # SQLite's "no such table": a file that was never migrated, not an outage.
+        return database_refused(exc)
     log.warning("database unavailable on %s %s: %s", request.method, request.path, exc.orig)
     # Who is signed in cannot be read now: render the page as for nobody.
     g._login_user = current_app.login_manager.anonymous_user()  # type: ignore[attr-defined]
@@ -168,16 +199,13 @@ def register(bp: Blueprint, back_to: BackTo | None = None) -> None:
             typed.keep()  # the redirect would empty the form: its text comes back once
         return reply(_flashed(exc), False, back_to(request.view_args or {}))
 
-    def unexpected(exc: Exception) -> tuple[str, int]:
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        return page(500, "Internal error")
-
     for kind in (AlmanacError, CalendarError, SpecRangeError):
         bp.register_error_handler(kind, refused)
     # Registered for `HTTPException` too, else the `Exception` handler below would take them.
     bp.register_error_handler(HTTPException, http_page)
     bp.register_error_handler(OperationalError, unavailable)
-    bp.register_error_handler(Exception, unexpected)
+    bp.register_error_handler(ProgrammingError, database_refused)
+    bp.register_error_handler(Exception, _unexpected)
 
 
 def init_app(app: Flask) -> None:

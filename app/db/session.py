@@ -278,6 +278,28 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError | InterfaceError)
 
 
+# Insufficient privilege, undefined table, undefined column: the login lacks its grants or the
+# schema is not migrated. Only an operator can fix these; any other refused statement is a bug.
+REFUSAL_STATES = frozenset({"42501", "42P01", "42703"})
+# SQLite says the same of a file that was never migrated (it has no grants).
+_SQLITE_REFUSALS = ("no such table:", "no such column:")
+REFUSED_HINT = (
+    "check this login's grants: db upgrade as the owner grants them; and that the database is "
+    "migrated"
+)
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """Whether the database refused the statement for what an operator must fix (a login
+    without its grants, a schema not migrated), not for a statement this code got wrong."""
+    orig = getattr(exc, "orig", None)
+    if isinstance(exc, ProgrammingError):
+        return getattr(orig, "sqlstate", None) in REFUSAL_STATES
+    if isinstance(exc, OperationalError) and isinstance(orig, sqlite3.OperationalError):
+        return str(orig).startswith(_SQLITE_REFUSALS)
+    return False
+
+
 def database_cause(exc: BaseException) -> str:
     """The first line of what the database (or else the exception) said: no statement, no
     parameters."""
@@ -298,12 +320,7 @@ def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
     elif isinstance(exc, ProgrammingError):
         # The database refused the statement (a login without its grants, a schema not
         # migrated): it repeats every turn until an operator acts; one line says what to fix.
-        log.error(
-            "%s: the database refused it: %s (check this login's grants: db upgrade as the "
-            "owner grants them; and that the database is migrated)",
-            what,
-            database_cause(exc),
-        )
+        log.error("%s: the database refused it: %s (%s)", what, database_cause(exc), REFUSED_HINT)
         # A bug's statement is refused too: its traceback stays one log level away.
         log.debug(what, exc_info=exc)
     else:
