@@ -11,7 +11,6 @@ from typing import Any
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app import context
@@ -37,13 +36,9 @@ def _transaction() -> Iterator[tuple[Session, Any]]:
         except AlmanacError as exc:
             raise click.ClickException(exc.message) from exc
         except DATABASE_FAILURES as exc:
-            if _unmigrated(exc):
-                raise click.ClickException(
-                    "the database has no Almanac tables yet: run `flask --app wsgi db upgrade` "
-                    "first"
-                ) from None
-            # Away, or refused (the scheduler's login may not write accounts): one line.
-            error = clean_error(exc, APP_VARIABLE, REFUSED_HINT)
+            # Away, refused (the scheduler's login may not write accounts), or not migrated yet:
+            # one line.
+            error = clean_error(exc, APP_VARIABLE, REFUSED_HINT, tables=True)
             if error is None:
                 raise
             raise error from None
@@ -51,12 +46,6 @@ def _transaction() -> Iterator[tuple[Session, Any]]:
 
 # Said when the login lacks a grant an account command needs (the scheduler's login, say).
 REFUSED_HINT = f"account commands need the app login {APP_ROLE} or the owner; check {APP_VARIABLE}"
-
-
-def _unmigrated(exc: DBAPIError) -> bool:
-    """Whether the statement failed because the tables do not exist (SQLite, PostgreSQL)."""
-    text = str(exc.orig)
-    return "no such table" in text or ("relation" in text and "does not exist" in text)
 
 
 def _read_password(password: str | None, from_stdin: bool) -> str:

@@ -36,6 +36,19 @@ def cause(exc: DBAPIError) -> str:
     return f"{type(orig).__name__}: {first_line(exc)}"
 
 
+# Said by every command that reads or writes Almanac's tables, run before `db upgrade`.
+UNMIGRATED = "the database has no Almanac tables yet: run `flask --app wsgi db upgrade` first"
+UNDEFINED_TABLE = "42P01"
+
+
+def unmigrated(exc: DBAPIError) -> bool:
+    """Whether the statement failed because a table does not exist (SQLite, PostgreSQL)."""
+    if getattr(exc.orig, "sqlstate", None) == UNDEFINED_TABLE:
+        return True
+    text = str(exc.orig)
+    return "no such table" in text or ("relation" in text and "does not exist" in text)
+
+
 def refused_privilege(exc: DBAPIError) -> bool:
     return getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE
 
@@ -55,11 +68,19 @@ def describe(exc: DBAPIError, variable: str, refused_hint: str | None = None) ->
 
 
 def clean_error(
-    exc: BaseException, variable: str, refused_hint: str | None = None, *, refusals: bool = True
+    exc: BaseException,
+    variable: str,
+    refused_hint: str | None = None,
+    *,
+    refusals: bool = True,
+    tables: bool = False,
 ) -> click.ClickException | None:
     """The one-line error for `exc` when the database is away or refused this login a
-    privilege; None for anything else (a statement this code got wrong is a bug: its traceback
-    stays), and for any refusal with `refusals=False` (the caller words its own)."""
+    privilege, or (for a command that uses Almanac's `tables`) was never migrated; None for
+    anything else (a statement this code got wrong is a bug: its traceback stays), and for any
+    refusal with `refusals=False` (the caller words its own)."""
+    if tables and isinstance(exc, DBAPIError) and unmigrated(exc):
+        return click.ClickException(UNMIGRATED)
     if isinstance(exc, OperationalError | InterfaceError):
         return click.ClickException(describe(exc, variable))
     if isinstance(exc, ProgrammingError) and refusals and refused_privilege(exc):
@@ -88,13 +109,14 @@ def ticker_variable(app: Flask | None = None, *, work: bool = False) -> str:
 
 @contextmanager
 def database_errors(
-    variable: str, refused_hint: str | None = None, *, refusals: bool = True
+    variable: str, refused_hint: str | None = None, *, refusals: bool = True, tables: bool = False
 ) -> Iterator[None]:
-    """Exit 1 with one clean line when the database is away or refused (see `clean_error`)."""
+    """Exit 1 with one clean line when the database is away or refused, or with `tables` was
+    never migrated (see `clean_error`)."""
     try:
         yield
     except DATABASE_FAILURES as exc:
-        error = clean_error(exc, variable, refused_hint, refusals=refusals)
+        error = clean_error(exc, variable, refused_hint, refusals=refusals, tables=tables)
         if error is None:
             raise
         raise error from None

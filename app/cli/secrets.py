@@ -24,7 +24,7 @@ def rotate() -> None:
     # the rotation reported 0 rows while the old key stayed needed.
     unopened: list[str] = []
     with (
-        database_errors(APP_VARIABLE),
+        database_errors(APP_VARIABLE, tables=True),
         context.database().bound(Scope.all()).session() as session,
     ):
         count = rotate_all(session, unopened)

@@ -160,3 +160,15 @@ def test_a_tick_on_an_older_schema_refuses_and_writes_nothing(empty_owner_url, a
             assert conn.scalar(text("SELECT version_num FROM alembic_version")) == "0008"
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "args", [*ACCOUNT_COMMANDS, ["demo", "seed", "--hours", "1"]], ids=" ".join
+)
+def test_commands_on_a_database_never_migrated_say_to_upgrade_in_one_line(empty_owner_url, args):
+    # `secrets rotate` printed a traceback (relation "runs" does not exist) where the account
+    # commands said to run `db upgrade`.
+    result = _invoke(empty_owner_url, args)
+    _assert_one_clean_line(
+        result, "the database has no Almanac tables yet: run `flask --app wsgi db upgrade` first"
+    )
