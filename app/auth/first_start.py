@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from app import context
 from app.auth import service
+from app.auth.errors import AlreadyExists
 from app.db.session import begin_write
 from app.errors import AlmanacError
 from app.settings import SettingError
@@ -64,8 +65,8 @@ def _bootstrap(app: Flask) -> bool:
             token = app.config["ADMIN_TOKEN"]
             user = service.bootstrap_admin(session, now, username, password, token)
             session.commit()
-    except IntegrityError:
-        # Another worker of the same start created it first.
+    except (IntegrityError, AlreadyExists):
+        # Another worker of the same start created it (or the `default` namespace) first.
         return True
     except (OperationalError, ProgrammingError) as exc:
         # Unreachable or not migrated yet: tried again on requests until it answers.

@@ -123,16 +123,25 @@ def create_user(
     session: Session, now: datetime, username: str, password: str, *, superuser: bool = False
 ) -> User:
     check_new_account(username, password)
-    if session.scalar(select(User.id).where(User.username == username)) is not None:
-        raise AlreadyExists("user", username)
-    user = User(
-        username=username,
-        password_hash=generate_password_hash(password),
-        is_superuser=superuser,
-        created_at=now,
+    # Inserted unless the name is taken, in one statement, as a namespace is: a create of the
+    # same name by another transaction at once is waited for and then found taken (a unique
+    # violation escaped as a traceback from `users create`).
+    insert = upsert_insert(session.get_bind().dialect.name)
+    created = session.scalar(
+        insert(User)
+        .values(
+            username=username,
+            password_hash=generate_password_hash(password),
+            is_superuser=superuser,
+            created_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["username"])
+        .returning(User.id)
     )
-    session.add(user)
-    session.flush()
+    if created is None:
+        raise AlreadyExists("user", username)
+    user = session.get(User, created)
+    assert user is not None
     return user
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from app.context import database
 from app.db import Membership, Namespace, User
@@ -137,3 +137,36 @@ def test_first_start_with_a_password_the_rules_refuse_does_not_start(db_url):
 
     with pytest.raises(SettingError, match="ALMANAC_ADMIN_USER, _PASSWORD or _TOKEN"):
         make_test_app(db_url, ADMIN_PASSWORD="short")
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_users_create_losing_a_race_for_its_name_says_it_exists(app, runner, postgres_owner_url):
+    # Two `users create raceuser` at once: the one whose insert came second crashed with the
+    # unique violation's traceback. Here the other create commits while this one is between
+    # looking for the name and inserting it (PostgreSQL: SQLite's writers take turns).
+    from app.auth import service
+    from app.db import Database
+    from tests.conftest import FIXED_NOW
+
+    other = Database(postgres_owner_url)
+    raced: list[str] = []
+
+    @event.listens_for(database(app).engine, "before_cursor_execute")
+    def _other_create_commits_first(conn, cursor, statement, params, context, executemany):
+        if not raced and statement.lstrip().upper().startswith("INSERT INTO USERS"):
+            raced.append(statement)
+            with other.session() as session:
+                service.create_user(session, FIXED_NOW, "raceuser", "the-other-password")
+                session.commit()
+
+    try:
+        result = runner.invoke(args=["users", "create", "raceuser", "--password", "long-enough-1"])
+    finally:
+        event.remove(database(app).engine, "before_cursor_execute", _other_create_commits_first)
+        other.dispose()
+    assert raced, "the insert was never reached"
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert result.output.strip() == "Error: user 'raceuser' already exists"
+    with database(app).session() as session:
+        assert session.scalar(select(func.count()).select_from(User)) == 1
