@@ -51,6 +51,11 @@ class ActivationIn(Strict):
     version: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
+# A run's queue, as a run names it and a worker takes it (`worker --queue`).
+QUEUE_NAME = r"^[A-Za-z0-9._-]+$"
+QUEUE_MAX = 64
+
+
 class RunIn(Strict):
     """Start a run of `workflow` (its newest ready activation) or of a pinned `activation_id`."""
 
@@ -58,9 +63,7 @@ class RunIn(Strict):
     activation_id: str | None = Field(default=None, min_length=1, max_length=36)
     input: Any = Field(default_factory=dict)
     run_id: str | None = Field(default=None, min_length=1, max_length=255)
-    queue: str | None = Field(
-        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"
-    )
+    queue: str | None = Field(default=None, min_length=1, max_length=QUEUE_MAX, pattern=QUEUE_NAME)
     timeout_seconds: int | None = Field(default=None, ge=1, le=366 * 86400)
     labels: dict[str, str] = Field(
         default_factory=dict,

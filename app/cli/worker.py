@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 
@@ -9,13 +10,30 @@ import click
 from flask import current_app
 
 from app import heap
+from app.api.run_models import QUEUE_MAX, QUEUE_NAME
 from app.cli.schema import migrated
 from app.ticker.host import worker_pool
 
 
+def _queue(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A queue a run can name: an empty one fell back to the default queue in silence, and one
+    the API refuses (a space, a slash) left the worker waiting on a queue no run can use."""
+    if value is None:
+        return None
+    if len(value) > QUEUE_MAX or not re.fullmatch(QUEUE_NAME, value):
+        raise click.BadParameter(
+            f"{value!r} is not a queue name: 1 to {QUEUE_MAX} letters, digits, '.', '_' or "
+            "'-', as a run's queue (omit --queue for the default queue)"
+        )
+    return value
+
+
 @click.command("worker")
 @click.option(
-    "--queue", default=None, help="Only run steps of this queue (default: the default queue)."
+    "--queue",
+    default=None,
+    callback=_queue,
+    help="Only run steps of this queue (default: the default queue).",
 )
 @click.option(
     "--threads",

@@ -237,3 +237,21 @@ def test_gunicorn_preload_starts_the_ticker_in_each_worker_never_in_the_master(t
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+@pytest.mark.parametrize(
+    "queue", ["", "bad queue/x", "q" * 65, "q\n"], ids=["empty", "space-slash", "long", "newline"]
+)
+def test_worker_refuses_a_queue_no_run_can_name(runner, queue, monkeypatch):
+    # `--queue ""` fell back to the default queue in silence, and a name the API refuses (422)
+    # started a worker waiting on a queue no run can use.
+    def started(*_args, **_kwargs):
+        raise AssertionError("the worker started")
+
+    monkeypatch.setattr("app.cli.worker.worker_pool", started)
+    result = runner.invoke(args=["worker", "--queue", queue])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--queue'" in result.output
+    assert "is not a queue name" in result.output
+    assert "worker threads on queue" not in result.output
