@@ -219,14 +219,19 @@ def create_token(
     return row, token
 
 
-def revoke_token(session: Session, now: datetime, username: str, name: str) -> ApiToken:
+def revoke_token(
+    session: Session, now: datetime, username: str, name: str
+) -> tuple[ApiToken, bool]:
+    """Revoke `username`'s token `name`; the row, and whether it was revoked already (then it
+    keeps the instant it was revoked at)."""
     user = get_user(session, username)
     row = session.scalar(select(ApiToken).where(ApiToken.user_id == user.id, ApiToken.name == name))
     if row is None:
         raise TokenNotFound(username, name)
-    if row.revoked_at is None:
+    already = row.revoked_at is not None
+    if not already:
         row.revoked_at = now
-    return row
+    return row, already
 
 
 @dataclass(frozen=True)

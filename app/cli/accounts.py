@@ -131,9 +131,16 @@ def create_token(name: str, label: str) -> None:
 @click.argument("name")
 @click.argument("label")
 def revoke_token(name: str, label: str) -> None:
-    """Revoke user NAME's token LABEL."""
+    """Revoke user NAME's token LABEL (revoking it again changes nothing and says so)."""
     with _transaction() as (session, now):
-        service.revoke_token(session, now, name, label)
+        row, already = service.revoke_token(session, now, name, label)
+    if already:
+        assert row.revoked_at is not None
+        click.echo(
+            f"token {label!r} of {name} was already revoked (at {row.revoked_at.isoformat()}); "
+            "nothing changed"
+        )
+        return
     click.echo(f"revoked token {label!r} of {name}")
 
 

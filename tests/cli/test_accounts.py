@@ -170,3 +170,16 @@ def test_users_create_losing_a_race_for_its_name_says_it_exists(app, runner, pos
     assert result.output.strip() == "Error: user 'raceuser' already exists"
     with database(app).session() as session:
         assert session.scalar(select(func.count()).select_from(User)) == 1
+
+
+def test_revoking_a_revoked_token_says_it_was_revoked_already(app, runner, accounts):
+    accounts.create("dana")
+    first = runner.invoke(args=["tokens", "revoke", "dana", "test"])
+    assert first.exit_code == 0, first.output
+    assert first.output.strip() == "revoked token 'test' of dana"
+    # Said "revoked" again, as if it had done something.
+    again = runner.invoke(args=["tokens", "revoke", "dana", "test"])
+    assert again.exit_code == 0, again.output
+    assert again.output.strip() == (
+        "token 'test' of dana was already revoked (at 2026-01-05T12:00:00+00:00); nothing changed"
+    )
