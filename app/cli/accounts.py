@@ -49,6 +49,9 @@ REFUSED_HINT = f"account commands need the app login {APP_ROLE} or the owner; ch
 
 
 def _read_password(password: str | None, from_stdin: bool) -> str:
+    if from_stdin and password is not None:
+        # Standard input won in silence: the password typed on the command line was not set.
+        raise click.UsageError("give the password with --password or --password-stdin, not both")
     if from_stdin:
         return sys.stdin.readline().rstrip("\n")
     if password is None:

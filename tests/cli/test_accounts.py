@@ -183,3 +183,18 @@ def test_revoking_a_revoked_token_says_it_was_revoked_already(app, runner, accou
     assert again.output.strip() == (
         "token 'test' of dana was already revoked (at 2026-01-05T12:00:00+00:00); nothing changed"
     )
+
+
+@pytest.mark.parametrize(
+    "command", [["users", "create", "frank"], ["users", "set-password", "erin"]]
+)
+def test_a_password_given_both_ways_is_a_usage_error(app, runner, accounts, command):
+    accounts.create("erin")
+    result = runner.invoke(
+        args=[*command, "--password", "from-the-arguments", "--password-stdin"],
+        input="from-standard-input\n",
+    )
+    assert result.exit_code == 2, result.output
+    assert "--password or --password-stdin, not both" in result.output
+    with database(app).session() as session:
+        assert session.scalar(select(func.count()).select_from(User)) == 1
