@@ -96,8 +96,15 @@ def default_headers(token: str | None, source: str) -> dict[str, str]:
     return headers
 
 
+API_PREFIX = "/api/v1"
+
+
 def api_base(url: str) -> str:
-    return url.rstrip("/") + "/api/v1"
+    """The API's root under the server's URL. A URL that already ends with the API's prefix
+    (`http://host:8000/api/v1`, copied from a request) is taken as that root: the prefix added
+    again answered every call with a bare 404."""
+    base = url.rstrip("/")
+    return base if base.endswith(API_PREFIX) else base + API_PREFIX
 
 
 def http_options(url: str, token: str | None, timeout: float, source: str) -> dict[str, Any]:

@@ -131,14 +131,15 @@ def refuse_empty(options: dict[str, str | None]) -> None:
 @dataclass(frozen=True)
 class Connection:
     url: str
-    token: str | None
+    token: str
     namespace: str
 
 
 def resolve(
     url: str | None, token: str | None, namespace: str | None, profile: str | None
 ) -> Connection:
-    """Fill what the flags and environment left out from the profile; no URL is a usage error.
+    """Fill what the flags and environment left out from the profile; no URL or no token is a
+    usage error.
 
     An option given empty (`-n "$NS"` with NS unset) is a usage error, not an option left out:
     read as left out, it fell back to the profile's namespace or `default`, and a prune planned
@@ -154,8 +155,16 @@ def resolve(
         raise click.UsageError(
             "no server: pass --url, set ALMANAC_URL, or run `almanac auth setup --url U --token T`"
         )
+    token = token or stored.get("token")
+    if not token:
+        # Every command calls an API route that needs a token: sent without one, the request
+        # only came back 401 from the server.
+        raise click.UsageError(
+            "no token: pass --token, set ALMANAC_TOKEN, or run `almanac auth setup --url U "
+            "--token T` (a token comes from `flask --app wsgi tokens create USER --name N`)"
+        )
     return Connection(
         url=url,
-        token=token or stored.get("token"),
+        token=token,
         namespace=namespace or stored.get("namespace") or "default",
     )

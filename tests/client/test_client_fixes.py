@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from almanac import AsyncClient, Client, Conflict, InvalidId, NotUnicode
+from almanac.cli import cli
 from tests.client.conftest import NOOP, JsonHandler, run_cli, schedule_body, served, serving
 
 # 1500 minutely occurrences: refused whole as too large, then sent as two halves of 750.
@@ -310,3 +312,28 @@ def test_a_url_with_a_password_is_refused_without_echoing_it(recorder, tmp_path:
         assert "s3cret" not in result.output and "user name or password" in result.stderr
     assert not (tmp_path / "config").exists()  # no profile written
     assert Recorder.seen == []  # nothing sent, so no Basic credentials either
+
+
+def test_a_url_ending_with_the_api_prefix_is_taken_as_the_api_root(recorder, tmp_path: Path):
+    # `ALMANAC_URL=http://host:port/api/v1` sent /api/v1/api/v1/... and met a bare 404.
+    for url in (f"{recorder}/api/v1", f"{recorder}/api/v1/"):
+        Recorder.seen = []
+        with Client(url, "t") as client:
+            assert client.request("GET", "/me") == {}
+        run_cli(url, tmp_path, "auth", "status")
+        assert Recorder.seen == ["/api/v1/me", "/api/v1/me"], url
+
+
+def test_a_command_without_a_token_is_a_usage_error_before_any_request(recorder, tmp_path: Path):
+    # With ALMANAC_URL set and no token, the request went out anyway and came back 401.
+    env = {
+        "ALMANAC_URL": recorder,
+        "ALMANAC_TOKEN": None,
+        "ALMANAC_PROFILE": None,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    for args in (("schedules", "list"), ("auth", "status"), ("runs", "list")):
+        result = CliRunner().invoke(cli, list(args), env=env)
+        assert result.exit_code == 2, (args, result.output)
+        assert "no token: pass --token, set ALMANAC_TOKEN" in result.stderr
+    assert Recorder.seen == []
