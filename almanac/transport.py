@@ -248,18 +248,24 @@ def connection_error(exc: Exception, url: str, call: Call) -> AlmanacError:
 
 
 def retryable(call: Call, response: httpx.Response) -> bool:
-    """Whether a 429 or 503 may be sent again: a read always; a change only when the API said
-    so itself (`CAPACITY`, `BACKEND_BUSY`: nothing was written). A proxy's own 503 may come
-    after the server acted, so a change is not sent twice on its word."""
+    """Whether a 429 or 503 may be sent again: a read always (but for `DATABASE_REFUSED`); a
+    change only when the API said so itself (`CAPACITY`, `BACKEND_BUSY`: nothing was
+    written). A proxy's own 503 may come after the server acted, so a change is not sent twice
+    on its word."""
     if response.status_code not in RETRY_STATUSES:
         return False
-    if call.method in ("GET", "HEAD"):
-        return True
     try:
         error = response.json().get("error")
     except (ValueError, AttributeError):
+        error = None
+    code = error.get("code") if isinstance(error, dict) else None
+    if code == "DATABASE_REFUSED":
+        # The server's database refused it for want of a grant or a migration: it answers the
+        # same until an operator acts, so waiting and asking again only delays the error.
         return False
-    return isinstance(error, dict) and error.get("code") in ("CAPACITY", "BACKEND_BUSY")
+    if call.method in ("GET", "HEAD"):
+        return True
+    return code in ("CAPACITY", "BACKEND_BUSY")
 
 
 # After refusing a body as too large, the server reads a little more of it and closes the

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from almanac import AsyncClient, Client, Conflict, InvalidId, NotUnicode
+from almanac import AlmanacError, AsyncClient, Client, Conflict, InvalidId, NotUnicode
 from almanac.cli import cli
 from tests.client.conftest import NOOP, JsonHandler, run_cli, schedule_body, served, serving
 
@@ -337,3 +337,25 @@ def test_a_command_without_a_token_is_a_usage_error_before_any_request(recorder,
         assert result.exit_code == 2, (args, result.output)
         assert "no token: pass --token, set ALMANAC_TOKEN" in result.stderr
     assert Recorder.seen == []
+
+
+class Refusing(JsonHandler):
+    """Answers as a server whose database login lacks a grant."""
+
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        Refusing.seen.append(self.path)
+        error = {"code": "DATABASE_REFUSED", "message": "the database refused it", "details": {}}
+        self.send_json(503, {"error": error})
+
+
+def test_a_database_refusal_is_raised_at_once_not_retried():
+    # A refusal answers the same until an operator acts: reads were retried as for a busy
+    # database, delaying the error by the whole backoff.
+    Refusing.seen = []
+    with serving(Refusing) as url, Client(url, "t", retries=1) as client:
+        with pytest.raises(AlmanacError) as caught:
+            client.me()
+    assert caught.value.status == 503 and caught.value.code == "DATABASE_REFUSED"
+    assert Refusing.seen == ["/api/v1/me"]
