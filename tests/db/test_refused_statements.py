@@ -91,3 +91,21 @@ def test_a_console_page_the_database_refuses_is_the_503_page(own_database, caplo
         assert "permission denied for table schedules" in line.getMessage()
     finally:
         database(app).dispose()
+
+
+def test_an_api_request_on_a_sqlite_file_never_migrated_is_refused_not_busy(tmp_path, caplog):
+    # SQLite says "no such table" as an OperationalError: it answered 503 BACKEND_BUSY, which
+    # clients retry as if the database would come back by itself.
+    app = make_test_app(f"sqlite:///{tmp_path / 'empty.db'}")
+    try:
+        with caplog.at_level(logging.INFO):
+            response = app.test_client().get(
+                "/api/v1/me", headers={"Authorization": "Bearer alm_any"}
+            )
+        assert response.status_code == 503, response.json
+        assert response.json["error"]["code"] == "DATABASE_REFUSED"
+        assert "Retry-After" not in response.headers
+        [line] = _refusal_lines(caplog)
+        assert line.exc_info is None and "no such table" in line.getMessage()
+    finally:
+        database(app).dispose()
