@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Select, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -59,9 +59,7 @@ def create_namespace(
 ) -> Namespace:
     """Create a namespace; the caller commits."""
     _check_name(name, "name")
-    if max_active_runs is not None and not 1 <= max_active_runs <= MAX_ACTIVE_RUNS_LIMIT:
-        msg = f"must be from 1 to {MAX_ACTIVE_RUNS_LIMIT}"
-        raise ValidationFailed([{"loc": ["max_active_runs"], "msg": msg}])
+    _check_max_active_runs(max_active_runs)
     # Inserted unless the name is taken, in one statement: a create of the same name by
     # another transaction at once is waited for and then found taken (a 409, not a unique
     # violation escaping as a 500).
@@ -77,6 +75,30 @@ def create_namespace(
     namespace = session.get(Namespace, created)
     assert namespace is not None
     return namespace
+
+
+def _check_max_active_runs(max_active_runs: int | None) -> None:
+    if max_active_runs is not None and not 1 <= max_active_runs <= MAX_ACTIVE_RUNS_LIMIT:
+        msg = f"must be from 1 to {MAX_ACTIVE_RUNS_LIMIT}"
+        raise ValidationFailed([{"loc": ["max_active_runs"], "msg": msg}])
+
+
+def set_max_active_runs(
+    session: Session, name: str, max_active_runs: int | None
+) -> tuple[int | None, int | None]:
+    """Set (None: clear) the namespace's `max_active_runs`; the limit before and after. The
+    caller commits; the next tick and the next run start read the new limit."""
+    _check_max_active_runs(max_active_runs)
+    namespace = get_namespace(session, name)
+    # Read again under a row lock: a change of the same namespace at once is waited for, and
+    # the limit reported as "before" is the one this change replaces (on SQLite the write lock
+    # the account commands take first already orders them).
+    before = session.scalar(
+        select(Namespace.max_active_runs).where(Namespace.id == namespace.id).with_for_update()
+    )
+    namespace.max_active_runs = max_active_runs
+    session.flush()
+    return before, max_active_runs
 
 
 def visible_namespaces(
@@ -154,6 +176,19 @@ def disable_user(session: Session, now: datetime, username: str) -> User:
     return user
 
 
+def enable_user(session: Session, username: str) -> tuple[User, datetime | None]:
+    """Undo `disable_user`: the user and when it had been disabled (None: it was not, and
+    nothing changes). The caller commits.
+
+    Its unrevoked API tokens work again and its schedules stop being blocked; the console
+    sessions that disabling ended stay ended (the user signs in again)."""
+    user = get_user(session, username)
+    was_disabled_at = user.disabled_at
+    if was_disabled_at is not None:
+        user.disabled_at = None
+    return user, was_disabled_at
+
+
 def set_password(session: Session, now: datetime, username: str, password: str) -> User:
     """Change `username`'s password and end every console session it has; the caller commits."""
     if len(password) < 8:
@@ -187,6 +222,23 @@ def grant_role(session: Session, username: str, namespace_name: str, role: str) 
     membership.role = role
     session.flush()
     return membership
+
+
+def revoke_role(session: Session, username: str, namespace_name: str) -> str | None:
+    """Remove `username`'s membership in the namespace; the role it had, or None if it had
+    none (then nothing changes). The caller commits.
+
+    API tokens and console sessions read memberships at each request (and, on PostgreSQL,
+    row security at each transaction's start), so the next request no longer reaches it."""
+    user = get_user(session, username)
+    namespace = get_namespace(session, namespace_name)
+    # One statement: a revoke of the same membership at once is waited for and then finds
+    # nothing to remove, so exactly one of them reports the role.
+    return session.scalar(
+        delete(Membership)
+        .where(Membership.user_id == user.id, Membership.namespace_id == namespace.id)
+        .returning(Membership.role)
+    )
 
 
 def authenticate_password(session: Session, username: str, password: str) -> User | None:

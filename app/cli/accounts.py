@@ -78,10 +78,24 @@ def create_user(name: str, password: str | None, password_stdin: bool, superuser
 @users.command("disable")
 @click.argument("name")
 def disable_user(name: str) -> None:
-    """Disable user NAME: no sign-in, no tokens, and its schedules block."""
+    """Disable user NAME: no sign-in, no tokens, and its schedules block (`users enable`
+    undoes it)."""
     with _transaction() as (session, now):
         service.disable_user(session, now, name)
     click.echo(f"disabled user {name}")
+
+
+@users.command("enable")
+@click.argument("name")
+def enable_user(name: str) -> None:
+    """Enable user NAME again after `users disable`: its unrevoked tokens work again; the
+    console sessions disabling ended stay ended (NAME signs in again)."""
+    with _transaction() as (session, _now):
+        _user, was_disabled_at = service.enable_user(session, name)
+    if was_disabled_at is None:
+        click.echo(f"user {name} is not disabled; nothing changed")
+        return
+    click.echo(f"enabled user {name} (disabled since {was_disabled_at.isoformat()})")
 
 
 @users.command("set-password")
@@ -114,6 +128,19 @@ def grant(name: str, namespace: str, role: str) -> None:
     with _transaction() as (session, _now):
         service.grant_role(session, name, namespace, role)
     click.echo(f"{name} is {role} in {namespace}")
+
+
+@users.command("revoke")
+@click.argument("name")
+@click.argument("namespace")
+def revoke(name: str, namespace: str) -> None:
+    """Take away user NAME's role in NAMESPACE, at once for its tokens and console sessions."""
+    with _transaction() as (session, _now):
+        role = service.revoke_role(session, name, namespace)
+    if role is None:
+        click.echo(f"{name} has no role in {namespace}; nothing changed")
+        return
+    click.echo(f"{name} is no longer {role} in {namespace}")
 
 
 tokens = AppGroup("tokens", help="API bearer tokens (stored hashed, shown once).")
@@ -158,6 +185,42 @@ def create_namespace(name: str, max_active_runs: int | None) -> None:
     with _transaction() as (session, now):
         service.create_namespace(session, now, name, max_active_runs)
     click.echo(f"created namespace {name}")
+
+
+class _LimitOrNone(click.ParamType):
+    """A `max_active_runs`: an integer of at least 1, as `namespaces create` reads it, or
+    `none` for no limit."""
+
+    name = "INTEGER|none"
+    _number = click.IntRange(min=1)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+            return None
+        return self._number.convert(value, param, ctx)
+
+
+@namespaces.command("set")
+@click.argument("name")
+@click.option(
+    "--max-active-runs",
+    type=_LimitOrNone(),
+    metavar="N|none",
+    required=True,
+    help="At most this many active runs (at least 1), or `none` for no limit.",
+)
+def set_namespace(name: str, max_active_runs: int | None) -> None:
+    """Change namespace NAME's limit; the next tick and run start apply it."""
+    with _transaction() as (session, _now):
+        before, after = service.set_max_active_runs(session, name, max_active_runs)
+
+    def shown(limit: int | None) -> str:
+        return "none" if limit is None else str(limit)
+
+    if before == after:
+        click.echo(f"max_active_runs of {name} is {shown(after)} already; nothing changed")
+        return
+    click.echo(f"max_active_runs of {name}: {shown(before)} -> {shown(after)}")
 
 
 admin = AppGroup("admin", help="First-start bootstrap.")

@@ -73,7 +73,13 @@ def test_commands_on_a_database_without_tables_say_to_upgrade_it(tmp_path):
 
     app = make_test_app(f"sqlite:///{tmp_path / 'empty.db'}")
     runner = app.test_cli_runner()
-    for args in (["admin", "bootstrap"], ["users", "create", "x", "--password", "long-enough-1"]):
+    for args in (
+        ["admin", "bootstrap"],
+        ["users", "create", "x", "--password", "long-enough-1"],
+        ["users", "revoke", "x", "default"],
+        ["users", "enable", "x"],
+        ["namespaces", "set", "default", "--max-active-runs", "none"],
+    ):
         result = runner.invoke(args=args)
         assert result.exit_code == 1, result.output
         assert "run `flask --app wsgi db upgrade` first" in result.output
@@ -198,3 +204,170 @@ def test_a_password_given_both_ways_is_a_usage_error(app, runner, accounts, comm
     assert "--password or --password-stdin, not both" in result.output
     with database(app).session() as session:
         assert session.scalar(select(func.count()).select_from(User)) == 1
+
+
+def _console_sign_in(app, username: str, password: str):
+    """A browser signed in to the console as `username`."""
+    from tests.console.test_pages import sign_in
+
+    browser = app.test_client()
+    assert sign_in(browser, username, password).status_code == 302
+    return browser
+
+
+def test_users_revoke_takes_one_namespace_away_at_once(app, runner, client, accounts):
+    # There was no way to take a user out of one namespace: only `users disable`, which took
+    # every namespace away.
+    alice = accounts.create("alice", "operator", "nsa")
+    accounts.create("bob", "viewer", "nsb")
+    assert runner.invoke(args=["users", "grant", "alice", "nsb", "viewer"]).exit_code == 0
+    api = Api(client, alice.token)
+    browser = _console_sign_in(app, "alice", alice.password)
+    assert api.get("/namespaces/nsa/schedules").status_code == 200
+    assert browser.get("/ns/nsa/schedules").status_code == 200
+
+    result = runner.invoke(args=["users", "revoke", "alice", "nsa"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "alice is no longer operator in nsa"
+
+    # Her token: nsa answers as a namespace she was never in; nsb still works.
+    refused = api.get("/namespaces/nsa/schedules")
+    assert refused.status_code == 404
+    assert refused.get_json()["error"]["code"] == "NOT_FOUND"
+    assert api.get("/namespaces/nsb/schedules").status_code == 200
+    assert [n["name"] for n in api.get("/namespaces").get_json()["items"]] == ["nsb"]
+    assert [n["name"] for n in api.get("/me").get_json()["namespaces"]] == ["nsb"]
+    # Her console session, signed in before the revoke: the same on its next request.
+    assert browser.get("/ns/nsa/schedules").status_code == 404
+    assert browser.get("/ns/nsb/schedules").status_code == 200
+
+    again = runner.invoke(args=["users", "revoke", "alice", "nsa"])
+    assert again.exit_code == 0, again.output
+    assert again.output.strip() == "alice has no role in nsa; nothing changed"
+    assert api.get("/namespaces/nsb/schedules").status_code == 200
+
+
+def test_users_revoke_of_an_unknown_user_or_namespace_is_a_clean_error(app, runner, accounts):
+    accounts.create("alice", "operator", "nsa")
+    for args, said in (
+        (["users", "revoke", "ghost", "nsa"], "Error: user 'ghost' does not exist"),
+        (["users", "revoke", "alice", "nope"], "Error: namespace 'nope' does not exist"),
+    ):
+        result = runner.invoke(args=args)
+        assert result.exit_code == 1, result.output
+        assert result.output.strip() == said
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_users_revoke_losing_a_race_says_nothing_changed(app, runner, accounts, postgres_owner_url):
+    # Two `users revoke alice nsa` at once: the other commits while this one is between finding
+    # the user and namespace and removing the membership.
+    from app.auth import service
+    from app.db import Database
+
+    accounts.create("alice", "operator", "nsa")
+    other = Database(postgres_owner_url)
+    raced: list[str] = []
+
+    @event.listens_for(database(app).engine, "before_cursor_execute")
+    def _other_revoke_commits_first(conn, cursor, statement, params, context, executemany):
+        if not raced and statement.lstrip().upper().startswith("DELETE FROM MEMBERSHIPS"):
+            raced.append(statement)
+            with other.session() as session:
+                assert service.revoke_role(session, "alice", "nsa") == "operator"
+                session.commit()
+
+    try:
+        result = runner.invoke(args=["users", "revoke", "alice", "nsa"])
+    finally:
+        event.remove(database(app).engine, "before_cursor_execute", _other_revoke_commits_first)
+        other.dispose()
+    assert raced, "the delete was never reached"
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "alice has no role in nsa; nothing changed"
+
+
+def test_users_enable_undoes_disable(app, runner, client, accounts):
+    # `users disable` could not be undone.
+    erin = accounts.create("erin")
+    browser = _console_sign_in(app, "erin", erin.password)
+    assert runner.invoke(args=["users", "disable", "erin"]).exit_code == 0
+    assert Api(client, erin.token).get("/namespaces").status_code == 401
+
+    result = runner.invoke(args=["users", "enable", "erin"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "enabled user erin (disabled since 2026-01-05T12:00:00+00:00)"
+    # Her unrevoked token works again, with her roles as they were.
+    assert Api(client, erin.token).get("/namespaces/default/schedules").status_code == 200
+    # The console session disabling ended stays ended: she signs in again.
+    assert "/login" in browser.get("/ns/default/schedules").headers["Location"]
+    again = _console_sign_in(app, "erin", erin.password)
+    assert again.get("/ns/default/schedules").status_code == 200
+
+    twice = runner.invoke(args=["users", "enable", "erin"])
+    assert twice.exit_code == 0, twice.output
+    assert twice.output.strip() == "user erin is not disabled; nothing changed"
+    unknown = runner.invoke(args=["users", "enable", "ghost"])
+    assert unknown.exit_code == 1 and unknown.output.strip() == "Error: user 'ghost' does not exist"
+
+
+def test_users_enable_keeps_revoked_tokens_revoked(app, runner, client, accounts):
+    erin = accounts.create("erin")
+    assert runner.invoke(args=["users", "disable", "erin"]).exit_code == 0
+    assert runner.invoke(args=["tokens", "revoke", "erin", "test"]).exit_code == 0
+    assert runner.invoke(args=["users", "enable", "erin"]).exit_code == 0
+    assert Api(client, erin.token).get("/namespaces").status_code == 401
+
+
+def test_namespaces_set_changes_the_limit(app, runner, admin_api):
+    # The limit could be set only when the namespace was created.
+    created = runner.invoke(args=["namespaces", "create", "billing", "--max-active-runs", "3"])
+    assert created.exit_code == 0, created.output
+
+    def reported() -> int | None:
+        items = admin_api.get("/namespaces").get_json()["items"]
+        return {n["name"]: n["max_active_runs"] for n in items}["billing"]
+
+    result = runner.invoke(args=["namespaces", "set", "billing", "--max-active-runs", "5"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "max_active_runs of billing: 3 -> 5"
+    assert reported() == 5
+    result = runner.invoke(args=["namespaces", "set", "billing", "--max-active-runs", "none"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "max_active_runs of billing: 5 -> none"
+    assert reported() is None
+    result = runner.invoke(args=["namespaces", "set", "billing", "--max-active-runs", "none"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "max_active_runs of billing is none already; nothing changed"
+
+
+def test_namespaces_set_refuses_what_create_refuses(app, runner):
+    created = runner.invoke(args=["namespaces", "create", "billing", "--max-active-runs", "3"])
+    assert created.exit_code == 0, created.output
+    for value in ("0", "-1", "many"):
+        result = runner.invoke(args=["namespaces", "set", "billing", "--max-active-runs", value])
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for '--max-active-runs'" in result.output
+    result = runner.invoke(args=["namespaces", "set", "billing", "--max-active-runs", "2147483648"])
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == "Error: max_active_runs: must be from 1 to 2147483647"
+    missing = runner.invoke(args=["namespaces", "set", "billing"])
+    assert missing.exit_code == 2 and "Missing option '--max-active-runs'" in missing.output
+    unknown = runner.invoke(args=["namespaces", "set", "nope", "--max-active-runs", "1"])
+    assert unknown.exit_code == 1, unknown.output
+    assert unknown.output.strip() == "Error: namespace 'nope' does not exist"
+    # Nothing refused changed the limit.
+    shown = runner.invoke(args=["namespaces", "set", "billing", "--max-active-runs", "3"])
+    assert shown.output.strip() == "max_active_runs of billing is 3 already; nothing changed"
+
+
+def test_namespaces_set_applies_at_the_next_tick(h, runner):
+    h.create("s", cron="*/10 * * * *")
+    h.create("hog", cron="0 0 1 1 *")
+    assert h.post("hog", "trigger").get_json()["outcome"] == "triggered"
+    set_one = runner.invoke(args=["namespaces", "set", "default", "--max-active-runs", "1"])
+    assert set_one.exit_code == 0, set_one.output
+    assert [r["outcome"] for r in h.tick("12:10")] == ["refused"]
+    cleared = runner.invoke(args=["namespaces", "set", "default", "--max-active-runs", "none"])
+    assert cleared.exit_code == 0, cleared.output
+    assert [r["outcome"] for r in h.tick("12:10:30")] == ["triggered"]
