@@ -371,3 +371,12 @@ def test_namespaces_set_applies_at_the_next_tick(h, runner):
     cleared = runner.invoke(args=["namespaces", "set", "default", "--max-active-runs", "none"])
     assert cleared.exit_code == 0, cleared.output
     assert [r["outcome"] for r in h.tick("12:10:30")] == ["triggered"]
+
+
+def test_users_revoke_blocks_the_users_schedules_in_that_namespace(h, runner, api_for):
+    h.create("s")
+    result = runner.invoke(args=["users", "revoke", "olga", "default"])
+    assert result.exit_code == 0, result.output
+    assert [r["outcome"] for r in h.tick("12:05")] == ["blocked"]
+    data = api_for("pavel", "operator").get("/schedules/s").get_json()
+    assert data["status"] == "blocked" and data["blocked_reason"] == "principal_unauthorized"
