@@ -224,9 +224,10 @@ def grant_role(session: Session, username: str, namespace_name: str, role: str) 
     return membership
 
 
-def revoke_role(session: Session, username: str, namespace_name: str) -> str | None:
-    """Remove `username`'s membership in the namespace; the role it had, or None if it had
-    none (then nothing changes). The caller commits.
+def revoke_role(session: Session, username: str, namespace_name: str) -> tuple[User, str | None]:
+    """Remove `username`'s membership in the namespace; the user and the role it had, or None
+    if it had none (then nothing changes). The caller commits. (A superuser keeps reaching
+    every namespace, membership or not.)
 
     API tokens and console sessions read memberships at each request (and, on PostgreSQL,
     row security at each transaction's start), so the next request no longer reaches it."""
@@ -234,7 +235,7 @@ def revoke_role(session: Session, username: str, namespace_name: str) -> str | N
     namespace = get_namespace(session, namespace_name)
     # One statement: a revoke of the same membership at once is waited for and then finds
     # nothing to remove, so exactly one of them reports the role.
-    return session.scalar(
+    return user, session.scalar(
         delete(Membership)
         .where(Membership.user_id == user.id, Membership.namespace_id == namespace.id)
         .returning(Membership.role)

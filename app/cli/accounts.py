@@ -136,11 +136,14 @@ def grant(name: str, namespace: str, role: str) -> None:
 def revoke(name: str, namespace: str) -> None:
     """Take away user NAME's role in NAMESPACE, at once for its tokens and console sessions."""
     with _transaction() as (session, _now):
-        role = service.revoke_role(session, name, namespace)
+        user, role = service.revoke_role(session, name, namespace)
+    # A superuser reaches every namespace without a membership: saying only "no longer" would
+    # read as if it were cut off.
+    still = f" ({name} is a superuser: it still reaches {namespace})" if user.is_superuser else ""
     if role is None:
-        click.echo(f"{name} has no role in {namespace}; nothing changed")
+        click.echo(f"{name} has no role in {namespace}; nothing changed{still}")
         return
-    click.echo(f"{name} is no longer {role} in {namespace}")
+    click.echo(f"{name} is no longer {role} in {namespace}{still}")
 
 
 tokens = AppGroup("tokens", help="API bearer tokens (stored hashed, shown once).")

@@ -274,7 +274,7 @@ def test_users_revoke_losing_a_race_says_nothing_changed(app, runner, accounts, 
         if not raced and statement.lstrip().upper().startswith("DELETE FROM MEMBERSHIPS"):
             raced.append(statement)
             with other.session() as session:
-                assert service.revoke_role(session, "alice", "nsa") == "operator"
+                assert service.revoke_role(session, "alice", "nsa")[1] == "operator"
                 session.commit()
 
     try:
@@ -380,3 +380,15 @@ def test_users_revoke_blocks_the_users_schedules_in_that_namespace(h, runner, ap
     assert [r["outcome"] for r in h.tick("12:05")] == ["blocked"]
     data = api_for("pavel", "operator").get("/schedules/s").get_json()
     assert data["status"] == "blocked" and data["blocked_reason"] == "principal_unauthorized"
+
+
+def test_users_revoke_of_a_superuser_says_it_still_reaches_the_namespace(
+    app, runner, client, accounts
+):
+    root = accounts.create("root", "admin", "nsa", superuser=True)
+    result = runner.invoke(args=["users", "revoke", "root", "nsa"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == (
+        "root is no longer admin in nsa (root is a superuser: it still reaches nsa)"
+    )
+    assert Api(client, root.token).get("/namespaces/nsa/schedules").status_code == 200
