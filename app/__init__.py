@@ -9,7 +9,14 @@ from typing import Any
 
 from flask import Flask
 
-from app.settings import DEFAULTS, ROOT, check_settings, encryption_keys, instance_secret
+from app.settings import (
+    DEFAULTS,
+    ROOT,
+    check_settings,
+    encryption_keys,
+    instance_secret,
+    weak_secret_key_warning,
+)
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
@@ -40,6 +47,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     # A setting that cannot be used stops the process here, named, rather than misbehaving.
     check_settings(app.config)
     _log_lines()
+    weak_key = weak_secret_key_warning(app.config)
+    if weak_key:
+        logging.getLogger("app.settings").warning(weak_key)
     sys.setswitchinterval(float(app.config["GIL_SWITCH_INTERVAL"]))
 
     # Every layer loads here, not when the package is imported: `import app.calendar` (pure

@@ -141,6 +141,7 @@ def check_settings(config: dict[str, Any]) -> None:
         if name in config:
             config[name] = _flag(name, config[name])
     _check_clock(config)
+    _check_admin_token(config)
 
 
 FLAGS = ("TESTING", "SESSION_COOKIE_SECURE")
@@ -167,6 +168,46 @@ def _check_clock(config: dict[str, Any]) -> None:
         raise SettingError("ALMANAC_CLOCK=manual is refused unless ALMANAC_TESTING=1")
     if config.get("CLOCK_OFFSET_SECONDS") and not testing:
         raise SettingError("ALMANAC_CLOCK_OFFSET_SECONDS is refused unless ALMANAC_TESTING=1")
+
+
+# The bootstrap superuser's API token: as strong as a generated one is long enough to be.
+ADMIN_TOKEN_MIN = 16
+# A secret key shorter than this is accepted (benchmarks and demos use short ones) but warned of.
+SECRET_KEY_MIN = 16
+GENERATE_SECRET = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+def _check_admin_token(config: dict[str, Any]) -> None:
+    """`ALMANAC_ADMIN_TOKEN`, when set, is at least 16 characters with no space or control
+    character: a one-letter token was stored and worked as the superuser's credential."""
+    raw = config.get("ADMIN_TOKEN")
+    if raw is None or raw == "":
+        return
+    # The environment is read as JSON first: an all-digit token arrives as a number.
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = config["ADMIN_TOKEN"] = str(raw)
+    rule = (
+        f"ALMANAC_ADMIN_TOKEN must be at least {ADMIN_TOKEN_MIN} characters without spaces or "
+        f"control characters (generate one with {GENERATE_SECRET})"
+    )
+    # A token is a secret: the message says what is wrong, never what it holds.
+    if not isinstance(raw, str) or len(raw) < ADMIN_TOKEN_MIN:
+        raise SettingError(rule)
+    if any(char.isspace() or not char.isprintable() for char in raw):
+        raise SettingError(rule)
+
+
+def weak_secret_key_warning(config: dict[str, Any]) -> str | None:
+    """The warning line for a configured `ALMANAC_SECRET_KEY` shorter than 16 characters (it
+    signs sessions, CSRF tokens and cursors), else None. It never shows the key."""
+    key = config.get("SECRET_KEY")
+    if key is None or len(str(key)) >= SECRET_KEY_MIN:
+        return None
+    return (
+        f"ALMANAC_SECRET_KEY is shorter than {SECRET_KEY_MIN} characters: it signs sessions, "
+        f"CSRF tokens and cursors and should be a long random value; generate one with "
+        f"{GENERATE_SECRET}"
+    )
 
 
 def _number(name: str, raw: Any, whole: bool, low: float, high: float) -> int | float:

@@ -144,7 +144,7 @@ def make_test_app(db_url: str, **overrides: Any) -> Flask:
         "DATABASE_URL": db_url,
         "SCHEDULER": "off",
         "CLOCK": "manual",
-        "SECRET_KEY": "test-secret-key",
+        "SECRET_KEY": "test-secret-key-for-the-suite",
         "ADMIN_PASSWORD": None,
         "ADMIN_TOKEN": None,
     } | overrides

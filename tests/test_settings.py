@@ -68,6 +68,13 @@ REFUSED = [
     ("TESTING", "maybe"),
     ("SESSION_COOKIE_SECURE", "enabled"),
     ("SESSION_COOKIE_SECURE", 2),
+    # The first superuser's API token: one letter was stored and worked as its credential.
+    ("ADMIN_TOKEN", "x"),
+    ("ADMIN_TOKEN", "alm_15_chars_xx"),
+    ("ADMIN_TOKEN", "alm token with a space"),
+    ("ADMIN_TOKEN", "alm_token_with_a_tab\there"),
+    ("ADMIN_TOKEN", "alm_token_with_a_bell\x07"),
+    ("ADMIN_TOKEN", True),
 ]
 
 
@@ -166,3 +173,30 @@ def test_gunicorn_stops_instead_of_booting_its_worker_again_and_again(tmp_path):
 def test_two_fernet_keys_separated_by_a_comma_are_taken(tmp_path):
     app = create_app(_config(tmp_path, ENCRYPTION_KEYS=f"{KEY_A}, {KEY_B}"))
     assert app.config["ENCRYPTION_KEYS"] == f"{KEY_A}, {KEY_B}"
+
+
+def test_a_short_admin_token_is_refused_without_being_shown(tmp_path):
+    settings = {"ADMIN_PASSWORD": "first-start-pw", "ADMIN_TOKEN": "Zq9short"}
+    with pytest.raises(SettingError, match="at least 16 characters") as refused:
+        create_app(_config(tmp_path, **settings))
+    assert "Zq9short" not in str(refused.value)
+
+
+def test_an_admin_token_of_16_characters_or_digits_only_is_taken(tmp_path):
+    assert create_app(_config(tmp_path, ADMIN_TOKEN="alm_16_chars_xxx")).config["ADMIN_TOKEN"]
+    # Read from the environment as JSON, an all-digit token arrives as a number.
+    digits = create_app(_config(tmp_path, ADMIN_TOKEN=12345678901234567890))
+    assert digits.config["ADMIN_TOKEN"] == "12345678901234567890"
+
+
+def test_a_short_secret_key_starts_with_one_warning_that_does_not_show_it(tmp_path):
+    command = [sys.executable, "-m", "flask", "--app", "wsgi", "routes"]
+    done = _start(tmp_path, command, "SECRET_KEY", "Zq9!")
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1, done.stderr
+    assert "ALMANAC_SECRET_KEY is shorter than 16 characters" in warnings[0]
+    assert "secrets.token_urlsafe(32)" in warnings[0]
+    assert "Zq9!" not in done.stderr
+    long_key = _start(tmp_path, command, "SECRET_KEY", "a-long-random-secret-key")
+    assert long_key.returncode == 0 and "ALMANAC_SECRET_KEY" not in long_key.stderr

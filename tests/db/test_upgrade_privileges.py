@@ -154,7 +154,7 @@ def test_a_refused_downgrade_prints_its_refusal_and_nothing_as_if_it_had_run(at_
     precede the refusal; a downgrade that runs still logs its "Running downgrade" lines."""
     kept = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")}
     app_login = login_url(at_0003, "almanac_app")
-    env = kept | {"ALMANAC_SECRET_KEY": "k", "ALMANAC_DATABASE_URL": app_login}
+    env = kept | {"ALMANAC_SECRET_KEY": "downgrade-test-secret", "ALMANAC_DATABASE_URL": app_login}
     flask = [str(BIN / "flask"), "--app", "wsgi", "db", "downgrade"]
     refused = subprocess.run(
         [*flask, "0002"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60

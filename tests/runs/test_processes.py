@@ -44,7 +44,7 @@ def _spawn(
         "ALMANAC_TESTING": "1",
         "ALMANAC_CLOCK": "manual",
         "ALMANAC_SCHEDULER": "off",
-        "ALMANAC_SECRET_KEY": "test-secret-key",
+        "ALMANAC_SECRET_KEY": "test-secret-key-for-the-suite",
         "PYTHONPATH": str(ROOT),
         "ALMANAC_ACTION_MODULES": "tests.support.probe_actions",
         "ALMANAC_WORKER_POLL_SECONDS": "0.05",

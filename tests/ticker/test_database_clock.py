@@ -47,7 +47,7 @@ def _scheduler(db_url: str, offset: int, log: Path) -> subprocess.Popen[bytes]:
         "ALMANAC_CLOCK": "system",
         "ALMANAC_CLOCK_OFFSET_SECONDS": str(offset),
         "ALMANAC_SCHEDULER": "off",
-        "ALMANAC_SECRET_KEY": "test-secret-key",
+        "ALMANAC_SECRET_KEY": "test-secret-key-for-the-suite",
         "ALMANAC_TICK_SECONDS": "0.2",
         "PYTHONPATH": str(ROOT),
     }
