@@ -400,6 +400,11 @@ def list_occurrences(namespace: Namespace, schedule_id: str) -> Any:
 )
 def schedule_history(namespace: Namespace, schedule_id: str) -> Any:
     """Page through the audit stream by sequence."""
+    # This stream pages by `after_sequence`, not by the lists' `cursor`: a generic list reader
+    # sending `cursor=` got page one again forever. It is refused, saying what to send instead.
+    if request.args.get("cursor"):
+        msg = "this stream pages by after_sequence: send a page's next_cursor as after_sequence"
+        raise InvalidCursor(msg, errors=[{"loc": ["query", "cursor"], "msg": msg}])
     limit = query_int("limit", 100, 1, queries.MAX_HISTORY_LIMIT)
     after = queries.parse_after_sequence(request.args.get("after_sequence"))
     session = context.session()

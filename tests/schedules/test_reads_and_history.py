@@ -77,6 +77,21 @@ def test_a_bad_after_sequence_is_an_invalid_cursor(h, after):
     assert error["details"]["errors"][0]["loc"] == ["query", "after_sequence"]
 
 
+@pytest.mark.parametrize("cursor", ["1", "garbage"])
+def test_a_list_cursor_on_the_history_is_refused_naming_after_sequence(h, cursor):
+    # The stream pages by after_sequence: a list reader sending its next_cursor as `cursor`
+    # got the first page again, forever.
+    ten_events(h)
+    response = h.api.get(f"/schedules/s/history?limit=1&cursor={cursor}")
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error["code"] == "INVALID_CURSOR" and "after_sequence" in error["message"]
+    assert error["details"]["errors"][0]["loc"] == ["query", "cursor"]
+    # Empty is absent, as for every query parameter.
+    page = h.api.get("/schedules/s/history?limit=1&cursor=").get_json()
+    assert [e["sequence"] for e in page["events"]] == [1]
+
+
 @pytest.mark.parametrize("limit", ["0", "501", "x"])
 def test_history_limit_is_1_to_500(h, limit):
     h.create("s")
