@@ -10,6 +10,7 @@ import io
 import json
 import math
 import re
+import sys
 from typing import Any
 
 from flask import Flask, Response, current_app, request
@@ -28,8 +29,12 @@ def ascii_int(raw: str, *, signed: bool = False) -> int | None:
     return int(raw) if pattern.fullmatch(raw) else None
 
 
+class _Refused(ValueError):
+    """A JSON value this module's hooks refuse, with a message meant for the client."""
+
+
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise _Refused(f"{name} is not valid JSON")
 
 
 def _finite_float(text: str) -> float:
@@ -38,7 +43,7 @@ def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         shown = text if len(text) <= 32 else text[:32] + "…"
-        raise ValueError(f"the number {shown} is too large to store")
+        raise _Refused(f"the number {shown} is too large to store")
     return value
 
 
@@ -71,7 +76,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise ValueError(f"the key {key!r} is given twice in one object")
+                raise _Refused(f"the key {key!r} is given twice in one object")
             seen.add(key)
     return value
 
@@ -96,8 +101,19 @@ def loads(raw: str | bytes, loc: list[str | int]) -> Any:
     except json.JSONDecodeError as exc:
         reason = f"is not valid JSON: {exc.msg} (line {exc.lineno})"
         raise BadRequest(f"{_where(loc)} {reason}", reason=reason) from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        # Python's own words ("'utf-8' codec can't decode byte 0xff in position 31: invalid
+        # start byte") are its internals: say what is wrong and where, plainly.
+        reason = f"is not valid {exc.encoding.upper()} (at byte {exc.start})"
+        raise BadRequest(f"{_where(loc)} {reason}", reason=reason) from None
+    except _Refused as exc:
         reason = f"is not valid JSON: {exc}"
+        raise BadRequest(f"{_where(loc)} {reason}", reason=reason) from None
+    except ValueError:
+        # The only other ValueError: an integer longer than Python converts (its message told
+        # the client to call sys.set_int_max_str_digits()).
+        limit = sys.get_int_max_str_digits()
+        reason = f"holds an integer of more than {limit} digits, which is not accepted"
         raise BadRequest(f"{_where(loc)} {reason}", reason=reason) from None
     else:
         too_deep = json_depth(value) > MAX_JSON_DEPTH

@@ -257,3 +257,32 @@ def test_a_huge_key_named_in_an_errors_loc_is_cut_there_too(admin_api):
     assert len(response.data) < 10_000
     locs = [part for error in error_of(response)["details"]["errors"] for part in error["loc"]]
     assert any(str(part).endswith("(300,000 characters in all)") for part in locs), locs
+
+
+def test_a_body_that_is_not_utf8_says_so_plainly_with_the_byte(admin_api):
+    """Python's words came back: "'utf-8' codec can't decode byte 0xff in position 31: …"."""
+    body = b'{"name": "team-a", "labels": {"\xff": 1}}'
+    response = admin_api.post(
+        "/namespaces", data=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["code"] == "BAD_REQUEST"
+    assert error["message"] == f"body is not valid UTF-8 (at byte {body.index(0xFF)})"
+    assert "codec" not in response.get_data(as_text=True)
+
+
+def test_an_integer_of_5000_digits_is_refused_in_plain_words(admin_api):
+    """Python's words came back: "Exceeds the limit (4300 digits) for integer string conversion
+    … use sys.set_int_max_str_digits() to increase the limit"."""
+    body = b'{"name": ' + b"7" * 5000 + b"}"
+    response = admin_api.post(
+        "/namespaces", data=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["code"] == "BAD_REQUEST"
+    assert error["message"] == (
+        "body holds an integer of more than 4300 digits, which is not accepted"
+    )
+    assert "sys." not in response.get_data(as_text=True)
