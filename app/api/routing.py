@@ -147,6 +147,20 @@ def _authenticate(namespace: str | None) -> auth_service.Caller:
     return caller
 
 
+def namespace_header() -> str | None:
+    """`X-Namespace` as the client sent it. WSGI hands header values over decoded as latin-1,
+    so `nsaа` (a Cyrillic а) read as `nsaÐ°` and a 404 named a namespace nobody asked for:
+    the bytes are taken back and read as UTF-8 (a byte that is not UTF-8 shows as U+FFFD)."""
+    raw = request.headers.get("X-Namespace")
+    if raw is None or raw.isascii():
+        return raw
+    try:
+        sent = raw.encode("latin-1")
+    except UnicodeEncodeError:  # not from a WSGI server: already text
+        return raw
+    return sent.decode("utf-8", "replace")
+
+
 def _namespace(
     user: User, name: str, caller: auth_service.Caller | None, grants: tuple[str, ...]
 ) -> Namespace:
@@ -187,7 +201,7 @@ def operation(
         def wrapped(**kwargs: Any) -> Any:
             name = None
             if namespaced:
-                name = kwargs.pop("ns", None) or request.headers.get("X-Namespace") or "default"
+                name = kwargs.pop("ns", None) or namespace_header() or "default"
             if not (auth or grants or superuser or namespaced):
                 refuse_repeated(query or ())
                 return view(**kwargs)

@@ -286,3 +286,16 @@ def test_an_integer_of_5000_digits_is_refused_in_plain_words(admin_api):
         "body holds an integer of more than 4300 digits, which is not accepted"
     )
     assert "sys." not in response.get_data(as_text=True)
+
+
+def test_a_non_ascii_x_namespace_is_named_as_sent(admin_api):
+    """WSGI hands header values over decoded as latin-1: `nsaа` (a Cyrillic а, sent as UTF-8)
+    came back as "namespace 'nsaÐ°' does not exist"."""
+    as_wsgi_reads_it = "nsaа".encode().decode("latin-1")
+    response = admin_api.get("/schedules", headers={"X-Namespace": as_wsgi_reads_it})
+    assert response.status_code == 404
+    assert error_of(response)["message"] == "namespace 'nsaа' does not exist"
+    # Bytes that are not UTF-8 show as the replacement character, not as latin-1 letters.
+    response = admin_api.get("/schedules", headers={"X-Namespace": "nsa\xff"})
+    assert response.status_code == 404
+    assert error_of(response)["message"] == "namespace 'nsa\ufffd' does not exist"
