@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from app.console import incidents as page_module
 from app.ticker.tick import run_tick
 from tests.console.test_pages import csrf_from, sign_in
@@ -81,6 +83,17 @@ def test_an_outside_back_target_goes_home(app, client, accounts, api_for):
     )
     assert done.headers["Location"] == "/"
     assert api.get("/runs/stuck-1").get_json()["status"] == "failed"
+
+
+@pytest.mark.parametrize("back", ["/.//evil.example", "/./\\evil", "/a/../..//evil"])
+def test_a_back_target_with_dot_segments_goes_home(app, client, accounts, api_for, back):
+    api = suspend(api_for, app, "stuck-1")
+    page, incident = operator_at(client, accounts, api, "/ns/default/incidents")
+    done = client.post(
+        f"/ns/default/runs/stuck-1/incidents/{incident['id']}/resolve",
+        data={"csrf_token": csrf_from(page), "action": "fail", "back": back},
+    )
+    assert (done.status_code, done.headers["Location"]) == (302, "/")
 
 
 def test_a_viewer_sees_incidents_without_controls(app, client, accounts, api_for):

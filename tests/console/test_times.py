@@ -83,7 +83,10 @@ def test_zone_toggle_sticks_and_changes_absolute_times(h, client):
     )
     assert back.headers["Location"] == "/"  # only local paths
     # Browsers drop tabs and newlines from URLs: "/\t/evil.example" would leave the site.
-    for target in ("/\t/evil.example", "/\n/evil.example", "/ns/default/runs/a\nb", "/\\evil"):
+    # Dot segments that a browser resolves to "//evil…" go home too.
+    hostile = ("/\t/evil.example", "/\n/evil.example", "/ns/default/runs/a\nb", "/\\evil")
+    hostile += ("/.//evil.example", "/./\\evil", "/a/../..//evil")
+    for target in hostile:
         moved = client.post(
             "/preferences/times", data={"show": "utc", "next": target, "csrf_token": token}
         )

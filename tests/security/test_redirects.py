@@ -19,6 +19,12 @@ HOSTILE = [
     "/ns\r\nSet-Cookie: x=1",
     "/\x00x",
     "",
+    # Browsers resolve dot segments first: each of these is the path `//evil…`.
+    "/.//evil.example",
+    "/./\\evil",
+    "/a/../..//evil",
+    "/%2e%2e//evil.example",
+    "/x/.%2E//evil",
 ]
 
 
@@ -31,6 +37,22 @@ def test_local_paths_are_kept():
     assert (
         local_target("/ns/default/schedules?status=paused") == "/ns/default/schedules?status=paused"
     )
+
+
+def test_dot_segments_and_repeated_slashes_are_resolved_keeping_the_query():
+    assert local_target("/ns/default/./runs/../schedules") == "/ns/default/schedules"
+    assert local_target("/ns//default/runs?q=a//b") == "/ns/default/runs?q=a//b"
+
+
+def test_sign_in_with_a_dot_segment_next_goes_home(client, accounts):
+    account = accounts.create("alice")
+    for target in ("/.//evil.example", "/./\\evil", "/a/../..//evil"):
+        client.post("/logout")
+        response = sign_in(client, "alice", account.password, next_url=target)
+        assert (response.status_code, response.headers["Location"]) == (302, "/"), target
+    client.post("/logout")
+    ok = sign_in(client, "alice", account.password, next_url="/schedules?status=paused")
+    assert ok.headers["Location"] == "/schedules?status=paused"
 
 
 def test_login_with_tab_slash_next_redirects_to_root(client, accounts):
