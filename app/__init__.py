@@ -14,6 +14,7 @@ from app.settings import (
     ROOT,
     check_settings,
     encryption_keys,
+    help_only,
     instance_secret,
     weak_secret_key_warning,
 )
@@ -37,7 +38,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.config.from_prefixed_env("ALMANAC")
     if test_config:
         app.config |= test_config
-    Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+    # `flask --app wsgi users --help` only prints: it creates no folder, key or database file.
+    if not help_only():
+        Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     if not app.config["DATABASE_URL"]:
         app.config["DATABASE_URL"] = f"sqlite:///{Path(app.instance_path) / 'almanac.db'}"
         # Said by no one: `db create-roles` with only the owner's login names no app database.
@@ -61,7 +64,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from app.runs import secrets as secret_inputs
     from app.ticker.host import serving_process, start_if_enabled
 
-    secret_inputs.configure(encryption_keys(app))
+    keys = encryption_keys(app)
+    if keys:  # none only when asked for help and no key file exists yet
+        secret_inputs.configure(keys)
     context.init_app(app)
     headers.init_app(app)
     redaction.init_app(app)

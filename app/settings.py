@@ -6,6 +6,7 @@ import base64
 import os
 import re
 import secrets
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,19 +78,40 @@ def read_or_create_secret(path: Path, make: str) -> str:
     return make.strip()
 
 
+def help_only() -> bool:
+    """Whether this process is a `flask` command asked only for its help (`--help` before any
+    `--`): it then writes nothing, neither `instance/` and its keys nor the SQLite file."""
+    if os.environ.get("FLASK_RUN_FROM_CLI") != "true":
+        return False
+    args = sys.argv[1:]
+    if "--" in args:
+        args = args[: args.index("--")]
+    return "--help" in args
+
+
 def instance_secret(app: Flask) -> str:
-    """A secret key generated once and kept under `instance/` (created 0600)."""
-    return read_or_create_secret(Path(app.instance_path) / "secret_key", secrets.token_hex(32))
+    """A secret key generated once and kept under `instance/` (created 0600). Asked only for
+    help, a process reads the file when it exists and otherwise uses a key it does not keep."""
+    path = Path(app.instance_path) / "secret_key"
+    if help_only():
+        return path.read_text().strip() if path.exists() else secrets.token_hex(32)
+    return read_or_create_secret(path, secrets.token_hex(32))
 
 
 def encryption_keys(app: Flask) -> list[str]:
-    """`ALMANAC_ENCRYPTION_KEYS`, else one Fernet key generated once under `instance/` (0600)."""
+    """`ALMANAC_ENCRYPTION_KEYS`, else one Fernet key generated once under `instance/` (0600).
+
+    Asked only for help, a process reads the file when it exists and otherwise has no key (an
+    encryption would then fail loudly rather than seal with a key nobody keeps)."""
     configured = app.config.get("ENCRYPTION_KEYS")
     if configured:
         return str(configured).split(",")
+    path = Path(app.instance_path) / "encryption_key"
+    if help_only():
+        return [path.read_text().strip()] if path.exists() else []
     # A Fernet key is 32 random bytes, URL-safe base64: no need to load cryptography here.
     fresh = base64.urlsafe_b64encode(os.urandom(32)).decode()
-    return [read_or_create_secret(Path(app.instance_path) / "encryption_key", fresh)]
+    return [read_or_create_secret(path, fresh)]
 
 
 class SettingError(RuntimeError):

@@ -11,13 +11,15 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from app.settings import PRIVATE
+from app.settings import PRIVATE, help_only
 
 
 def prepare_sqlite_file(url: str) -> None:
     """Create the SQLite database file 0600 before SQLite does (SQLite gives its WAL and shared
     memory files the database file's mode), and tighten an existing one."""
     database = make_url(url).database
+    if help_only():  # a command asked only for its help creates no file
+        return
     if not database or database == ":memory:" or database.startswith("file:"):
         return
     path = Path(database)

@@ -23,6 +23,7 @@ from app.runs.actions import load_modules
 from app.runs.claims import DEFAULT_BATCH, DEFAULT_BATCH_SECONDS
 from app.runs.engine import DEFAULT_LEASE_SECONDS
 from app.runs.pool import WorkerPool
+from app.settings import help_only
 from app.ticker import rotation
 from app.ticker.health import scheduler_enabled
 from app.ticker.tick import run_tick
@@ -129,9 +130,12 @@ def stop() -> None:
 
 
 def cli_command_other_than_run() -> bool:
-    """True under `flask ...` unless the command is the dev server (`flask run`)."""
+    """True under `flask ...` unless the command is the dev server (`flask run`); `flask run
+    --help` only prints, so it is not the server either."""
     if os.environ.get("FLASK_RUN_FROM_CLI") != "true":
         return False
+    if help_only():
+        return True
     words = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
     return "run" not in words or "scheduler" in words
 
