@@ -18,7 +18,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from werkzeug.exceptions import HTTPException, NotFound
 
 from app.calendar import CalendarError, SpecRangeError
-from app.db.session import REFUSED_HINT, database_cause, is_refusal
+from app.db.session import is_refusal, log_refused
 from app.errors import AlmanacError, BackendBusy, CapacityExceeded, DatabaseRefused
 
 log = logging.getLogger(__name__)
@@ -115,13 +115,7 @@ def _database_refused(exc: ProgrammingError | OperationalError) -> Response:
     traceback); any other refused statement is a bug (500, logged with its traceback)."""
     if not is_refusal(exc):
         return _unexpected(exc)
-    log.error(
-        "the database refused %s %s: %s (%s)",
-        request.method,
-        request.path,
-        database_cause(exc),
-        REFUSED_HINT,
-    )
+    log_refused(log, f"{request.method} {request.path}", exc)
     return _from_domain(DatabaseRefused())
 
 

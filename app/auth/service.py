@@ -7,7 +7,7 @@ import re
 import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, bindparam, delete, select, update
 from sqlalchemy.orm import Session
@@ -60,21 +60,31 @@ def create_namespace(
     """Create a namespace; the caller commits."""
     _check_name(name, "name")
     _check_max_active_runs(max_active_runs)
-    # Inserted unless the name is taken, in one statement: a create of the same name by
-    # another transaction at once is waited for and then found taken (a 409, not a unique
-    # violation escaping as a 500).
+    values = {"name": name, "max_active_runs": max_active_runs, "created_at": now}
+    return _insert_unless_taken(session, Namespace, values, "name", "namespace")
+
+
+Named = TypeVar("Named", Namespace, User)
+
+
+def _insert_unless_taken(
+    session: Session, model: type[Named], values: dict[str, Any], key: str, kind: str
+) -> Named:
+    """Insert a row unless its `key` is taken, in one statement: a create of the same name by
+    another transaction at once is waited for and then found taken (AlreadyExists: a 409, or
+    the command's one line, not a unique violation escaping as a 500 or a traceback)."""
     insert = upsert_insert(session.get_bind().dialect.name)
     created = session.scalar(
-        insert(Namespace)
-        .values(name=name, max_active_runs=max_active_runs, created_at=now)
-        .on_conflict_do_nothing(index_elements=["name"])
-        .returning(Namespace.id)
+        insert(model)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=[key])
+        .returning(model.id)
     )
     if created is None:
-        raise AlreadyExists("namespace", name)
-    namespace = session.get(Namespace, created)
-    assert namespace is not None
-    return namespace
+        raise AlreadyExists(kind, values[key])
+    row = session.get(model, created)
+    assert row is not None
+    return row
 
 
 def _check_max_active_runs(max_active_runs: int | None) -> None:
@@ -145,26 +155,13 @@ def create_user(
     session: Session, now: datetime, username: str, password: str, *, superuser: bool = False
 ) -> User:
     check_new_account(username, password)
-    # Inserted unless the name is taken, in one statement, as a namespace is: a create of the
-    # same name by another transaction at once is waited for and then found taken (a unique
-    # violation escaped as a traceback from `users create`).
-    insert = upsert_insert(session.get_bind().dialect.name)
-    created = session.scalar(
-        insert(User)
-        .values(
-            username=username,
-            password_hash=generate_password_hash(password),
-            is_superuser=superuser,
-            created_at=now,
-        )
-        .on_conflict_do_nothing(index_elements=["username"])
-        .returning(User.id)
-    )
-    if created is None:
-        raise AlreadyExists("user", username)
-    user = session.get(User, created)
-    assert user is not None
-    return user
+    values = {
+        "username": username,
+        "password_hash": generate_password_hash(password),
+        "is_superuser": superuser,
+        "created_at": now,
+    }
+    return _insert_unless_taken(session, User, values, "username", "user")
 
 
 def disable_user(session: Session, now: datetime, username: str) -> User:

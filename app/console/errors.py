@@ -36,7 +36,7 @@ from app.calendar import CalendarError, SpecRangeError
 from app.console import typed
 from app.console.htmx import is_background_preview, is_partial, paused_preview, reply
 from app.console.redirects import local_target, page_path
-from app.db.session import REFUSED_HINT, database_cause, is_refusal
+from app.db.session import is_refusal, log_refused
 from app.errors import AlmanacError
 from app.schedules.errors import RevisionConflict
 
@@ -144,13 +144,7 @@ def database_refused(exc: ProgrammingError | OperationalError) -> tuple[str, int
     refused statement is a bug: 500, with its traceback."""
     if not is_refusal(exc):
         return _unexpected(exc)
-    log.error(
-        "the database refused %s %s: %s (%s)",
-        request.method,
-        request.path,
-        database_cause(exc),
-        REFUSED_HINT,
-    )
+    log_refused(log, f"{request.method} {request.path}", exc)
     g._login_user = current_app.login_manager.anonymous_user()  # type: ignore[attr-defined]
     return page(
         503,

@@ -300,6 +300,13 @@ def is_refusal(exc: BaseException) -> bool:
     return False
 
 
+def log_refused(log: logging.Logger, what: str, exc: BaseException) -> None:
+    """One line for a request the database refused (`is_refusal`): the cause and what to check,
+    no statement, no parameters, no traceback (it repeats every request until an operator
+    acts)."""
+    log.error("the database refused %s: %s (%s)", what, database_cause(exc), REFUSED_HINT)
+
+
 def database_cause(exc: BaseException) -> str:
     """The first line of what the database (or else the exception) said: no statement, no
     parameters."""
