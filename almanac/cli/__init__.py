@@ -6,7 +6,7 @@ import click
 
 from almanac.cli.apply import apply
 from almanac.cli.auth import auth
-from almanac.cli.base import Root
+from almanac.cli.base import Root, refuse_repeated_options
 from almanac.cli.runs import incidents, runs, tasks
 from almanac.cli.schedules import schedules
 from almanac.cli.workflows import activations, calendar, workflows
@@ -29,6 +29,7 @@ def cli() -> None:
 schedules.add_command(apply)
 for group in (auth, schedules, calendar, workflows, activations, runs, incidents, tasks):
     cli.add_command(group)
+refuse_repeated_options(cli)
 
 
 def main() -> None:

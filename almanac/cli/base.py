@@ -288,3 +288,43 @@ def json_option(value: str | None, name: str) -> Any:
         raise click.BadParameter(f"not JSON: {exc}", param_hint=name) from exc
     except RecursionError:
         raise click.BadParameter(TOO_DEEP, param_hint=name) from None
+
+
+def refuse_repeated_options(group: click.Group) -> None:
+    """Make an option that takes one value, given twice, a usage error on every command under
+    `group`. Click keeps the last one silently: `runs list --status completed --status pending`
+    listed pending runs only, as the API did before it refused a repeated filter."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            refuse_repeated_options(command)
+        else:
+            parse = command.parse_args
+            command.parse_args = functools.partial(_parse_once, command, parse)  # type: ignore[method-assign]
+
+
+def _parse_once(
+    command: click.Command,
+    parse: Callable[[click.Context, list[str]], list[str]],
+    ctx: click.Context,
+    args: list[str],
+) -> list[str]:
+    names: dict[str, click.Option] = {}
+    for param in command.params:
+        if isinstance(param, click.Option) and not (param.multiple or param.count or param.is_flag):
+            names |= dict.fromkeys(param.opts, param)
+    given: dict[str, int] = {}
+    for arg in args:
+        if arg == "--":
+            break
+        option = names.get(arg.split("=", 1)[0])
+        if option is not None:
+            given[option.opts[0]] = given.get(option.opts[0], 0) + 1
+    for name, count in given.items():
+        if count > 1:
+            hint = (
+                " (several go in one, comma-separated)"
+                if "omma-separated" in (names[name].help or "")
+                else ""
+            )
+            raise click.UsageError(f"{name} is given {count} times; give it once{hint}", ctx)
+    return parse(ctx, args)

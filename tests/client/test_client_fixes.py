@@ -359,3 +359,28 @@ def test_a_database_refusal_is_raised_at_once_not_retried():
             client.me()
     assert caught.value.status == 503 and caught.value.code == "DATABASE_REFUSED"
     assert Refusing.seen == ["/api/v1/me"]
+
+
+def test_an_option_given_twice_is_a_usage_error_before_any_request(recorder, tmp_path: Path):
+    # Click kept the last value: `--status completed --status pending` listed pending runs only.
+    env = {
+        "ALMANAC_URL": recorder,
+        "ALMANAC_TOKEN": "alm_test_token_value",
+        "ALMANAC_PROFILE": None,
+    }
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    cases = [
+        (["runs", "list", "--status", "completed", "--status", "pending"], "--status is given 2"),
+        (["schedules", "list", "--status=paused", "--status", "active"], "--status is given 2"),
+        (["schedules", "list", "--limit", "2", "--limit", "3"], "--limit is given 2"),
+    ]
+    for args, said in cases:
+        result = CliRunner().invoke(cli, args, env=env)
+        assert result.exit_code == 2, (args, result.output)
+        assert said in result.stderr, result.stderr
+    assert "comma-separated" in CliRunner().invoke(cli, cases[0][0], env=env).stderr
+    assert Recorder.seen == []
+    # Options that repeat by design still do, and one value still goes through.
+    ok = CliRunner().invoke(cli, ["schedules", "list", "--label", "a:1", "--label", "b:2"], env=env)
+    assert ok.exit_code != 2, ok.output
+    assert Recorder.seen, "the request was sent"
