@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.calendar import format_utc_or_none
 from app.db import Database, TickerBeat
 from app.db.clock import ManualClock, SystemClock, wall_now
+from app.db.session import is_refusal
 
 
 def health(
@@ -36,7 +37,9 @@ def health(
     except Exception as exc:  # noqa: BLE001 - any failure means the database cannot be used
         # It answered but refused (a login without its grants, a schema not migrated), or it
         # did not answer at all: the operator's next step differs.
-        state = "refused" if isinstance(exc, ProgrammingError) else "unreachable"
+        # SQLite's "no such table" is an OperationalError, but a refusal all the same.
+        refused = isinstance(exc, ProgrammingError) or is_refusal(exc)
+        state = "refused" if refused else "unreachable"
         report.update(status="degraded", database=f"{state}: {type(exc).__name__}")
         report["ticker"] = {
             "enabled": scheduler_enabled(config),

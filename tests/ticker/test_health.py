@@ -3,6 +3,7 @@ deployment whose tickers are `scheduler run` processes): it said ok with nothing
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime, timedelta
 
 from app.context import database
@@ -42,6 +43,8 @@ def test_a_database_that_refuses_is_told_apart_from_one_that_does_not_answer(app
     for error, said in (
         (ProgrammingError("SELECT", {}, Exception("permission denied")), "refused"),
         (OperationalError("SELECT", {}, Exception("connection refused")), "unreachable"),
+        # A SQLite file missing a table said "unreachable", where the API says DATABASE_REFUSED.
+        (OperationalError("SELECT", {}, sqlite3.OperationalError("no such table: x")), "refused"),
     ):
 
         def failing(_session, error=error):
