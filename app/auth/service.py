@@ -177,8 +177,9 @@ def enable_user(session: Session, username: str) -> tuple[User, datetime | None]
     """Undo `disable_user`: the user and when it had been disabled (None: it was not, and
     nothing changes). The caller commits.
 
-    Its unrevoked API tokens work again and its schedules stop being blocked; the console
-    sessions that disabling ended stay ended (the user signs in again)."""
+    Its unrevoked API tokens work again; a schedule the tick blocked meanwhile
+    (`principal_unauthorized`) stays blocked until it is saved again; the console sessions that
+    disabling ended stay ended (the user signs in again)."""
     user = get_user(session, username)
     was_disabled_at = user.disabled_at
     if was_disabled_at is not None:
