@@ -2,12 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import pytest
 from sqlalchemy import event, func, select
 
 from app.context import database
 from app.db import Membership, Namespace, User
 from tests.conftest import Api
+
+
+@contextmanager
+def other_commits_first(
+    app, url: str, statement_start: str, change: Callable[[Any], None]
+) -> Iterator[None]:
+    """While the block runs, `change` is made and committed on another connection just before
+    the app's first statement starting with `statement_start` (a race lost at that point)."""
+    from app.db import Database
+
+    other = Database(url)
+    raced: list[str] = []
+
+    def before(conn, cursor, statement, params, context, executemany):
+        if not raced and statement.lstrip().upper().startswith(statement_start):
+            raced.append(statement)
+            with other.session() as session:
+                change(session)
+                session.commit()
+
+    event.listen(database(app).engine, "before_cursor_execute", before)
+    try:
+        yield
+    finally:
+        event.remove(database(app).engine, "before_cursor_execute", before)
+        other.dispose()
+    assert raced, f"no statement started with {statement_start}"
 
 
 def test_users_create_grant_and_token_reach_the_api(app, runner, client):
@@ -151,26 +182,13 @@ def test_users_create_losing_a_race_for_its_name_says_it_exists(app, runner, pos
     # unique violation's traceback. Here the other create commits while this one is between
     # looking for the name and inserting it (PostgreSQL: SQLite's writers take turns).
     from app.auth import service
-    from app.db import Database
     from tests.conftest import FIXED_NOW
 
-    other = Database(postgres_owner_url)
-    raced: list[str] = []
+    def other_creates(session):
+        service.create_user(session, FIXED_NOW, "raceuser", "the-other-password")
 
-    @event.listens_for(database(app).engine, "before_cursor_execute")
-    def _other_create_commits_first(conn, cursor, statement, params, context, executemany):
-        if not raced and statement.lstrip().upper().startswith("INSERT INTO USERS"):
-            raced.append(statement)
-            with other.session() as session:
-                service.create_user(session, FIXED_NOW, "raceuser", "the-other-password")
-                session.commit()
-
-    try:
+    with other_commits_first(app, postgres_owner_url, "INSERT INTO USERS", other_creates):
         result = runner.invoke(args=["users", "create", "raceuser", "--password", "long-enough-1"])
-    finally:
-        event.remove(database(app).engine, "before_cursor_execute", _other_create_commits_first)
-        other.dispose()
-    assert raced, "the insert was never reached"
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     assert result.output.strip() == "Error: user 'raceuser' already exists"
@@ -263,26 +281,14 @@ def test_users_revoke_losing_a_race_says_nothing_changed(app, runner, accounts, 
     # Two `users revoke alice nsa` at once: the other commits while this one is between finding
     # the user and namespace and removing the membership.
     from app.auth import service
-    from app.db import Database
 
     accounts.create("alice", "operator", "nsa")
-    other = Database(postgres_owner_url)
-    raced: list[str] = []
 
-    @event.listens_for(database(app).engine, "before_cursor_execute")
-    def _other_revoke_commits_first(conn, cursor, statement, params, context, executemany):
-        if not raced and statement.lstrip().upper().startswith("DELETE FROM MEMBERSHIPS"):
-            raced.append(statement)
-            with other.session() as session:
-                assert service.revoke_role(session, "alice", "nsa")[1] == "operator"
-                session.commit()
+    def other_revokes(session):
+        assert service.revoke_role(session, "alice", "nsa")[1] == "operator"
 
-    try:
+    with other_commits_first(app, postgres_owner_url, "DELETE FROM MEMBERSHIPS", other_revokes):
         result = runner.invoke(args=["users", "revoke", "alice", "nsa"])
-    finally:
-        event.remove(database(app).engine, "before_cursor_execute", _other_revoke_commits_first)
-        other.dispose()
-    assert raced, "the delete was never reached"
     assert result.exit_code == 0, result.output
     assert result.output.strip() == "alice has no role in nsa; nothing changed"
 
