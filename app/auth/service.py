@@ -164,13 +164,15 @@ def create_user(
     return _insert_unless_taken(session, User, values, "username", "user")
 
 
-def disable_user(session: Session, now: datetime, username: str) -> User:
-    """Disable `username` and end its console sessions at once; the caller commits."""
+def disable_user(session: Session, now: datetime, username: str) -> tuple[User, datetime | None]:
+    """Disable `username` and end its console sessions at once; the user and when it had been
+    disabled already (None: it was active). The caller commits."""
     user = get_user(session, username)
-    if user.disabled_at is None:
+    was_disabled_at = user.disabled_at
+    if was_disabled_at is None:
         user.disabled_at = now
     console_sessions.end_all(session, now, user)
-    return user
+    return user, was_disabled_at
 
 
 def enable_user(session: Session, username: str) -> tuple[User, datetime | None]:
@@ -202,24 +204,30 @@ def revoke_sessions(session: Session, now: datetime, username: str) -> int:
     return console_sessions.end_all(session, now, get_user(session, username))
 
 
-def grant_role(session: Session, username: str, namespace_name: str, role: str) -> Membership:
-    """Give `username` exactly `role` in the namespace, replacing any earlier role."""
+def grant_role(session: Session, username: str, namespace_name: str, role: str) -> str | None:
+    """Give `username` exactly `role` in the namespace, replacing any earlier role; returns the
+    role it had there before (None: none). The caller commits.
+
+    One insert-or-update statement: a grant of the same membership by another transaction at
+    once is waited for and then overwritten, never a unique violation."""
     if role not in ROLE_GRANTS:
         msg = f"must be one of {', '.join(ROLE_GRANTS)}"
         raise ValidationFailed([{"loc": ["role"], "msg": msg}])
     user = get_user(session, username)
     namespace = get_namespace(session, namespace_name)
-    membership = session.scalar(
-        select(Membership).where(
+    key = {"user_id": user.id, "namespace_id": namespace.id}
+    before = session.scalar(
+        select(Membership.role).where(
             Membership.user_id == user.id, Membership.namespace_id == namespace.id
         )
     )
-    if membership is None:
-        membership = Membership(user_id=user.id, namespace_id=namespace.id, role=role)
-        session.add(membership)
-    membership.role = role
-    session.flush()
-    return membership
+    insert = upsert_insert(session.get_bind().dialect.name)
+    session.execute(
+        insert(Membership)
+        .values(**key, role=role)
+        .on_conflict_do_update(index_elements=list(key), set_={"role": role})
+    )
+    return before
 
 
 def revoke_role(session: Session, username: str, namespace_name: str) -> tuple[User, str | None]:

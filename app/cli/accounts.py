@@ -81,7 +81,11 @@ def disable_user(name: str) -> None:
     """Disable user NAME: no sign-in, no tokens, and its schedules block (`users enable`
     undoes it)."""
     with _transaction() as (session, now):
-        service.disable_user(session, now, name)
+        _user, was_disabled_at = service.disable_user(session, now, name)
+    if was_disabled_at is not None:
+        since = was_disabled_at.isoformat()
+        click.echo(f"user {name} was already disabled (since {since}); nothing changed")
+        return
     click.echo(f"disabled user {name}")
 
 
@@ -126,8 +130,11 @@ def revoke_sessions(name: str) -> None:
 def grant(name: str, namespace: str, role: str) -> None:
     """Give user NAME the ROLE in NAMESPACE."""
     with _transaction() as (session, _now):
-        service.grant_role(session, name, namespace, role)
-    click.echo(f"{name} is {role} in {namespace}")
+        before = service.grant_role(session, name, namespace, role)
+    if before == role:
+        click.echo(f"{name} is already {role} in {namespace}; nothing changed")
+        return
+    click.echo(f"{name} is {role} in {namespace}" + (f" (was {before})" if before else ""))
 
 
 @users.command("revoke")

@@ -398,3 +398,60 @@ def test_users_revoke_of_a_superuser_says_it_still_reaches_the_namespace(
         "root is no longer admin in nsa (root is a superuser: it still reaches nsa)"
     )
     assert Api(client, root.token).get("/namespaces/nsa/schedules").status_code == 200
+
+
+def test_users_grant_says_what_it_changed(app, runner, accounts):
+    accounts.create("alice", "viewer", "nsa")
+    for role, said in (
+        ("operator", "alice is operator in nsa (was viewer)"),
+        # Said "alice is operator in nsa" again, as if it had changed something.
+        ("operator", "alice is already operator in nsa; nothing changed"),
+    ):
+        result = runner.invoke(args=["users", "grant", "alice", "nsa", role])
+        assert result.exit_code == 0, result.output
+        assert result.output.strip() == said
+    with database(app).session() as session:
+        assert session.scalars(select(Membership.role)).all() == ["operator"]
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_users_grant_losing_a_race_for_the_membership_still_grants(
+    app, runner, accounts, postgres_owner_url
+):
+    # Two `users grant alice nsb ...` at once for a membership neither found: the second
+    # insert crashed with the unique violation's traceback. Here the other grant commits
+    # between this one's look and its insert; the later grant's role is the one kept.
+    from app.auth import service
+
+    accounts.create("alice", "viewer", "nsa")
+    accounts.create("bob", "viewer", "nsb")
+
+    def other_grants(session):
+        assert service.grant_role(session, "alice", "nsb", "viewer") is None
+
+    with other_commits_first(app, postgres_owner_url, "INSERT INTO MEMBERSHIPS", other_grants):
+        result = runner.invoke(args=["users", "grant", "alice", "nsb", "operator"])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert result.output.strip() == "alice is operator in nsb"
+    with database(app).session() as session:
+        roles = session.execute(
+            select(Namespace.name, Membership.role)
+            .join(Namespace, Namespace.id == Membership.namespace_id)
+            .join(User, User.id == Membership.user_id)
+            .where(User.username == "alice")
+            .order_by(Namespace.name)
+        ).all()
+    assert [tuple(row) for row in roles] == [("nsa", "viewer"), ("nsb", "operator")]
+
+
+def test_users_disable_twice_says_it_was_disabled_already(app, runner, accounts):
+    accounts.create("erin")
+    first = runner.invoke(args=["users", "disable", "erin"])
+    assert first.exit_code == 0, first.output
+    assert first.output.strip() == "disabled user erin"
+    # Said "disabled user erin" again, as if it had done something.
+    again = runner.invoke(args=["users", "disable", "erin"])
+    assert again.exit_code == 0, again.output
+    assert again.output.strip().startswith("user erin was already disabled (since ")
+    assert again.output.strip().endswith("); nothing changed")
