@@ -126,6 +126,12 @@ def upgrade(revision: str) -> None:
 @click.argument("revision")
 def downgrade(revision: str) -> None:
     """Downgrade the database to REVISION (`base` removes every table)."""
+    if not _may_move_revision(migration_url()):
+        # Process logins may read the revision (their start checks it), never move it: refused
+        # before any revision runs, so nothing is logged as if it had.
+        click.echo("downgrade refused: permission denied for table alembic_version", err=True)
+        click.echo("  run it as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL)", err=True)
+        sys.exit(1)
     try:
         with database_errors(migration_variable(), refusals=False):
             command.downgrade(alembic_config(migration_url()), revision)
@@ -137,6 +143,16 @@ def downgrade(revision: str) -> None:
         click.echo("  run it as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL)", err=True)
         sys.exit(1)
     click.echo(f"database downgraded to {revision}")
+
+
+def _may_move_revision(url: str) -> bool:
+    """Whether the login at `url` may read and update `alembic_version` (always on SQLite)."""
+    engine = make_engine(url)
+    try:
+        with database_errors(migration_variable(), refusals=False), engine.connect() as conn:
+            return not unreadable_version(conn)
+    finally:
+        engine.dispose()
 
 
 @db.command("create-roles")

@@ -140,7 +140,12 @@ def unreadable_version(conn: Connection) -> list[str]:
         )
     )
     if owner is None or conn.scalar(
-        text("SELECT has_table_privilege('alembic_version', 'SELECT, UPDATE')")
+        # Both: with a list, has_table_privilege is true when any one is held, and the
+        # process logins hold SELECT (read at their start).
+        text(
+            "SELECT has_table_privilege('alembic_version', 'SELECT') "
+            "AND has_table_privilege('alembic_version', 'UPDATE')"
+        )
     ):
         return []
     return [

@@ -98,9 +98,24 @@ def grant_privileges(conn: Connection) -> list[str]:
             conn.execute(text(f'GRANT {grants[table]} ON "{table}" TO "{role}"'))
         if role == SCHEDULER_ROLE:
             _grant_columns(conn, role, SCHEDULER_COLUMNS, tables)
+        if _owns_version_table(conn):
+            # Read at every start, to refuse a database an index-only revision behind.
+            conn.execute(text(f'GRANT SELECT ON alembic_version TO "{role}"'))
         sequences = _grant_sequences(conn, role, grants)
         done.append(f"granted {role} {len(granted)} tables and {sequences} of their sequences")
     return done
+
+
+def _owns_version_table(conn: Connection) -> bool:
+    """Whether this login owns `alembic_version` (only its owner may grant it)."""
+    return bool(
+        conn.scalar(
+            text(
+                "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename = 'alembic_version' AND tableowner = current_user"
+            )
+        )
+    )
 
 
 def table_sequences(conn: Connection) -> list[tuple[str, str]]:

@@ -5,16 +5,21 @@ request "busy, retry" while `/health` said ok, and its ticker wrote into the old
 process now stops at start with one line naming what is missing and the command that fixes it.
 
 The check compares the tables and columns of the models with the database's catalog (which
-every login may read, whatever its privileges); a database that is ahead of the code (a newer
-table or column) passes. A database that cannot be reached is not checked: the process starts
-and waits for it, as it does for any outage.
+every login may read, whatever its privileges), then the database's revision with the code's
+last one: a revision that changed only indexes, row-security policies or column types leaves
+every name in place, and is found behind by its number. A database that is ahead of the code (a
+newer table or column, a revision this code does not know) passes; so does one whose revision
+this login may not read (`db upgrade` grants the logins that read). A database that cannot be
+reached is not checked: the process starts and waits for it, as it does for any outage.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from pathlib import Path
 
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import OperationalError
 
 from app.db import Base
@@ -56,6 +61,49 @@ def missing(engine: Engine) -> list[str]:
     return absent
 
 
+MIGRATIONS = Path(__file__).resolve().parent.parent.parent / "migrations"
+
+
+@functools.cache
+def _revisions() -> tuple[str, frozenset[str]]:
+    """The code's last revision and every revision it knows (read once per process)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    script = ScriptDirectory.from_config(config)
+    known = frozenset(revision.revision for revision in script.walk_revisions())
+    return str(script.get_current_head()), known
+
+
+def _database_revisions(conn: Connection) -> list[str]:
+    """The revisions in `alembic_version`; none when there is no such table or this login may
+    not read it (a database migrated before `db upgrade` granted the logins that)."""
+    if conn.dialect.name == "postgresql":
+        readable = conn.scalar(
+            text(
+                "SELECT to_regclass('alembic_version') IS NOT NULL "
+                "AND has_table_privilege('alembic_version', 'SELECT')"
+            )
+        )
+    else:
+        readable = "alembic_version" in inspect(conn).get_table_names()
+    if not readable:
+        return []
+    return [str(row[0]) for row in conn.execute(text("SELECT version_num FROM alembic_version"))]
+
+
+def behind_revision(conn: Connection) -> tuple[str, str] | None:
+    """(the database's revision, the code's last) when the database is at an earlier revision
+    this code knows; None at the last one, ahead of it, or unreadable."""
+    head, known = _revisions()
+    for current in _database_revisions(conn):
+        if current != head and current in known:
+            return current, head
+    return None
+
+
 def _listed(items: list[str]) -> str:
     """The first `SHOWN` items, and how many more."""
     more = f" and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
@@ -76,6 +124,12 @@ def require_migrated(engine: Engine) -> None:
     """Raise `SchemaBehind` naming what is missing; nothing when migrated or unreachable."""
     try:
         absent = missing(engine)
+        behind = None
+        if not absent:
+            with engine.connect() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text(CHECK_LIMITS))
+                behind = behind_revision(conn)
     except OperationalError as exc:
         if _lock_conflict(exc):
             log.warning(
@@ -100,6 +154,12 @@ def require_migrated(engine: Engine) -> None:
             f"the database is not migrated for this version (it lacks {_listed(absent)}): run "
             "`flask --app wsgi db upgrade` as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL) "
             "first"
+        )
+    if behind:
+        raise SchemaBehind(
+            f"the database is not migrated for this version (it is at revision {behind[0]}, "
+            f"this version needs {behind[1]}): run `flask --app wsgi db upgrade` as the schema's "
+            "owner (ALMANAC_MIGRATION_DATABASE_URL) first"
         )
 
 

@@ -120,3 +120,61 @@ def test_scheduler_run_refuses_a_ticker_login_on_another_database(tmp_path):
         "ALMANAC_DATABASE_URL: both must name the same database (only the login differs)\n"
     )
     assert (tmp_path / "behind.db").read_bytes() == before
+
+
+def test_a_database_behind_by_a_revision_that_renamed_nothing_is_refused(empty_owner_url):
+    # 0015 only widened a column: every table and column name was there, so code at 0015
+    # started on a database at 0014 in silence. Its revision number says it is behind.
+    from app.cli.database import upgrade_database
+    from app.db.schema_check import behind_revision
+
+    upgrade_database(empty_owner_url, "0014")
+    engine = make_engine(empty_owner_url)
+    assert missing(engine) == []
+    with pytest.raises(SchemaBehind, match=r"it is at revision 0014, this version needs 0015"):
+        require_migrated(engine)
+    if engine.dialect.name == "postgresql":
+        # The logins read it too: `db upgrade` granted them the revision table.
+        from sqlalchemy.engine import make_url
+
+        for login in ("almanac_app", "almanac_scheduler"):
+            as_login = make_engine(
+                make_url(empty_owner_url)
+                .set(username=login, password=None)
+                .render_as_string(hide_password=False)
+            )
+            with as_login.connect() as conn:
+                assert behind_revision(conn) == ("0014", "0015")
+            as_login.dispose()
+    upgrade_database(empty_owner_url)
+    require_migrated(engine)
+    engine.dispose()
+
+
+def test_a_database_ahead_of_the_code_or_with_an_unreadable_revision_passes(empty_owner_url):
+    from sqlalchemy import text
+
+    from app.cli.database import upgrade_database
+
+    upgrade_database(empty_owner_url)
+    engine = make_engine(empty_owner_url)
+    with engine.begin() as conn:
+        # A later version's revision, unknown to this code (a roll back of the code).
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    require_migrated(engine)
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = '0014'"))
+            conn.execute(text('REVOKE SELECT ON alembic_version FROM "almanac_app"'))
+        from sqlalchemy.engine import make_url
+
+        app_login = make_engine(
+            make_url(empty_owner_url)
+            .set(username="almanac_app", password=None)
+            .render_as_string(hide_password=False)
+        )
+        # Migrated before the logins were granted the revision table: not checked, as before.
+        require_migrated(app_login)
+        with pytest.raises(SchemaBehind, match="revision 0014"):
+            require_migrated(engine)
+    engine.dispose()
