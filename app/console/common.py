@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from flask import request
@@ -11,7 +11,7 @@ from flask_login import current_user
 
 from app.db import User
 from app.errors import ValidationFailed
-from app.paging import decode_cursor, encode_cursor
+from app.paging import decode_cursor, encode_cursor, filters_of
 from app.schedules.audit import CommandContext
 
 
@@ -24,14 +24,35 @@ def command(reason: str | None = None) -> CommandContext:
     return CommandContext(actor().username, "console", str(uuid.uuid4()), reason or None)
 
 
-def page_key(namespace: str, collection: str) -> list[Any] | None:
-    """The keyset position of `?cursor=` for a console list (signed, namespace-bound)."""
+def page_key(namespace: str, collection: str, filters: Mapping[str, Any] | None = None) -> Any:
+    """The keyset position of `?cursor=` for a console list (signed, bound to the namespace and
+    to the list's `filters`: one made under other filters is refused, 400, rather than skipping
+    or repeating rows)."""
     token = request.args.get("cursor")
-    return decode_cursor(token, namespace, f"console-{collection}") if token else None
+    if not token:
+        return None
+    return decode_cursor(token, namespace, f"console-{collection}", _bound(filters))
 
 
-def next_cursor(namespace: str, collection: str, key: list[Any] | None) -> str | None:
-    return encode_cursor(namespace, f"console-{collection}", key) if key else None
+def next_cursor(
+    namespace: str,
+    collection: str,
+    key: list[Any] | None,
+    filters: Mapping[str, Any] | None = None,
+) -> str | None:
+    """The signed cursor of the page after `key`, bound to the `filters` it was listed with."""
+    if not key:
+        return None
+    return encode_cursor(namespace, f"console-{collection}", key, _bound(filters))
+
+
+def _bound(filters: Mapping[str, Any] | None) -> str:
+    """A digest of a list's filters (each a value or a list of values, in any order)."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in (filters or {}).items():
+        values: Iterable[Any] = value if isinstance(value, list | tuple | set) else [value]
+        pairs.extend((name, str(one)) for one in values if one not in (None, ""))
+    return filters_of(pairs)
 
 
 def chosen(

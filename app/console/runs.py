@@ -61,14 +61,15 @@ def index(ns: str) -> Response:
     """List runs, newest first, filtered by status."""
     view = namespace_view(ns, RUN_READ)
     statuses = chosen("status", RUN_STATUSES)
+    bound = {"status": sorted(set(statuses))}
     rows, key = runs_service.list_runs(
         context.session(),
         view.current,
         50,
-        page_key(ns, "runs"),
+        page_key(ns, "runs", bound),
         runs_service.RunFilter(status=statuses),
     )
-    cursor = next_cursor(ns, "runs", key)
+    cursor = next_cursor(ns, "runs", key, bound)
     next_url = url_for(".index", ns=ns, status=statuses, cursor=cursor) if cursor else None
     return render(
         "runs/index.html",
@@ -269,9 +270,13 @@ def _inbox(
     ns = view.current.name
     status = status if status in tasks.TASK_STATUSES else "open"
     rows, key = tasks.list_tasks(
-        context.session(), view.current, 50, page_key(ns, "tasks"), status=status
+        context.session(),
+        view.current,
+        50,
+        page_key(ns, "tasks", {"status": status}),
+        status=status,
     )
-    cursor = next_cursor(ns, "tasks", key)
+    cursor = next_cursor(ns, "tasks", key, {"status": status})
     next_url = url_for(".inbox", ns=ns, status=status, cursor=cursor) if cursor else None
     return render(
         "runs/tasks.html",

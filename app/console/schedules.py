@@ -69,7 +69,7 @@ FILTER_ARGS = ("status", "label", "q")
 def index(ns: str) -> Response:
     """List the namespace's schedules with filters and keyset pagination."""
     view = namespace_view(ns, RUN_READ)
-    key = page_key(ns, "schedules")
+    key = page_key(ns, "schedules", _args(*FILTER_ARGS))
     after = int(key[0]) if key and isinstance(key[0], int) else None
     session = context.session()
     rows: list[Schedule] = []
@@ -84,7 +84,7 @@ def index(ns: str) -> Response:
         filter_error = exc.details["errors"][0]["msg"]
     else:
         rows, next_key = queries.list_schedules(session, view.current, filters, 50, after)
-        cursor = next_cursor(ns, "schedules", [next_key] if next_key else None)
+        cursor = next_cursor(ns, "schedules", [next_key] if next_key else None, _args(*FILTER_ARGS))
         # Only the list's own filters go into the link: a stray `ns` or `_external` query
         # argument must not reach url_for (it would clash with the route, or make an absolute URL).
         args = _args(*FILTER_ARGS) | {"cursor": cursor}

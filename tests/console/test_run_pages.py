@@ -152,3 +152,27 @@ def test_a_stale_completion_names_the_task_as_the_inbox_shows_it(app, client, op
     again = client.post(path, data=form, follow_redirects=True).get_data(as_text=True)
     assert "Task “Check &lt;b&gt;totals&lt;/b&gt;” (step check) is already completed" in again
     assert task_id not in again
+
+
+def test_a_runs_page_cursor_is_bound_to_the_statuses_it_was_listed_with(
+    app, client, operator, api_for
+):
+    # A console cursor was bound to its namespace and list only: kept in the URL while the
+    # status filter changed, it started the other list at a position it never held.
+    import re
+
+    api = api_for("starter")
+    seed_workflow(app, "review", steps=TASK_STEPS)
+    for index in range(52):
+        start(api, "review", f"r-{index:02d}")
+    first = client.get("/ns/default/runs?status=pending").get_data(as_text=True)
+    link = re.search(r'href="(/ns/default/runs\?[^"]*cursor=[^"]+)"', first)
+    assert link, "a next-page link"
+    cursor = re.search(r"cursor=([^&]+)", link.group(1).replace("&amp;", "&")).group(1)
+    followed = client.get(link.group(1).replace("&amp;", "&"))
+    assert followed.status_code == 200
+    assert "r-00" in followed.get_data(as_text=True)
+    for other in ("", "status=running&", "status=pending&status=running&"):
+        refused = client.get(f"/ns/default/runs?{other}cursor={cursor}")
+        assert refused.status_code == 400, other
+        assert "other filters" in refused.get_data(as_text=True)

@@ -333,3 +333,8 @@ def test_filtering_from_the_second_page_starts_from_the_first(client, operator, 
     assert 'data-schedule="bulk-50"' not in rows.get_data(as_text=True)
     filtered = client.get("/ns/default/schedules?q=bulk-1&status=active").get_data(as_text=True)
     assert 'hx-get="/ns/default/schedules?q=bulk-1&amp;status=active"' in filtered
+    # The cursor is bound to the filter it was made with: under another one it is refused
+    # (400) instead of starting that list at a position it never held.
+    other = client.get(f"/ns/default/schedules?q=bulk&cursor={cursor}")
+    assert other.status_code == 400
+    assert "other filters" in other.get_data(as_text=True)
