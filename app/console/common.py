@@ -24,7 +24,9 @@ def command(reason: str | None = None) -> CommandContext:
     return CommandContext(actor().username, "console", str(uuid.uuid4()), reason or None)
 
 
-def page_key(namespace: str, collection: str, filters: Mapping[str, Any] | None = None) -> Any:
+def page_key(
+    namespace: str, collection: str, filters: Mapping[str, Any] | None = None
+) -> list[Any] | None:
     """The keyset position of `?cursor=` for a console list (signed, bound to the namespace and
     to the list's `filters`: one made under other filters is refused, 400, rather than skipping
     or repeating rows)."""

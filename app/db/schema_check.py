@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from pathlib import Path
 
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import OperationalError
@@ -25,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from app.db import Base
 from app.db.roles import APP_GRANTS, table_sequences
 from app.db.session import LOCK_CONFLICTS
-from app.settings import SettingError
+from app.settings import ROOT, SettingError
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ def missing(engine: Engine) -> list[str]:
     return absent
 
 
-MIGRATIONS = Path(__file__).resolve().parent.parent.parent / "migrations"
+MIGRATIONS = ROOT / "migrations"
 
 
 @functools.cache
