@@ -22,7 +22,6 @@ from almanac.transport import (
     http_options,
     page_body,
     parsed,
-    query_pairs,
     request_options,
     resend,
     retry_delay,
@@ -165,9 +164,14 @@ class AsyncClient(RunOperations):
         return AsyncPager(self._transport, call, parse, history=True)
 
     async def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        """Any API call under /api/v1 (retries and typed errors included): the raw JSON body."""
-        params = query_pairs(kwargs.get("params"))
-        return await self._transport.send(Call(method, path, params, kwargs.get("json")))
+        """Any API call under /api/v1 (retries and typed errors included): the raw JSON body.
+
+        `params=`, `json=` and `headers=` as httpx takes them; a short route (`/runs`) is
+        sent in the client's namespace (`X-Namespace`) unless `headers` names another."""
+        call = self._request_call(
+            method, path, kwargs.get("params"), kwargs.get("json"), kwargs.get("headers")
+        )
+        return await self._transport.send(call)
 
     async def backfill_schedule(
         self,

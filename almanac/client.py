@@ -11,7 +11,7 @@ from almanac import models as m
 from almanac.backfill import PREVIEW_PAGE, RangeSplitter, ran_out
 from almanac.errors import AlmanacError, NotFound
 from almanac.run_operations import RunOperations
-from almanac.transport import Call, SyncTransport, page_body, parsed, query_pairs
+from almanac.transport import Call, SyncTransport, page_body, parsed
 
 T = TypeVar("T")
 Progress = Callable[[float], None]
@@ -139,9 +139,14 @@ class Client(RunOperations):
         return Pager(self._transport, call, parse, history=True)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        """Any API call under /api/v1 (retries and typed errors included): the raw JSON body."""
-        params = query_pairs(kwargs.get("params"))
-        return self._transport.send(Call(method, path, params, kwargs.get("json")))
+        """Any API call under /api/v1 (retries and typed errors included): the raw JSON body.
+
+        `params=`, `json=` and `headers=` as httpx takes them; a short route (`/runs`) is
+        sent in the client's namespace (`X-Namespace`) unless `headers` names another."""
+        call = self._request_call(
+            method, path, kwargs.get("params"), kwargs.get("json"), kwargs.get("headers")
+        )
+        return self._transport.send(call)
 
     def backfill_schedule(
         self,

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from almanac import models as m
 from almanac.errors import InvalidId, NotUnicode
-from almanac.transport import Call
+from almanac.transport import Call, query_pairs
 
 if TYPE_CHECKING:
     from almanac.aio import AsyncClient, AsyncPager
@@ -112,7 +112,7 @@ def instant(value: datetime | str) -> str:
     return text.replace("+00:00", "Z")
 
 
-def if_match(revision: int | None) -> dict[str, str]:
+def if_match(revision: int | None) -> dict[str, str | bytes]:
     return {} if revision is None else {"If-Match": f'"{int(revision)}"'}
 
 
@@ -168,6 +168,28 @@ class Operations:
         names = ["namespaces", self.namespace, *parts]
         kinds = [SEGMENT_NAMES.get(before, "id") for before in names[:-1]]
         return "/namespaces/" + "/".join(map(segment, names[1:], kinds))
+
+    def _request_call(
+        self,
+        method: str,
+        path: str,
+        params: Any = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Call:
+        """`request()`'s call: in the client's namespace, as every other method is.
+
+        A short route (`/runs`) takes its namespace from `X-Namespace` and reads `default`
+        without it, so the bound namespace is sent there, unless the caller sends their own
+        `X-Namespace` or the path names one (`/namespaces/{ns}/...`, which the server prefers).
+        """
+        sent: dict[str, str | bytes] = dict(headers or {})
+        names_one = path.lstrip("/").startswith("namespaces/")
+        if not names_one and not any(key.lower() == "x-namespace" for key in sent):
+            segment(self.namespace, "namespace")  # empty, '/' or not Unicode: nothing is sent
+            # The server reads the header as UTF-8; httpx would encode a str as ASCII only.
+            sent["X-Namespace"] = self.namespace.encode("utf-8")
+        return Call(method, path, query_pairs(params), json, sent)
 
     # --- identity and namespaces -------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class Call:
     path: str
     params: list[tuple[str, str]] = field(default_factory=list)
     json: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str | bytes] = field(default_factory=dict)
 
 
 def query_pairs(params: Any) -> list[tuple[str, str]]:
