@@ -15,6 +15,9 @@ import click
 
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
 MIN_WIDTH = 4
+# A cut column keeps at least this many terminal columns: every status (`terminated`, the
+# longest) reads whole, and `ready` and `retired` no longer both read `re…`.
+CUT_FLOOR = 10
 GAP = "  "
 
 
@@ -56,17 +59,42 @@ def _escaped(char: str) -> str:
 
 def fit(widths: list[int], total: int, whole: Collection[int] = ()) -> list[int]:
     """Shrink the widest columns until the row fits `total` columns; the columns at the
-    indexes `whole` (a list's ids, which other commands take; instants) are never cut: a row
-    too wide then wraps."""
+    indexes `whole` (a list's ids, which other commands take; instants) are never cut, and no
+    column is cut below `CUT_FLOOR` (or its own width, when narrower): a row too wide then
+    wraps, unless `layout` leaves columns out."""
     widths = list(widths)
+    floors = [min(size, CUT_FLOOR) for size in widths]
     budget = total - len(GAP) * (len(widths) - 1)
     while sum(widths) > budget:
-        cuttable = [index for index in range(len(widths)) if index not in whole]
+        cuttable = [i for i in range(len(widths)) if i not in whole and widths[i] > floors[i]]
         widest = max(cuttable, key=lambda i: widths[i], default=None)
-        if widest is None or widths[widest] <= MIN_WIDTH:
+        if widest is None:
             break
         widths[widest] -= 1
     return widths
+
+
+def layout(
+    natural: list[int], total: int, kept: Collection[int], fixed: int
+) -> tuple[list[int], list[int]]:
+    """The columns a table shows and their widths. When the row cannot fit `total` columns
+    even with every cuttable column at its floor, columns are left out from the right, one at a
+    time, until it does. The first `fixed` (at least the first: the id) always stay; when they
+    alone are too wide (a very long id), leaving others out cannot make the row fit, so every
+    column stays and the row wraps."""
+    shown = list(range(len(natural)))
+    least = shown[: max(fixed, 1)]
+    sizes = fit([natural[i] for i in least], total, [n for n, i in enumerate(least) if i in kept])
+    if sum(sizes) + len(GAP) * (len(sizes) - 1) > total:
+        return shown, fit(natural, total, kept)
+    while True:
+        sizes = fit(
+            [natural[i] for i in shown], total, [n for n, i in enumerate(shown) if i in kept]
+        )
+        fits = sum(sizes) + len(GAP) * (len(sizes) - 1) <= total
+        if fits or len(shown) <= max(fixed, 1):
+            return shown, sizes
+        shown.pop()
 
 
 def char_width(char: str) -> int:
@@ -140,7 +168,8 @@ def table(
 ) -> None:
     """Aligned columns; long cells are cut with an ellipsis so a row does not wrap, except in
     the first `whole` columns (ids another command takes are printed whole) and in a column of
-    instants (`2027-11-10T17:12:1…` is no time at all: read, it misleads).
+    instants (`2027-11-10T17:12:1…` is no time at all: read, it misleads). A cut column keeps
+    `CUT_FLOOR` columns; a row that cannot fit so leaves out columns from the right (`layout`).
 
     With `sample`, the widths come from the first `sample` rows, and the rows after them are
     printed as they arrive (a list walked with `--all` streams; a whole column longer than
@@ -157,15 +186,17 @@ def table(
         for i, h in enumerate(headers)
     ]
     kept = {index for index in range(len(headers)) if index < whole or _instants(cells, index)}
-    sizes = fit(natural, width(), kept)
+    shown, sizes = layout(natural, width(), kept, whole)
     later = ([cell(get(row)) for _, get in columns] for row in given)
-    for line in itertools.chain([headers], cells, later):
-        rest = wrap(line[-1], sizes[-1]) if wrap_last else []
+    wraps = wrap_last and shown[-1] == len(headers) - 1
+    for full in itertools.chain([headers], cells, later):
+        line = [full[index] for index in shown]
+        rest = wrap(line[-1], sizes[-1]) if wraps else []
         if rest:
             line = [*line[:-1], rest.pop(0)]
         parts = [
             pad(text if index in kept else clip(text, size), size)
-            for index, (text, size) in enumerate(zip(line, sizes, strict=True))
+            for index, text, size in zip(shown, line, sizes, strict=True)
         ]
         click.echo(GAP.join(parts).rstrip())
         for more in rest:

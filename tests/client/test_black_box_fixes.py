@@ -5,11 +5,12 @@ terminal, a hint on a full stderr exiting 1, `apply` blind to sub-microsecond bo
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 
 from almanac import AsyncClient, Client, InvalidId, NotFound
-from tests.client.conftest import NOOP
+from tests.client.conftest import NOOP, schedule_body
 
 # --- request() in the client's namespace ------------------------------------------------------
 
@@ -54,3 +55,52 @@ def test_request_refuses_a_namespace_no_header_can_name_before_sending(live):
     # An empty X-Namespace reads as `default` on the server: it must not be sent.
     with Client(live.url, live.token, "") as client, pytest.raises(InvalidId):
         client.request("GET", "/runs")
+
+
+# --- tables fit 80 columns --------------------------------------------------------------------
+
+
+def rows_of(result) -> list[str]:
+    assert result.exit_code == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_list_tables_fit_80_columns_and_keep_statuses_whole(almanac, sdk):
+    sdk.deploy_workflow(NOOP | {"name": "invoice-sync-with-a-rather-long-name"})
+    ready = sdk.create_activation("invoice-sync-with-a-rather-long-name")
+    retired = sdk.create_activation("invoice-sync-with-a-rather-long-name")
+    sdk.retire_activation(retired.id)
+    sdk.start_run("invoice-sync-with-a-rather-long-name", run_id=f"run-{uuid.uuid4()}")
+    long_id = f"{uuid.uuid4()}-nightly"
+    sdk.save_schedule(schedule_body(long_id, labels={"team": "billing"}))
+    sdk.save_schedule(schedule_body("short"))
+    sdk.backfill_schedule("short", "2026-01-01T00:00:00Z", "2026-01-01T03:00:00Z")
+
+    activations = rows_of(almanac("activations", "list"))
+    assert all(len(row) <= 80 for row in activations), activations
+    assert activations[0].split() == ["ID", "Workflow", "Version", "Status"]
+    by_id = {row.split()[0]: row.split()[-1] for row in activations[1:]}
+    # Ids whole (another command takes them); `ready` and `retired` both read whole.
+    assert by_id[ready.id] == "ready" and by_id[retired.id] == "retired"
+
+    for args in (
+        ("runs", "list"),
+        ("schedules", "list"),
+        ("schedules", "history", "short"),
+        ("schedules", "occurrences", "short"),
+        ("workflows", "list"),
+        ("tasks", "list"),
+        ("incidents", "list"),
+    ):
+        rows = rows_of(almanac(*args))
+        assert all(len(row) <= 80 for row in rows), (args, rows)
+    runs = rows_of(almanac("runs", "list"))
+    assert runs[0].split()[:3] == ["Run", "Workflow", "Status"]
+    assert any(row.split()[2] == "pending" for row in runs[1:])
+    assert long_id in [row.split()[0] for row in rows_of(almanac("schedules", "list"))]
+
+
+def test_a_wide_terminal_still_shows_every_column(almanac, sdk):
+    sdk.create_activation("noop-flow")
+    header = rows_of(almanac("activations", "list", COLUMNS="200"))[0]
+    assert header.split() == ["ID", "Workflow", "Version", "Status", "Created", "At"]
