@@ -109,24 +109,27 @@ class Root(click.Group):
             # The reader stopped reading (`almanac runs list --all | head`): stop quietly, with
             # SIGPIPE's status, not click's 1 (an API error here). Later writes, and the flush
             # at exit, go nowhere instead of raising again.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            silence(sys.stdout)
             ctx.exit(READER_GONE)
         except OSError as exc:
             if exc.errno not in WRITE_FAILURES:
                 raise
-            # One line, not a traceback; the rest of the output goes nowhere.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            click.echo(f"error OUTPUT: cannot write the output: {exc.strerror}", err=True)
+            # On stdout or on stderr (a hint such as `More items available`): either way the
+            # output is not all there, so 4, never 1 (the API's errors). What stdout already
+            # holds is kept; one line, not a traceback; the rest of the output goes nowhere.
+            flush_quietly(sys.stdout)
+            silence(sys.stdout)
+            complain(f"error OUTPUT: cannot write the output: {exc.strerror}")
             ctx.exit(OUTPUT_FAILED)
         except ConnectionFailed as exc:
-            click.echo(f"error {exc.code}: {exc.message}", err=True)
+            complain(f"error {exc.code}: {exc.message}")
             ctx.exit(USAGE)
         except NoAnswer as exc:
             # Neither "not done" (2, safe to send again) nor an answer (1): it may be done.
-            click.echo(f"error {exc.code}: {exc.message}", err=True)
+            complain(f"error {exc.code}: {exc.message}")
             ctx.exit(NO_ANSWER)
         except AlmanacError as exc:
-            click.echo(describe(exc), err=True)
+            complain(describe(exc))
             ctx.exit(API_ERROR)
         except InvalidId as exc:
             # An id no request can name: with '/', empty, or not Unicode text (a lone surrogate
@@ -138,6 +141,30 @@ class Root(click.Group):
             raise click.UsageError(
                 f"an argument holds text that is not valid Unicode ({reason}); it cannot be sent"
             ) from exc
+
+
+def flush_quietly(stream: Any) -> None:
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def silence(stream: Any) -> None:
+    """Send what is still written to `stream`, and its flush at exit, to /dev/null."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError):  # no file descriptor (captured output)
+        pass
+
+
+def complain(text: str) -> None:
+    """An error line on stderr. Best effort: when stderr cannot be written either, the exit
+    code alone tells, and it stays the one the error calls for (not Python's 1 or 120)."""
+    try:
+        click.echo(text, err=True)
+    except OSError:
+        silence(sys.stderr)
 
 
 def describe(exc: AlmanacError) -> str:

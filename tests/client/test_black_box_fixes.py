@@ -5,12 +5,15 @@ terminal, a hint on a full stderr exiting 1, `apply` blind to sub-microsecond bo
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import uuid
 
 import pytest
 
 from almanac import AsyncClient, Client, InvalidId, NotFound
 from tests.client.conftest import NOOP, schedule_body
+from tests.live import BIN
 
 # --- request() in the client's namespace ------------------------------------------------------
 
@@ -104,3 +107,30 @@ def test_a_wide_terminal_still_shows_every_column(almanac, sdk):
     sdk.create_activation("noop-flow")
     header = rows_of(almanac("activations", "list", COLUMNS="200"))[0]
     assert header.split() == ["ID", "Workflow", "Version", "Status", "Created", "At"]
+
+
+# --- a hint that cannot be written ------------------------------------------------------------
+
+
+def test_a_hint_on_a_full_stderr_exits_4_and_keeps_the_table(live, namespace, sdk, tmp_path):
+    sdk.save_schedule(schedule_body("one"))
+    sdk.save_schedule(schedule_body("two"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALMANAC_")} | {
+        "ALMANAC_URL": live.url,
+        "ALMANAC_TOKEN": live.token,
+        "ALMANAC_NAMESPACE": namespace,
+        "XDG_CONFIG_HOME": str(tmp_path),
+    }
+    listing = [str(BIN / "almanac"), "schedules", "list", "--limit", "1"]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(listing, env=env, stdout=subprocess.PIPE, stderr=full)
+        # An API error still exits 1 when stderr cannot say so.
+        missing = [str(BIN / "almanac"), "schedules", "read", "nope"]
+        failed = subprocess.run(missing, env=env, stdout=subprocess.PIPE, stderr=full)
+    assert done.returncode == 4
+    assert done.stdout.decode().splitlines()[1].split()[0] in ("one", "two")
+    assert failed.returncode == 1
+    # Without the hint (one page only) the same command succeeds on the same full stderr.
+    with open("/dev/full", "w") as full:
+        whole = subprocess.run([*listing[:-2]], env=env, stdout=subprocess.PIPE, stderr=full)
+    assert whole.returncode == 0
