@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from almanac.errors import AlmanacError, Conflict, NotFound, ValidationError
@@ -89,14 +89,48 @@ def _duration(value: Any) -> Any:
     return sum(float(v) * SECONDS[k] for k, v in match.groupdict().items() if v)
 
 
-def _instant(value: Any) -> Any:
+# A fraction of a second in an instant's text: Python keeps six digits and drops the rest.
+FRACTION = re.compile(r"[.,](\d+)")
+
+
+def _finer_digits(value: str) -> str:
+    """The digits of `value` finer than a microsecond, trailing zeros left out."""
+    fraction = FRACTION.search(value)
+    return fraction.group(1)[6:].rstrip("0") if fraction else ""
+
+
+def _instant(value: Any, round_up: bool = False) -> Any:
+    """The moment `value` names as the server stores it, in UTC to the microsecond.
+
+    The server keeps microseconds: a lower bound (`start_at`) with finer digits moves up to the
+    next microsecond (a bound 100 ns after an occurrence never takes it in), an inclusive upper
+    bound (`end_at`) down: `...00.0000001Z` starts a microsecond after `...00Z`, so it differs.
+    """
     if not isinstance(value, str):
         return value
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(value[:-1] + "Z" if value.endswith("z") else value)
     except ValueError:
         return value
-    return moment.astimezone(UTC) if moment.tzinfo else moment
+    if moment.tzinfo is None:
+        return moment
+    if round_up and _finer_digits(value):
+        moment += timedelta(microseconds=1)
+    return moment.astimezone(UTC)
+
+
+def _bounds(spec: Mapping[str, Any]) -> tuple[Any, Any]:
+    """`start_at` and `end_at` as the server reads them: an `end_at` naming the very same
+    instant as `start_at` (finer digits too) rounds with it, so equal bounds stay equal."""
+    start, end = spec.get("start_at"), spec.get("end_at")
+    start_at = _instant(start, round_up=True)
+    same = (
+        isinstance(start, str)
+        and isinstance(end, str)
+        and _instant(start) == _instant(end)
+        and _finer_digits(start) == _finer_digits(end)
+    )
+    return start_at, _instant(end, round_up=same)
 
 
 def _or(value: Any, default: Any) -> Any:
@@ -125,14 +159,15 @@ def _spec(spec: Any, cron: Any = None, timezone: Any = None) -> Any:
         return spec
     spec = spec or {}
     intervals = _or(spec.get("intervals"), [])
+    start_at, end_at = _bounds(spec)
     return {
         "cron_expressions": _expressions(spec, cron),
         "intervals": [_interval(i) for i in intervals]
         if isinstance(intervals, list)
         else intervals,
         "timezone": _or(timezone, _or(spec.get("timezone"), "UTC")),
-        "start_at": _instant(spec.get("start_at")),
-        "end_at": _instant(spec.get("end_at")),
+        "start_at": start_at,
+        "end_at": end_at,
     }
 
 

@@ -5,13 +5,17 @@ terminal, a hint on a full stderr exiting 1, `apply` blind to sub-microsecond bo
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import uuid
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from almanac import AsyncClient, Client, InvalidId, NotFound
+from almanac.plan import normalize
 from tests.client.conftest import NOOP, schedule_body
 from tests.live import BIN
 
@@ -134,3 +138,51 @@ def test_a_hint_on_a_full_stderr_exits_4_and_keeps_the_table(live, namespace, sd
     with open("/dev/full", "w") as full:
         whole = subprocess.run([*listing[:-2]], env=env, stdout=subprocess.PIPE, stderr=full)
     assert whole.returncode == 0
+
+
+# --- apply reads bounds as the server does ----------------------------------------------------
+
+
+def apply_plan(almanac, folder: Path, *flags: str) -> dict[str, object]:
+    result = almanac("schedules", "apply", str(folder), "-o", "json", *flags)
+    assert result.exit_code == 0, result.stderr
+    return {step["schedule_id"]: step["action"] for step in json.loads(result.stdout)["plan"]}
+
+
+def bounded(schedule_id: str, start_at: str, end_at: str) -> dict[str, object]:
+    return {
+        "schedule_id": schedule_id,
+        "spec": {"intervals": [{"every": "PT6H"}], "start_at": start_at, "end_at": end_at},
+        "action": {"workflow": "noop-flow"},
+    }
+
+
+def test_apply_sees_a_start_at_100_ns_later_as_a_change(almanac, sdk, tmp_path):
+    sdk.save_schedule(bounded("later", "2027-01-01T00:00:00Z", "2028-01-01T00:00:00Z"))
+    sdk.save_schedule(bounded("end", "2027-01-01T00:00:00Z", "2028-01-01T00:00:00Z"))
+    folder = tmp_path / "bounds"
+    folder.mkdir()
+    files = {
+        # Read as ...00.000001Z: the midnight occurrence is no longer taken in.
+        "later": bounded("later", "2027-01-01T00:00:00.0000001Z", "2028-01-01T00:00:00Z"),
+        # An inclusive end moves down to the microsecond: the same bound.
+        "end": bounded("end", "2027-01-01T00:00:00Z", "2028-01-01T00:00:00.0000009Z"),
+    }
+    for name, body in files.items():
+        (folder / f"{name}.json").write_text(json.dumps(body))
+    assert apply_plan(almanac, folder, "--dry-run") == {
+        "end": "unchanged",
+        "later": "update",
+    }
+    assert apply_plan(almanac, folder)["later"] == "update"
+    assert sdk.get_schedule("later").raw["spec"]["start_at"] == "2027-01-01T00:00:00.000001Z"
+    assert set(apply_plan(almanac, folder).values()) == {"unchanged"}
+
+
+def test_an_end_at_naming_the_start_at_rounds_with_it():
+    # The server reads both as ...00.000001Z, so the bounds stay one instant.
+    at = "2027-01-01T00:00:00.0000001Z"
+    spec = normalize({"spec": {"start_at": at, "end_at": at}})["spec"]
+    assert spec["start_at"] == spec["end_at"] == datetime(2027, 1, 1, 0, 0, 0, 1, tzinfo=UTC)
+    later = normalize({"spec": {"start_at": "2027-01-01T00:00:00Z", "end_at": at}})["spec"]
+    assert later["end_at"] == datetime(2027, 1, 1, tzinfo=UTC)
