@@ -116,6 +116,12 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
     """
     if token is not None and not (token.isascii() and token.isprintable()):
         raise ValueError("the token must be printable ASCII text, as the server issues tokens")
+    scheme = SCHEME.match(url.strip())
+    if scheme is None or scheme.group(1).lower() not in ("http", "https"):
+        # First: `mailto:x@y` names no server at all, whatever its `@` looks like. A URL that
+        # may hold a password (`ftp://user:pw@host`) is not repeated.
+        shown = "the URL given" if has_credentials(url) else url
+        raise ConnectionFailed("CONNECTION", f"cannot reach {shown}: not a valid URL ({NOT_HTTP})")
     if has_credentials(url):
         # Never echoed: the URL holds a password. httpx would send it as Basic auth instead of
         # the token, so it is refused rather than stripped.
@@ -145,6 +151,11 @@ def http_options(url: str, token: str | None, timeout: float, source: str) -> di
     }
 
 
+# A URL's scheme as RFC 3986 spells it: a letter, then letters, digits, `+`, `-` or `.`.
+SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+NOT_HTTP = "it must start with http:// or https://"
+
+
 def has_credentials(url: str) -> bool:
     """Whether `url` names a user or password before its host (`http://user:pw@host`)."""
     # The authority as RFC 3986 cuts it, so a URL too broken to parse is checked as well.
@@ -156,7 +167,7 @@ def has_credentials(url: str) -> bool:
 def url_problem(url: httpx.URL) -> str | None:
     """Why no server can be reached at `url` (httpx parses all of these and fails later)."""
     if url.scheme not in ("http", "https"):
-        return "it must start with http:// or https://"
+        return NOT_HTTP
     if not url.host:
         return "it names no host"
     if url.port is not None and not 1 <= url.port <= 65535:

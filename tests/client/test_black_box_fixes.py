@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from almanac import AsyncClient, Client, InvalidId, NotFound
+from almanac import AsyncClient, Client, ConnectionFailed, InvalidId, NotFound
 from almanac.plan import normalize
-from tests.client.conftest import NOOP, schedule_body
+from tests.client.conftest import NOOP, run_cli, schedule_body
 from tests.live import BIN
 
 # --- request() in the client's namespace ------------------------------------------------------
@@ -186,3 +186,20 @@ def test_an_end_at_naming_the_start_at_rounds_with_it():
     assert spec["start_at"] == spec["end_at"] == datetime(2027, 1, 1, 0, 0, 0, 1, tzinfo=UTC)
     later = normalize({"spec": {"start_at": "2027-01-01T00:00:00Z", "end_at": at}})["spec"]
     assert later["end_at"] == datetime(2027, 1, 1, tzinfo=UTC)
+
+
+# --- a URL of another scheme ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["mailto:x@y", "ftp://user:s3cret@127.0.0.1:1"])
+def test_a_url_of_another_scheme_is_a_connection_error_first(url, tmp_path):
+    for make in (Client, AsyncClient):
+        with pytest.raises(ConnectionFailed, match="not a valid URL") as caught:
+            make(url, "t")
+        assert "http:// or https://" in str(caught.value) and "s3cret" not in str(caught.value)
+    result = run_cli(url, tmp_path, "schedules", "list")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error CONNECTION: cannot reach the URL given: not a valid URL "
+        "(it must start with http:// or https://)\n"
+    )
