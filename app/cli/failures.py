@@ -8,6 +8,7 @@ database refuses is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,9 +37,20 @@ def cause(exc: DBAPIError) -> str:
     return f"{type(orig).__name__}: {first_line(exc)}"
 
 
-# Said by every command that reads or writes Almanac's tables, run before `db upgrade`.
-UNMIGRATED = "the database has no Almanac tables yet: run `flask --app wsgi db upgrade` first"
+# Said by every command that reads or writes Almanac's tables, run before `db upgrade` (or
+# before the `db upgrade` of this version, on a database migrated only partly).
+UNMIGRATED = (
+    "the database is not migrated for this version (it has no table {table}): run "
+    "`flask --app wsgi db upgrade` first"
+)
 UNDEFINED_TABLE = "42P01"
+_MISSING_TABLE = re.compile(r'no such table: ([\w.]+)|relation "([^"]+)" does not exist')
+
+
+def missing_table(exc: DBAPIError) -> str:
+    """The table the statement found missing, as the database named it ("?" if it did not)."""
+    found = _MISSING_TABLE.search(str(exc.orig))
+    return next((name for name in found.groups() if name), "?") if found else "?"
 
 
 def unmigrated(exc: DBAPIError) -> bool:
@@ -80,7 +92,7 @@ def clean_error(
     anything else (a statement this code got wrong is a bug: its traceback stays), and for any
     refusal with `refusals=False` (the caller words its own)."""
     if tables and isinstance(exc, DBAPIError) and unmigrated(exc):
-        return click.ClickException(UNMIGRATED)
+        return click.ClickException(UNMIGRATED.format(table=missing_table(exc)))
     if isinstance(exc, OperationalError | InterfaceError):
         return click.ClickException(describe(exc, variable))
     if isinstance(exc, ProgrammingError) and refusals and refused_privilege(exc):
