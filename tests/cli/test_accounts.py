@@ -41,6 +41,17 @@ def other_commits_first(
     assert raced, f"no statement started with {statement_start}"
 
 
+def invoke_losing_a_race(
+    app, runner, url: str, statement_start: str, change: Callable[[Any], None], args: list[str]
+):
+    """`args` run while `change` commits on another connection just before the command's first
+    statement starting with `statement_start`; its result, which holds no traceback."""
+    with other_commits_first(app, url, statement_start, change):
+        result = runner.invoke(args=args)
+    assert "Traceback" not in result.output
+    return result
+
+
 def test_users_create_grant_and_token_reach_the_api(app, runner, client):
     result = runner.invoke(args=["namespaces", "create", "billing", "--max-active-runs", "3"])
     assert result.exit_code == 0, result.output
@@ -187,10 +198,11 @@ def test_users_create_losing_a_race_for_its_name_says_it_exists(app, runner, pos
     def other_creates(session):
         service.create_user(session, FIXED_NOW, "raceuser", "the-other-password")
 
-    with other_commits_first(app, postgres_owner_url, "INSERT INTO USERS", other_creates):
-        result = runner.invoke(args=["users", "create", "raceuser", "--password", "long-enough-1"])
+    args = ["users", "create", "raceuser", "--password", "long-enough-1"]
+    result = invoke_losing_a_race(
+        app, runner, postgres_owner_url, "INSERT INTO USERS", other_creates, args
+    )
     assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
     assert result.output.strip() == "Error: user 'raceuser' already exists"
     with database(app).session() as session:
         assert session.scalar(select(func.count()).select_from(User)) == 1
@@ -287,8 +299,10 @@ def test_users_revoke_losing_a_race_says_nothing_changed(app, runner, accounts, 
     def other_revokes(session):
         assert service.revoke_role(session, "alice", "nsa")[1] == "operator"
 
-    with other_commits_first(app, postgres_owner_url, "DELETE FROM MEMBERSHIPS", other_revokes):
-        result = runner.invoke(args=["users", "revoke", "alice", "nsa"])
+    args = ["users", "revoke", "alice", "nsa"]
+    result = invoke_losing_a_race(
+        app, runner, postgres_owner_url, "DELETE FROM MEMBERSHIPS", other_revokes, args
+    )
     assert result.exit_code == 0, result.output
     assert result.output.strip() == "alice has no role in nsa; nothing changed"
 
@@ -429,10 +443,11 @@ def test_users_grant_losing_a_race_for_the_membership_still_grants(
     def other_grants(session):
         assert service.grant_role(session, "alice", "nsb", "viewer") is None
 
-    with other_commits_first(app, postgres_owner_url, "INSERT INTO MEMBERSHIPS", other_grants):
-        result = runner.invoke(args=["users", "grant", "alice", "nsb", "operator"])
+    args = ["users", "grant", "alice", "nsb", "operator"]
+    result = invoke_losing_a_race(
+        app, runner, postgres_owner_url, "INSERT INTO MEMBERSHIPS", other_grants, args
+    )
     assert result.exit_code == 0, result.output
-    assert "Traceback" not in result.output
     assert result.output.strip() == "alice is operator in nsb"
     with database(app).session() as session:
         roles = session.execute(
