@@ -4,15 +4,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from functools import partial
 from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
 from app import inputs
-from app.calendar import CalendarError, Spec, parse_instant, validate_timezone
+from app.calendar import CalendarError, Spec, SpecRangeError, parse_instant, validate_timezone
+from app.calendar.occurrences import check_range
 from app.errors import BadRequest, ValidationFailed
-from app.schedules.config import SCHEDULE_ID, SCHEDULE_ID_RULE, label_pair
+from app.inputs import json_size
+from app.schedules.config import (
+    MAX_JSON_BYTES,
+    MAX_LABEL_VALUE,
+    MAX_LABELS,
+    MAX_NOTES,
+    MAX_RUNS_LIMIT,
+    MAX_SEARCH_ATTRIBUTES,
+    MAX_TIMEOUT_SECONDS,
+    MISSED_POLICIES,
+    OVERLAP_POLICIES,
+    QUEUE,
+    SCHEDULE_ID,
+    SCHEDULE_ID_RULE,
+    WORKFLOW_NAME,
+    WORKFLOW_NAME_RULE,
+    keyed_strings,
+    label_pair,
+)
 
 TEXT_FIELDS = (
     "schedule_id",
@@ -58,10 +78,12 @@ def _json(form: MultiDict[str, str], field: str) -> Any:
         raise _fail(field, exc.details["reason"]) from None
 
 
-def _json_object(form: MultiDict[str, str], field: str) -> None:
+def _json_object(form: MultiDict[str, str], field: str) -> Any:
     """Memo and search attributes are objects: said in the first pass, not at the save."""
-    if not isinstance(_json(form, field), dict):
+    value = _json(form, field)
+    if not isinstance(value, dict):
         raise _fail(field, "must be an object")
+    return value
 
 
 def _int(form: MultiDict[str, str], field: str) -> int | None:
@@ -265,17 +287,24 @@ LABELS = {
 }
 # Whole numbers a form field takes: (lowest, highest or None).
 INT_RANGES = {
-    "execution_timeout_seconds": (1, None),
-    "run_timeout_seconds": (1, None),
+    "execution_timeout_seconds": (1, MAX_TIMEOUT_SECONDS),
+    "run_timeout_seconds": (1, MAX_TIMEOUT_SECONDS),
     "jitter_seconds": (0, 3600),
-    "max_runs": (1, None),
+    "max_runs": (1, MAX_RUNS_LIMIT),
 }
+# The fields in the order the form shows them: the error summary lists mistakes in this order.
+FIELD_ORDER = tuple(LABELS)
 
 
-def form_errors(form: MultiDict[str, str], stored: dict[str, Any] | None = None) -> dict[str, str]:
-    """Every mistake the form's fields hold, checked field by field in one pass (the save then
-    checks what needs the database: the workflow, its input schema). Fields sent back
-    untouched from the `stored` configuration are not read."""
+def form_errors(
+    form: MultiDict[str, str],
+    stored: dict[str, Any] | None = None,
+    now: datetime | None = None,
+) -> dict[str, str]:
+    """Every mistake the form's fields hold, checked field by field in one pass with the rules
+    the save applies to each field (the save then checks what needs the database: the
+    workflow, its input schema, whether the id is taken). With `now`, an End at in the past is
+    named too. Fields sent back untouched from the `stored` configuration are not read."""
     checks: dict[str, Callable[[], object]] = {
         "schedule_id": lambda: _schedule_id(form),
         "cron_expressions": lambda: [
@@ -286,9 +315,21 @@ def form_errors(form: MultiDict[str, str], stored: dict[str, Any] | None = None)
         "timezone": lambda: validate_timezone(_calendar_text(form, "timezone") or "UTC"),
         "start_at": lambda: _instant(form, "start_at"),
         "end_at": lambda: _instant(form, "end_at"),
-        "labels": lambda: _labels(form.get("labels", "")),
-        **{name: partial(_json, form, name) for name in JSON_FIELDS},
-        **{name: partial(_json_object, form, name) for name in ("memo", "search_attributes")},
+        "workflow": lambda: _matches(form, "workflow", WORKFLOW_NAME, WORKFLOW_NAME_RULE),
+        "queue": lambda: _matches(
+            form, "queue", QUEUE, "must be 1-64 letters, digits, '.', '_' or '-'"
+        ),
+        "labels": lambda: _keyed(
+            "labels", _labels(form.get("labels", "")), MAX_LABELS, MAX_LABEL_VALUE
+        ),
+        "input": lambda: _sized("input", _json(form, "input")),
+        "memo": lambda: _sized("memo", _json_object(form, "memo")),
+        "search_attributes": lambda: _keyed(
+            "search_attributes", _json_object(form, "search_attributes"), MAX_SEARCH_ATTRIBUTES
+        ),
+        "overlap_policy": lambda: _one_of(form, "overlap_policy", OVERLAP_POLICIES),
+        "missed_policy": lambda: _one_of(form, "missed_policy", MISSED_POLICIES),
+        "notes": lambda: _notes(form),
         **{name: partial(_bounded, form, name) for name in INT_FIELDS},
     }
     for name in untouched(form, stored):
@@ -298,11 +339,78 @@ def form_errors(form: MultiDict[str, str], stored: dict[str, Any] | None = None)
         try:
             check()
         except ValidationFailed as exc:
-            found[name] = str(exc.details["errors"][0]["msg"])
+            found[name] = errors_by_field(exc.details["errors"]).popitem()[1]
         except CalendarError as exc:
             found[name] = exc.msg
     found.update(_whole_form_errors(form, found))
+    if now is not None:
+        found.update(_range_errors(form, found, now, stored))
     return found
+
+
+CALENDAR_FIELDS = ("cron_expressions", "intervals", "timezone", "start_at", "end_at")
+
+
+def _range_errors(
+    form: MultiDict[str, str], found: dict[str, str], now: datetime, stored: dict[str, Any] | None
+) -> dict[str, str]:
+    """A readable calendar that never fires again (an End at in the past), named as the save
+    would refuse it: under the field to change. An edit that keeps the stored calendar is not
+    checked, as the save does not check it (a finished schedule's notes may still change)."""
+    if any(name in found for name in CALENDAR_FIELDS):
+        return {}
+    try:
+        spec = Spec.from_dict(spec_from_form(form))
+        if stored is not None and spec.to_dict() == Spec.from_dict(stored["spec"]).to_dict():
+            return {}
+        check_range(spec, now)
+    except (CalendarError, ValidationFailed):
+        return {}  # the save names it
+    except SpecRangeError as exc:
+        return range_errors(exc, form)
+    return {}
+
+
+def range_errors(exc: SpecRangeError, form: MultiDict[str, str]) -> dict[str, str]:
+    """A calendar with no occurrence ahead, under the field to change and in the form's words
+    (its labels, not the API's `end_at`)."""
+    if "end_at" in exc.loc:
+        typed = _calendar_text(form, "end_at").strip()
+        return {
+            "end_at": f"{typed} is in the past, so the schedule would never fire: "
+            "choose a later time, or leave it empty"
+        }
+    words = exc.msg.replace("the spec", "the calendar")
+    words = words.replace("start_at", "Start at").replace("end_at", "End at")
+    return {"cron_expressions": words}
+
+
+def _matches(form: MultiDict[str, str], field: str, rule: Any, says: str) -> None:
+    raw = form.get(field, "").strip()
+    if raw and not rule.fullmatch(raw):
+        raise _fail(field, says)
+
+
+def _keyed(field: str, value: Any, most: int, longest: int | None = None) -> None:
+    """Labels or search attributes by the save's rule (string values, keys a filter can name);
+    the message names the key, as the save's does (`errors_by_field`)."""
+    keyed_strings(value, field, most, longest)
+
+
+def _sized(field: str, value: Any) -> None:
+    if json_size(value) > MAX_JSON_BYTES:
+        raise _fail(field, f"must be at most {MAX_JSON_BYTES} bytes of JSON")
+
+
+def _one_of(form: MultiDict[str, str], field: str, allowed: tuple[str, ...]) -> None:
+    value = form.get(field)
+    if value and value not in allowed:
+        raise _fail(field, f"must be one of {', '.join(allowed)}")
+
+
+def _notes(form: MultiDict[str, str]) -> None:
+    if len(form.get("notes", "").replace("\r\n", "\n").strip()) > MAX_NOTES:
+        raise _fail("notes", f"must be at most {MAX_NOTES} characters")
 
 
 def _whole_form_errors(form: MultiDict[str, str], found: dict[str, str]) -> dict[str, str]:
@@ -346,9 +454,13 @@ def _bounded(form: MultiDict[str, str], field: str) -> None:
 
 def summary(errors: dict[str, str]) -> list[tuple[str, str, str]]:
     """The error summary at the top of a form: (field id, its label, the message)."""
+
+    def place(name: str) -> int:
+        return FIELD_ORDER.index(name) if name in FIELD_ORDER else len(FIELD_ORDER)
+
     return [
-        (name, LABELS.get(name, "Form"), message)
-        for name, message in errors.items()
+        (name, LABELS.get(name, "Form"), errors[name])
+        for name in sorted(errors, key=place)
         if name != "__all__"
     ]
 

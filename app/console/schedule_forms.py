@@ -22,6 +22,7 @@ from app.console.forms import (
     errors_by_field,
     form_errors,
     form_from_config,
+    range_errors,
     request_from_form,
     spec_from_form,
     summary,
@@ -78,7 +79,7 @@ def _errors_of(exc: Exception) -> dict[str, str]:
     if isinstance(exc, CalendarError):
         return errors_by_field([{"loc": list(exc.loc), "msg": exc.msg}])
     if isinstance(exc, SpecRangeError):
-        return {"cron_expressions": str(exc)}
+        return range_errors(exc, request.form)
     if isinstance(exc, AlmanacError) and exc.details.get("errors"):
         return errors_by_field(exc.details["errors"])
     return {"__all__": getattr(exc, "message", str(exc))}
@@ -98,7 +99,7 @@ def create(ns: str) -> Response:
     """Save a new schedule from the form; re-show it with errors next to the fields."""
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
     session = context.session()
-    mistakes = form_errors(request.form)
+    mistakes = form_errors(request.form, now=context.now())
     if mistakes:
         return _form_page(view, request.form.to_dict(), errors=mistakes, status=422)
     try:
@@ -138,7 +139,7 @@ def update(ns: str, schedule_id: str) -> Response:
     session = context.session()
     revision = request.form.get("revision", "")
     stored = store.config_of(store.get(session, view.current, schedule_id)).to_json()
-    mistakes = form_errors(request.form, stored)
+    mistakes = form_errors(request.form, stored, context.now())
     if mistakes:
         return _form_page(
             view, request.form.to_dict(), editing=schedule_id, errors=mistakes, status=422

@@ -331,6 +331,10 @@ def _keyed_strings(raw: Any, field: str, most: int, longest: int | None = None) 
     return dict(raw)
 
 
+# The save's rule for labels and search attributes, for forms that check each field first.
+keyed_strings = _keyed_strings
+
+
 def _json_object(data: Mapping[str, Any], key: str) -> dict[str, Any]:
     raw = data.get(key)
     if raw is None:

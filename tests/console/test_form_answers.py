@@ -1,0 +1,128 @@
+"""What the schedule form, the lists and a refused action tell the user, in one answer."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from tests.console.conftest import seed_workflow
+from tests.console.test_pages import csrf_from, sign_in
+
+
+@pytest.fixture
+def olga(client, accounts, app):
+    account = accounts.create("olga", role="operator")
+    seed_workflow(app)
+    sign_in(client, "olga", account.password)
+    return account
+
+
+def summary_of(page: str) -> list[str]:
+    """The error summary's lines, in order."""
+    box = re.search(r'<div id="error-summary".*?</ul>', page, re.S)
+    assert box, page[:3000]
+    return [html.unescape(line) for line in re.findall(r'<li><a href="#[^"]+">([^<]*)</a>', box[0])]
+
+
+MANY_MISTAKES = {
+    "schedule_id": "bad id!<b>",
+    "cron_expressions": "61 * * * *",
+    "intervals": "PT6X",
+    "timezone": "europe/paris",
+    "start_at": "yesterday",
+    "jitter_seconds": "-5",
+    "workflow": "invoice-sync",
+    "input": "{bad json",
+    "execution_timeout_seconds": "1.5",
+    "run_timeout_seconds": "0",
+    "queue": "q q",
+    "max_runs": "0",
+    "labels": "team:billing\nno colon here",
+    "memo": "[1,2]",
+    "search_attributes": '{"n": 5}',
+}
+PAGE_ORDER = [
+    "Schedule id",
+    "Cron expressions",
+    "Intervals",
+    "Time zone",
+    "Start at",
+    "Jitter seconds",
+    "Input",
+    "Execution timeout",
+    "Run timeout",
+    "Queue",
+    "Max runs",
+    "Labels",
+    "Memo",
+    "Search attributes",
+]
+
+
+def test_every_field_is_checked_on_the_first_submit_and_listed_in_page_order(client, olga):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/schedules/new", data={"csrf_token": token} | MANY_MISTAKES
+    )
+    assert response.status_code == 422
+    page = response.get_data(as_text=True)
+    lines = summary_of(page)
+    assert "14 problems to fix before saving" in page
+    assert [line.split(":")[0] for line in lines] == PAGE_ORDER
+    assert "Queue: must be 1-64 letters" in lines[9]
+    assert lines[13] == "Search attributes: the value of 'n' must be a string"
+
+
+def test_the_edit_form_checks_every_field_in_one_pass_too(client, olga):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    created = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "schedule_id": "nightly",
+            "cron_expressions": "0 2 * * *",
+            "workflow": "invoice-sync",
+        },
+    )
+    assert created.status_code == 302
+    edit = client.get("/ns/default/schedules/nightly/edit")
+    revision = re.search(r'name="revision" value="(\d+)"', edit.get_data(as_text=True))[1]
+    response = client.post(
+        "/ns/default/schedules/nightly/edit",
+        data={
+            "csrf_token": csrf_from(edit),
+            "revision": revision,
+            "cron_expressions": "0 2 * * *",
+            "workflow": "invoice-sync",
+            "queue": "q q",
+            "search_attributes": '{"n": 5}',
+            "jitter_seconds": "-5",
+        },
+    )
+    assert response.status_code == 422
+    lines = summary_of(response.get_data(as_text=True))
+    assert [line.split(":")[0] for line in lines] == ["Jitter seconds", "Queue", "Search attributes"]
+
+
+def test_an_end_at_in_the_past_is_named_under_end_at_in_the_forms_words(client, olga):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    response = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": token,
+            "cron_expressions": "0 2 * * *",
+            "workflow": "invoice-sync",
+            "end_at": "2020-01-01T00:00:00Z",
+        },
+    )
+    assert response.status_code == 422
+    page = response.get_data(as_text=True)
+    assert summary_of(page) == [
+        "End at: 2020-01-01T00:00:00Z is in the past, so the schedule would never fire: "
+        "choose a later time, or leave it empty"
+    ]
+    assert 'id="end_at"' in page and re.search(r'id="end_at"[^>]*aria-invalid="true"', page)
+    assert 'id="err-cron_expressions"' not in page
+    assert "end_at 2020" not in page
