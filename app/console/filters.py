@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
-from flask import Flask
+from flask import Flask, request
 from markupsafe import Markup, escape
 
 from app.console.event_lines import event_line
@@ -61,7 +61,17 @@ def run_squares(runs: list[RecentRun], base: str) -> Markup:
     return Markup("".join(parts))
 
 
+def first_page_url() -> str | None:
+    """This list's first page (the same filters, no cursor) when the page shown is a later one
+    (it has a `cursor`), else None."""
+    if not request.args.get("cursor"):
+        return None
+    kept = [(name, value) for name, value in request.args.items(multi=True) if name != "cursor"]
+    return request.path + (f"?{urlencode(kept)}" if kept else "")
+
+
 def register(app: Flask) -> None:
+    app.jinja_env.globals["first_page_url"] = first_page_url
     app.jinja_env.globals["shown_zone"] = shown_zone
     app.jinja_env.globals["max_reason"] = MAX_REASON
     app.jinja_env.globals["page_path"] = page_path

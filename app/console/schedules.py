@@ -62,6 +62,7 @@ def _describe(spec_json: str) -> str:
 
 
 FILTER_ARGS = ("status", "label", "q")
+FILTER_NAMES = {"status": "Status filter", "label": "Label filter", "q": "Search"}
 
 
 @bp.get("/ns/<ns>/schedules")
@@ -73,7 +74,7 @@ def index(ns: str) -> Response:
     after = int(key[0]) if key and isinstance(key[0], int) else None
     session = context.session()
     rows: list[Schedule] = []
-    next_url, filter_error = None, None
+    next_url, filter_error, refused = None, None, None
     # The live refresh asks for what this page shows: the submitted filters and its page, never
     # what is being typed into the filter form (a cursor belongs to the filter it was made with).
     shown = _args(*FILTER_ARGS, "cursor")
@@ -81,7 +82,8 @@ def index(ns: str) -> Response:
     try:
         filters = _filters()
     except ValidationFailed as exc:
-        filter_error = exc.details["errors"][0]["msg"]
+        error = exc.details["errors"][0]
+        filter_error, refused = error["msg"], str(error["loc"][-1])
     else:
         rows, next_key = queries.list_schedules(session, view.current, filters, 50, after)
         cursor = next_cursor(ns, "schedules", [next_key] if next_key else None, _args(*FILTER_ARGS))
@@ -94,6 +96,10 @@ def index(ns: str) -> Response:
         "schedules/_rows.html",
         422 if filter_error else 200,
         filter_error=filter_error,
+        # The filter the error is about (`status`, `label` or `q`): named in the message, and
+        # its box does not pretend a value was read.
+        refused=refused,
+        filter_name=FILTER_NAMES.get(refused or "", "Filter"),
         ns=view,
         schedules=rows,
         last_runs=runs_overview.latest_runs(session, [row.uid for row in rows]),

@@ -63,9 +63,7 @@ PAGE_ORDER = [
 
 def test_every_field_is_checked_on_the_first_submit_and_listed_in_page_order(client, olga):
     token = csrf_from(client.get("/ns/default/schedules/new"))
-    response = client.post(
-        "/ns/default/schedules/new", data={"csrf_token": token} | MANY_MISTAKES
-    )
+    response = client.post("/ns/default/schedules/new", data={"csrf_token": token} | MANY_MISTAKES)
     assert response.status_code == 422
     page = response.get_data(as_text=True)
     lines = summary_of(page)
@@ -103,7 +101,11 @@ def test_the_edit_form_checks_every_field_in_one_pass_too(client, olga):
     )
     assert response.status_code == 422
     lines = summary_of(response.get_data(as_text=True))
-    assert [line.split(":")[0] for line in lines] == ["Jitter seconds", "Queue", "Search attributes"]
+    assert [line.split(":")[0] for line in lines] == [
+        "Jitter seconds",
+        "Queue",
+        "Search attributes",
+    ]
 
 
 def test_an_end_at_in_the_past_is_named_under_end_at_in_the_forms_words(client, olga):
@@ -126,3 +128,60 @@ def test_an_end_at_in_the_past_is_named_under_end_at_in_the_forms_words(client, 
     assert 'id="end_at"' in page and re.search(r'id="end_at"[^>]*aria-invalid="true"', page)
     assert 'id="err-cron_expressions"' not in page
     assert "end_at 2020" not in page
+
+
+def save_schedule(api, schedule_id: str) -> None:
+    body = {"id": schedule_id, "cron": "0 2 * * *", "workflow": "invoice-sync"}
+    assert api.post("/schedules", json=body).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("query", "named", "kept_out"),
+    [
+        (
+            "status=active&status=paused",
+            "Status filter: status is given 2 times",
+            "selected>active",
+        ),
+        ("q=a&q=b", "Search: q is given 2 times", 'value="a"'),
+    ],
+)
+def test_a_refused_filter_is_named_and_not_applied(client, olga, api_for, query, named, kept_out):
+    save_schedule(api_for("apiuser"), "nightly")
+    response = client.get(f"/ns/default/schedules?{query}")
+    assert response.status_code == 422
+    page = response.get_data(as_text=True)
+    assert named in page and "The filter was not applied" in page
+    assert "Label filter" not in page
+    assert "No schedules match" not in page
+    assert "the filter above could not be read, so it was not applied" in page
+    # The box shows no value as if it had been read, and the list does not poll a refusal.
+    form = re.search(r'<form id="schedule-filters".*?</form>', page, re.S)[0]
+    assert kept_out not in form
+    assert 'aria-invalid="true"' in form
+    assert 'hx-trigger="every 5s"' not in page
+
+
+def test_a_later_page_links_back_to_the_first_with_the_same_filters(client, olga, api_for):
+    api = api_for("apiuser")
+    for number in range(51):
+        save_schedule(api, f"s-{number:02d}")
+    first = client.get("/ns/default/schedules?status=active").get_data(as_text=True)
+    assert "First page" not in first
+    next_url = html.unescape(re.search(r'<a class="button" href="([^"]+)">Next page', first)[1])
+    second = client.get(next_url).get_data(as_text=True)
+    back = re.search(r'<a class="button" href="([^"]+)">← First page</a>', second)
+    assert back, second[-2000:]
+    assert html.unescape(back[1]) == "/ns/default/schedules?status=active"
+    again = client.get(html.unescape(back[1])).get_data(as_text=True)
+    rows = re.compile(r'data-schedule="([^"]+)"')
+    assert rows.findall(again) == rows.findall(first) and len(rows.findall(first)) == 50
+
+
+def test_every_cursor_list_offers_its_first_page(client, olga, app, monkeypatch):
+    monkeypatch.setattr("app.console.workflows.PAGE", 1)
+    seed_workflow(app, "zz-second")
+    first = client.get("/ns/default/workflows").get_data(as_text=True)
+    next_url = html.unescape(re.search(r'<a class="button" href="([^"]+)">Next page', first)[1])
+    second = client.get(next_url).get_data(as_text=True)
+    assert re.search(r'href="/ns/default/workflows">← First page</a>', second)
