@@ -34,11 +34,17 @@ from werkzeug.wrappers import Response
 from app import context, inputs
 from app.calendar import CalendarError, SpecRangeError
 from app.console import typed
-from app.console.htmx import is_background_preview, is_partial, paused_preview, reply
+from app.console.htmx import (
+    is_background_preview,
+    is_partial,
+    paused_preview,
+    reply,
+    shown_in_place,
+)
 from app.console.redirects import local_target, page_path
 from app.db.session import is_refusal, log_refused
 from app.errors import AlmanacError
-from app.schedules.errors import RevisionConflict
+from app.schedules.errors import RevisionConflict, ScheduleDeleted
 
 log = logging.getLogger(__name__)
 Refusal = AlmanacError | CalendarError | SpecRangeError
@@ -191,7 +197,16 @@ def register(bp: Blueprint, back_to: BackTo | None = None) -> None:
         context.session().rollback()
         if not is_partial():
             typed.keep()  # the redirect would empty the form: its text comes back once
-        return reply(_flashed(exc), False, back_to(request.view_args or {}))
+        back = back_to(request.view_args or {})
+        if is_partial() and shown_in_place():
+            # Trigger and backfill say it where their result appears, in the words a failed
+            # request gets there (static/app.js): "Not done. Error 409: …".
+            text = f"Not done. Error {_status(exc)}: {_flashed(exc)}"
+            if isinstance(exc, ScheduleDeleted):
+                # The page still shows the schedule as it was (badge, next due, buttons).
+                return reply(f"{text}. This page is out of date:", False, back, ("Reload it", back))
+            return reply(text, False, back)
+        return reply(_flashed(exc), False, back)
 
     for kind in (AlmanacError, CalendarError, SpecRangeError):
         bp.register_error_handler(kind, refused)

@@ -44,6 +44,12 @@ def in_place(partial: str) -> Callable[[V], V]:
     return mark
 
 
+def shown_in_place() -> bool:
+    """Whether this request's view (marked `in_place`) shows its outcome where it was asked."""
+    view = current_app.view_functions.get(request.endpoint or "")
+    return getattr(view, "in_place", None) is not None
+
+
 def reply(message: str, ok: bool, target: str, link: tuple[str, str] | None = None) -> AnyResponse:
     """Tell how an action went: in place for an htmx swap of an `in_place` view (with `link`, a
     (text, url) to what it made, such as the run it started), else flash the message and

@@ -185,3 +185,23 @@ def test_every_cursor_list_offers_its_first_page(client, olga, app, monkeypatch)
     next_url = html.unescape(re.search(r'<a class="button" href="([^"]+)">Next page', first)[1])
     second = client.get(next_url).get_data(as_text=True)
     assert re.search(r'href="/ns/default/workflows">← First page</a>', second)
+
+
+def test_a_trigger_refused_for_a_deleted_schedule_says_not_done_and_offers_a_reload(
+    client, olga, api_for
+):
+    api = api_for("apiuser")
+    save_schedule(api, "nightly")
+    token = csrf_from(client.get("/ns/default/schedules/nightly"))
+    gone = api.request("DELETE", "/schedules/nightly", headers={"If-Match": "1"})
+    assert gone.status_code == 200
+    answer = client.post(
+        "/ns/default/schedules/nightly/trigger",
+        data={"csrf_token": token},
+        headers={"HX-Request": "true"},
+    )
+    text = html.unescape(answer.get_data(as_text=True))
+    assert answer.status_code == 200
+    assert "Not done. Error 409: schedule 'nightly' is deleted; its id is never reused." in text
+    assert "This page is out of date:" in text
+    assert '<a href="/ns/default/schedules/nightly">Reload it</a>' in text
