@@ -126,20 +126,33 @@ class Timeline:
 
 
 def timeline(dues: Iterable[tuple[datetime, str | None]], now: datetime, end: datetime) -> Timeline:
-    """Place each upcoming due time (with its DST note) on a line from `now` to `end`."""
-    span = max(end - now, timedelta(minutes=1))
-    marks = [
-        Mark(_x(at, now, span, TIMELINE_WIDTH), at, note) for at, note in dues if now <= at <= end
-    ]
-    return Timeline(marks, _timeline_ticks(now, span), now, end)
+    """Place each upcoming due time (with its DST note) on a line from the first of them to
+    `end`: a schedule that starts months from now spreads its marks over the strip instead of
+    piling them at its right end."""
+    shown = [(at, note) for at, note in dues if now <= at <= end]
+    start = min((at for at, _ in shown), default=now)
+    span = max(end - start, timedelta(minutes=1))
+    marks = [Mark(_x(at, start, span, TIMELINE_WIDTH), at, note) for at, note in shown]
+    return Timeline(marks, _timeline_ticks(start, span), start, start + span)
 
 
-def _timeline_ticks(now: datetime, span: timedelta) -> list[Tick]:
-    """At most `TIMELINE_TICKS` hour labels (dates once they are a day apart), so they stay
-    apart on the narrow strip."""
+# Days between date labels, the fewest that keep at most `TIMELINE_TICKS` of them.
+DAY_STEPS = (1, 2, 3, 7, 14, 28, 56, 91, 182, 364)
+
+
+def _timeline_ticks(start: datetime, span: timedelta) -> list[Tick]:
+    """At most `TIMELINE_TICKS` hour labels, or date labels (at UTC midnights, every few days)
+    once they are a day apart, so they stay apart on the narrow strip."""
     hours = span / timedelta(hours=1)
-    for every in (1, 2, 3, 6, 12, 24):
+    for every in (1, 2, 3, 6, 12):
         if hours / every <= TIMELINE_TICKS:
-            label = "%m-%d" if every == 24 else "%H:%M"
-            return _hour_ticks(now, span, every, TIMELINE_WIDTH, label)
-    return []
+            return _hour_ticks(start, span, every, TIMELINE_WIDTH)
+    days = span / timedelta(days=1)
+    step = next((n for n in DAY_STEPS if days / n <= TIMELINE_TICKS), DAY_STEPS[-1])
+    label = "%m-%d" if span <= timedelta(days=300) else "%Y-%m-%d"
+    midnight = start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    ticks, at = [], midnight
+    while at <= start + span:
+        ticks.append(Tick(_x(at, start, span, TIMELINE_WIDTH), at.strftime(label)))
+        at += timedelta(days=step)
+    return ticks[:TIMELINE_TICKS]

@@ -205,3 +205,39 @@ def test_a_trigger_refused_for_a_deleted_schedule_says_not_done_and_offers_a_rel
     assert "Not done. Error 409: schedule 'nightly' is deleted; its id is never reused." in text
     assert "This page is out of date:" in text
     assert '<a href="/ns/default/schedules/nightly">Reload it</a>' in text
+
+
+def strip_of(client, schedule_id: str) -> tuple[list[float], list[str]]:
+    """The upcoming-fires strip: its marks' x positions and its labels."""
+    page = client.get(f"/ns/default/schedules/{schedule_id}").get_data(as_text=True)
+    svg = re.search(r'<figure class="chart timeline">.*?</figure>', page, re.S)
+    assert svg, page[:3000]
+    marks = [float(x) for x in re.findall(r'<circle cx="([0-9.]+)"', svg[0])]
+    labels = re.findall(r'class="tick">([^<]+)</text>', svg[0])
+    return marks, labels
+
+
+def test_a_daily_schedules_strip_is_labelled_with_dates(client, olga, api_for):
+    body = {"id": "daily", "cron": "0 9 * * *", "workflow": "invoice-sync"}
+    assert api_for("apiuser").post("/schedules", json=body).status_code == 201
+    marks, labels = strip_of(client, "daily")
+    assert len(marks) == 20
+    assert 2 <= len(labels) <= 7 and all(re.fullmatch(r"\d\d-\d\d", label) for label in labels)
+
+
+def test_a_strip_of_a_schedule_starting_later_spreads_its_marks(client, olga, api_for):
+    body = {
+        "id": "later",
+        "spec": {
+            "cron_expressions": ["30 2 * * *"],
+            "timezone": "America/New_York",
+            "start_at": "2027-03-05T00:00:00Z",
+        },
+        "workflow": "invoice-sync",
+    }
+    assert api_for("apiuser").post("/schedules", json=body).status_code == 201
+    marks, labels = strip_of(client, "later")
+    # The strip runs from the first upcoming fire to the last: marks across its whole width.
+    assert min(marks) == pytest.approx(28, abs=1) and max(marks) == pytest.approx(372, abs=1)
+    assert len({round(x) for x in marks}) == 20
+    assert labels and labels[0].startswith("03-")
