@@ -36,6 +36,15 @@ login_manager.login_view = "console_auth.login"
 login_manager.login_message = "Please sign in."
 login_manager.session_protection = "strong"
 csrf = CSRFProtect()
+SIGN_OUT = frozenset({"console_auth.logout", "console_auth.login_post"})
+NOT_SAVED_KEPT = (
+    "Your session had ended, so what you submitted was NOT saved. Sign in: the form comes back "
+    "as you typed it, to check and submit again."
+)
+NOT_SAVED = (
+    "Your session had ended, so what you submitted was NOT saved (it was too long to keep "
+    "here). Sign in and enter it again."
+)
 
 
 @login_manager.unauthorized_handler
@@ -50,7 +59,12 @@ def _sign_in_first() -> Response:
         # Nobody asked to leave the form: say so in place, keep what was typed.
         page = request.headers.get("HX-Current-URL") or request.url
         return htmx.paused_preview(False, urlsplit(page).path)
-    flash(login_manager.login_message, login_manager.login_message_category)
+    if request.method == "POST" and not htmx.is_partial() and request.endpoint not in SIGN_OUT:
+        # A form posted after its session ended (signed out in another tab): nothing was
+        # written. Say so on the sign-in page, and bring what was typed back after it.
+        flash(NOT_SAVED_KEPT if typed.keep(with_revision=True) else NOT_SAVED, "error")
+    else:
+        flash(login_manager.login_message, login_manager.login_message_category)
     if htmx.is_partial():
         page = request.headers.get("HX-Current-URL") or request.url
         return htmx.navigate(login_url(login_manager.login_view, page))

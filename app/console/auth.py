@@ -10,7 +10,7 @@ from app import context
 from app.auth import service as auth_service
 from app.auth import sessions as console_sessions
 from app.auth import throttle
-from app.console import errors
+from app.console import errors, typed
 from app.console.redirects import local_target
 from app.console.session import ConsoleUser, landing_namespace
 from app.db.session import begin_write
@@ -56,8 +56,11 @@ def login_post() -> Response | tuple[str, int, dict[str, str]] | tuple[str, int]
         console_sessions.end(db, now, current_user.token)
     token = console_sessions.start(db, now, user)
     db.commit()
-    # A fresh cookie as well as a fresh server-side session: nothing from before survives.
+    # A fresh cookie as well as a fresh server-side session: nothing from before survives,
+    # but what a form refused for its ended session kept (typed.py) is shown on the next page.
+    kept = typed.carried()
     session.clear()
+    typed.carry(kept)
     login_user(ConsoleUser(user, token))
     return redirect(target)
 

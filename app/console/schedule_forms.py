@@ -14,7 +14,7 @@ from app import context, inputs
 from app.auth.grants import RUN_READ, RUN_START, TRIGGER_MANAGE
 from app.calendar import CalendarError, Spec, SpecRangeError
 from app.calendar.describe import zone_note
-from app.console import errors
+from app.console import errors, typed
 from app.console.common import actor, command
 from app.console.forms import (
     LABELS,
@@ -56,11 +56,13 @@ def _form_page(
     errors: dict[str, str] | None = None,
     conflict: dict[str, Any] | None = None,
     status: int = 200,
+    restored: bool = False,
 ) -> Response:
     return render(
         "schedules/form.html",
         "schedules/form.html",
         status,
+        restored=restored,
         ns=view,
         values=values,
         editing=editing,
@@ -90,6 +92,9 @@ def _errors_of(exc: Exception) -> dict[str, str]:
 def new(ns: str) -> Response:
     """Show an empty schedule form."""
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
+    kept = typed.draft("console_schedule_forms.create")
+    if kept is not None:
+        return _form_page(view, kept, restored=True)
     return _form_page(view, dict(DEFAULTS))
 
 
@@ -126,6 +131,11 @@ def edit(ns: str, schedule_id: str) -> Response:
     """Show the form filled with the schedule's current configuration."""
     view = namespace_view(ns, TRIGGER_MANAGE, RUN_START)
     schedule = store.get(context.session(), view.current, schedule_id)
+    kept = typed.draft(f"console_schedule_forms.update:{schedule_id}")
+    if kept is not None and kept.get("revision"):
+        # Posted after its session ended: back as typed, still at the revision it was loaded
+        # at (a change made meanwhile is a conflict on Save, never overwritten).
+        return _form_page(view, kept, editing=schedule_id, restored=True)
     values = form_from_config(schedule_id, store.config_of(schedule).to_json())
     values["revision"] = str(schedule.revision)
     return _form_page(view, values, editing=schedule_id)

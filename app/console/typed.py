@@ -17,25 +17,60 @@ from flask import Flask, g, request, session
 KEY = "typed"
 MAX_CHARACTERS = 2000
 UNKEPT = frozenset({"csrf_token", "revision", "back", "action"})
+# Requests that are not the next page: the sign-in page in between (a draft kept across a
+# sign-in waits for the page after it), the page's own assets, and htmx's background requests.
+NOT_A_PAGE = frozenset({"console_auth.login", "static", "favicon"})
 
 
 def form_key() -> str:
-    """The refused form: its endpoint, and the incident it resolves when there is one."""
-    incident = (request.view_args or {}).get("incident_id")
-    return f"{request.endpoint}:{incident}" if incident else str(request.endpoint)
+    """The refused form: its endpoint, and the incident it resolves or the schedule it edits
+    when there is one."""
+    args = request.view_args or {}
+    one = args.get("incident_id") or args.get("schedule_id")
+    return f"{request.endpoint}:{one}" if one else str(request.endpoint)
 
 
-def keep() -> None:
-    """Keep this refused request's text fields for the next page (short ones only)."""
-    fields = {k: v for k, v in request.form.items() if k not in UNKEPT}
+def keep(*, with_revision: bool = False) -> bool:
+    """Keep this refused request's text fields for the next page (short ones only); whether
+    they were kept. `with_revision` keeps the revision the form was loaded at too (a form
+    posted after its session ended comes back after sign-in still bound to it, so a change
+    made meanwhile by someone else is a conflict, not overwritten)."""
+    unkept = UNKEPT - {"revision"} if with_revision else UNKEPT
+    fields = {k: v for k, v in request.form.items() if k not in unkept}
     if fields and sum(len(v) for v in fields.values()) <= MAX_CHARACTERS:
         session[KEY] = {"form": form_key(), "fields": fields}
+        return True
+    return False
 
 
 def _take() -> None:
     # Shown once: the next page a browser reads takes them out of the session.
-    if request.method == "GET" and not request.path.startswith("/api/") and KEY in session:
+    if (
+        request.method == "GET"
+        and not request.path.startswith("/api/")
+        and request.endpoint not in NOT_A_PAGE
+        and request.headers.get("HX-Request") != "true"
+        and KEY in session
+    ):
         g.typed = session.pop(KEY)
+
+
+def draft(form: str) -> dict[str, str] | None:
+    """Every field kept for `form` (a form key), or None."""
+    kept: dict[str, Any] = g.get("typed") or {}
+    if kept.get("form") != form:
+        return None
+    return {str(k): str(v) for k, v in kept.get("fields", {}).items()}
+
+
+def carried() -> Any:
+    """What is kept for the next page, to carry across a session that is replaced (sign-in)."""
+    return session.get(KEY)
+
+
+def carry(kept: Any) -> None:
+    if kept:
+        session[KEY] = kept
 
 
 def typed(form: str, field: str) -> str:

@@ -241,3 +241,49 @@ def test_a_strip_of_a_schedule_starting_later_spreads_its_marks(client, olga, ap
     assert min(marks) == pytest.approx(28, abs=1) and max(marks) == pytest.approx(372, abs=1)
     assert len({round(x) for x in marks}) == 20
     assert labels and labels[0].startswith("03-")
+
+
+def test_a_save_after_the_session_ended_says_not_saved_and_comes_back_as_typed(
+    client, olga, api_for
+):
+    save_schedule(api_for("apiuser"), "nightly")
+    edit = client.get("/ns/default/schedules/nightly/edit")
+    token = csrf_from(edit)
+    revision = re.search(r'name="revision" value="(\d+)"', edit.get_data(as_text=True))[1]
+    # Signed out in another tab: the cookie's session ends.
+    assert client.post("/logout", data={"csrf_token": token}).status_code == 302
+    url = "http://localhost/ns/default/schedules/nightly/edit"
+    refused = client.post(
+        "/ns/default/schedules/nightly/edit",
+        data={
+            "csrf_token": token,
+            "revision": revision,
+            "cron_expressions": "0 3 * * *",
+            "workflow": "invoice-sync",
+            "notes": "moved to three",
+        },
+        headers={"Referer": url},
+    )
+    assert refused.status_code == 302
+    login = refused.headers["Location"]
+    assert login.startswith("/login?next=") and "edit" in login
+    page = client.get(login)
+    text = html.unescape(page.get_data(as_text=True))
+    assert "what you submitted was NOT saved" in text and "Please sign in." not in text
+    signed_in = client.post(
+        "/login",
+        data={
+            "username": "olga",
+            "password": olga.password,
+            "csrf_token": csrf_from(page),
+            "next": "/ns/default/schedules/nightly/edit",
+        },
+    )
+    assert signed_in.headers["Location"] == "/ns/default/schedules/nightly/edit"
+    back = html.unescape(client.get("/ns/default/schedules/nightly/edit").get_data(as_text=True))
+    assert "this form was not saved" in re.sub(r"</?strong>", "", back)
+    assert "moved to three" in back and ">0 3 * * *</textarea>" in back
+    assert f'name="revision" value="{revision}"' in back
+    # Once: the next visit shows the stored schedule.
+    again = client.get("/ns/default/schedules/nightly/edit").get_data(as_text=True)
+    assert "moved to three" not in again and ">0 2 * * *</textarea>" in again
