@@ -76,6 +76,19 @@
     });
   }
 
+  // A list's filter form ([data-url-synced]) shows the filters its URL applies. Back and
+  // Forward may bring the page back with what was typed before leaving it (the back/forward
+  // cache, or the browser restoring form state): reset each field to the value the server
+  // wrote for this URL, so the boxes never disagree with the list.
+  function syncFilters() {
+    for (const form of document.querySelectorAll("form[data-url-synced]")) form.reset();
+  }
+  window.addEventListener("pageshow", (event) => {
+    const entry = performance.getEntriesByType("navigation")[0];
+    if (event.persisted || (entry && entry.type === "back_forward")) syncFilters();
+  });
+  document.addEventListener("htmx:historyRestore", syncFilters);
+
   // Plain (non-htmx) forms that need a confirmation.
   document.addEventListener("submit", (event) => {
     const form = event.target;
