@@ -30,7 +30,7 @@ from app.schedules.config import (
     SCHEDULE_ID_RULE,
     WORKFLOW_NAME,
     WORKFLOW_NAME_RULE,
-    keyed_strings,
+    check_keyed_strings,
     label_pair,
 )
 
@@ -394,7 +394,7 @@ def _matches(form: MultiDict[str, str], field: str, rule: Any, says: str) -> Non
 def _keyed(field: str, value: Any, most: int, longest: int | None = None) -> None:
     """Labels or search attributes by the save's rule (string values, keys a filter can name);
     the message names the key, as the save's does (`errors_by_field`)."""
-    keyed_strings(value, field, most, longest)
+    check_keyed_strings(value, field, most, longest)
 
 
 def _sized(field: str, value: Any) -> None:

@@ -140,9 +140,9 @@ def parse_request(data: Mapping[str, Any]) -> tuple[str | None, ScheduleConfig]:
         missed_policy=_choice(data, "missed_policy", MISSED_POLICIES),
         jitter_seconds=_integer(data, "jitter_seconds", 0, 0, MAX_JITTER_SECONDS),
         max_runs=_optional_integer(data, "max_runs", 1, MAX_RUNS_LIMIT),
-        labels=_keyed_strings(data.get("labels"), "labels", MAX_LABELS, MAX_LABEL_VALUE),
+        labels=check_keyed_strings(data.get("labels"), "labels", MAX_LABELS, MAX_LABEL_VALUE),
         memo=_json_object(data, "memo"),
-        search_attributes=_keyed_strings(
+        search_attributes=check_keyed_strings(
             data.get("search_attributes"), "search_attributes", MAX_SEARCH_ATTRIBUTES
         ),
         notes=_notes(data.get("notes")),
@@ -310,7 +310,9 @@ def _optional_integer(
     return value
 
 
-def _keyed_strings(raw: Any, field: str, most: int, longest: int | None = None) -> dict[str, str]:
+def check_keyed_strings(
+    raw: Any, field: str, most: int, longest: int | None = None
+) -> dict[str, str]:
     """Labels or search attributes: at most `most` string values (each at most `longest`
     characters), whose keys follow the labels' rule so a list filter (`?label=k:v`,
     `?search_attribute=k:v`, split at the first colon) can name every one."""
@@ -329,10 +331,6 @@ def _keyed_strings(raw: Any, field: str, most: int, longest: int | None = None) 
             raise invalid([field, str(key)], rule)
     _check_size(raw, [field])
     return dict(raw)
-
-
-# The save's rule for labels and search attributes, for forms that check each field first.
-keyed_strings = _keyed_strings
 
 
 def _json_object(data: Mapping[str, Any], key: str) -> dict[str, Any]:
