@@ -18,6 +18,8 @@ from __future__ import annotations
 import functools
 import logging
 
+from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import OperationalError
 
@@ -66,9 +68,6 @@ MIGRATIONS = ROOT / "migrations"
 @functools.cache
 def _revisions() -> tuple[str, frozenset[str]]:
     """The code's last revision and every revision it knows (read once per process)."""
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     script = ScriptDirectory.from_config(config)
