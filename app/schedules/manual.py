@@ -123,9 +123,21 @@ def backfill(
             ctx, w, starter, schedule, now, target, instant, policy, context, taken
         )
         results.append(result)
+        if _accounted(result) and schedule.cursor_at is not None:
+            # The cursor only moves forward past what is accounted: a paused or blocked
+            # schedule resumed after its clock went back must not fire these again.
+            schedule.cursor_at = max(schedule.cursor_at, instant)
     w.flush(session)
     started = sum(1 for r in results if r["outcome"] == "backfilled")
     return BackfillResult(results, started, sum(1 for r in results if r["outcome"] == "skipped"))
+
+
+def _accounted(result: dict[str, Any]) -> bool:
+    """Whether a backfill's result put its occurrence in the ledger (started, or skipped for a
+    reason of its own; `scheduled` ones are the tick's, already started ones were before)."""
+    if result["outcome"] == "backfilled":
+        return True
+    return result["outcome"] == "skipped" and result["reason"] != "scheduled"
 
 
 def backfill_instants(spec: Spec, start: datetime, end: datetime) -> list[datetime]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.schedules.audit import RUN_ORIGIN_KEYS
+from tests.support.schedules_harness import utc
 
 
 def backfill(h, start, end, **extra):
@@ -212,3 +213,44 @@ def test_bounds_finer_than_a_microsecond_never_take_in_an_earlier_occurrence(h):
     saved = h.save({"id": "late", "spec": spec, "activation_id": h.workflow()}, expect=201)
     assert saved["next_fire_at"] == "2026-01-05T12:40:00Z"
     assert saved["spec"]["start_at"] == "2026-01-05T12:35:00.000001Z"
+
+
+def _refired_after_the_clock_went_back(h, policy: str) -> list[str]:
+    """Pause, backfill the paused span, move the clock back before it, resume and tick through
+    it again: the outcomes of those ticks."""
+    h.create("s", overlap_policy=policy)
+    h.tick("12:05")
+    h.finish()
+    h.set_clock("12:07")
+    h.post("s", "pause")
+    h.set_clock("12:30")
+    assert backfill(h, "12:07", "12:30").status_code == 200
+    h.finish()
+    h.set_clock("12:08")
+    assert h.post("s", "resume").status_code == 200
+    return [
+        row["outcome"]
+        for instant in ("12:10", "12:15", "12:20", "12:25")
+        for row in h.tick(instant)
+    ]
+
+
+def test_occurrences_a_backfill_started_are_not_fired_again_after_the_clock_went_back(h):
+    # The cursor stayed where the pause left it; resumed with the clock moved back before the
+    # backfilled span, the tick started 12:10-12:25 a second time (ten runs for six occurrences).
+    assert _refired_after_the_clock_went_back(h, "allow_all") == []
+    ids = [run.run_id for run in h.runs("s")]
+    assert ids == ["schedule:s:20260105T120500Z"] + [
+        f"schedule:s:backfill:20260105T12{minute}00Z" for minute in ("10", "15", "20", "25")
+    ]
+    started = [row["instant"] for row in h.ledger() if row["kind"] == "started"]
+    assert len(started) == len(set(started)) == 5
+    assert h.read()["next_fire_at"] == utc("12:30")
+
+
+def test_occurrences_a_backfill_skipped_are_not_fired_after_the_clock_went_back(h):
+    # Under `skip` a backfill starts the first and skips the rest: those are accounted too.
+    assert _refired_after_the_clock_went_back(h, "skip") == []
+    assert len(h.runs("s")) == 2
+    instants = [(row["instant"], row["through"]) for row in h.ledger()]
+    assert len(instants) == len(set(instants))
