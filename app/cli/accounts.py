@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app import context
 from app.auth import service
-from app.cli.failures import APP_VARIABLE, DATABASE_FAILURES, clean_error
+from app.cli.failures import APP_VARIABLE, DATABASE_FAILURES, clean_error, refuse_unmigrated
 from app.db.roles import APP_ROLE
 from app.db.session import begin_write
 from app.errors import AlmanacError
@@ -28,6 +28,7 @@ def _transaction() -> Iterator[tuple[Session, Any]]:
     Every account command writes, so the write lock is taken before the first read: on SQLite a
     read that later upgrades to a write fails at once if the ticker committed in between.
     """
+    refuse_unmigrated(context.database().engine, APP_VARIABLE)
     with context.database().session() as session:
         try:
             begin_write(session)

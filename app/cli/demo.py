@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from app.auth import service as auth_service
 from app.cli import demo_data as data
-from app.cli.failures import APP_VARIABLE, database_errors
+from app.cli.failures import APP_VARIABLE, database_errors, refuse_unmigrated
 from app.context import clock, database
 from app.db import ClockState, Database, Namespace, Task, User
 from app.db.clock import ManualClock
@@ -214,7 +214,8 @@ def seed(hours: int) -> None:
     # A trusted tool seeding every table: on PostgreSQL an unscoped session may write no
     # namespace's rows under row security.
     db = database(app).bound(Scope.all())
-    # Away, refused or never migrated: one line, before anything is written.
+    # Away, refused or not migrated for this version: one line, before anything is written.
+    refuse_unmigrated(db.engine, APP_VARIABLE)
     with database_errors(APP_VARIABLE, tables=True), db.session() as session:
         if session.scalar(select(Namespace.id).where(Namespace.name == data.NAMESPACE)):
             raise click.ClickException(f"namespace {data.NAMESPACE!r} exists: use a fresh file")

@@ -14,8 +14,10 @@ from contextlib import contextmanager
 
 import click
 from flask import Flask, current_app
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, ProgrammingError
 
+from app.db import schema_check
 from app.db.session import LOCK_CONFLICTS
 
 # What the database raises when it is away, refused the login or refused a statement.
@@ -132,3 +134,13 @@ def database_errors(
         if error is None:
             raise
         raise error from None
+
+
+def refuse_unmigrated(engine: Engine, variable: str) -> None:
+    """One line, exit 1, before a command writes to a database not migrated for this version
+    (tables or columns missing, or an earlier revision): what a serving process refuses at
+    start, a one-shot command refuses too, whatever tables it happens to touch."""
+    with database_errors(variable):
+        reason = schema_check.unmigrated(engine)
+    if reason:
+        raise click.ClickException(reason)

@@ -6,7 +6,7 @@ import click
 from flask.cli import AppGroup
 
 from app import context
-from app.cli.failures import APP_VARIABLE, database_errors
+from app.cli.failures import APP_VARIABLE, database_errors, refuse_unmigrated
 from app.db.rls import Scope
 from app.runs.secret_store import rotate_all
 from app.runs.secrets import LOST_KEY
@@ -23,6 +23,7 @@ def rotate() -> None:
     # Every namespace's rows: under PostgreSQL's row security an unscoped session sees none, and
     # the rotation reported 0 rows while the old key stayed needed.
     unopened: list[str] = []
+    refuse_unmigrated(context.database().engine, APP_VARIABLE)
     with (
         database_errors(APP_VARIABLE, tables=True),
         context.database().bound(Scope.all()).session() as session,

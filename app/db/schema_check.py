@@ -118,16 +118,38 @@ def _lock_conflict(exc: OperationalError) -> bool:
     return getattr(exc.orig, "sqlstate", None) in LOCK_CONFLICTS | {"57014"}
 
 
+UPGRADE_FIRST = (
+    "run `flask --app wsgi db upgrade` as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL) first"
+)
+
+
+def unmigrated(engine: Engine) -> str | None:
+    """Why the database is not migrated for this code, in one line; None when it is. A
+    database that cannot be answered raises (OperationalError), for the caller to word."""
+    absent = missing(engine)
+    if len([item for item in absent if item.startswith("table ")]) == len(Base.metadata.tables):
+        return f"the database has no Almanac tables yet: {UPGRADE_FIRST}"
+    if absent:
+        return (
+            f"the database is not migrated for this version (it lacks {_listed(absent)}): "
+            f"{UPGRADE_FIRST}"
+        )
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text(CHECK_LIMITS))
+        behind = behind_revision(conn)
+    if behind:
+        return (
+            f"the database is not migrated for this version (it is at revision {behind[0]}, "
+            f"this version needs {behind[1]}): {UPGRADE_FIRST}"
+        )
+    return None
+
+
 def require_migrated(engine: Engine) -> None:
     """Raise `SchemaBehind` naming what is missing; nothing when migrated or unreachable."""
     try:
-        absent = missing(engine)
-        behind = None
-        if not absent:
-            with engine.connect() as conn:
-                if conn.dialect.name == "postgresql":
-                    conn.execute(text(CHECK_LIMITS))
-                behind = behind_revision(conn)
+        reason = unmigrated(engine)
     except OperationalError as exc:
         if _lock_conflict(exc):
             log.warning(
@@ -147,18 +169,8 @@ def require_migrated(engine: Engine) -> None:
     finally:
         # A forking server (gunicorn --preload) must not hand this connection to its workers.
         engine.dispose()
-    if absent:
-        raise SchemaBehind(
-            f"the database is not migrated for this version (it lacks {_listed(absent)}): run "
-            "`flask --app wsgi db upgrade` as the schema's owner (ALMANAC_MIGRATION_DATABASE_URL) "
-            "first"
-        )
-    if behind:
-        raise SchemaBehind(
-            f"the database is not migrated for this version (it is at revision {behind[0]}, "
-            f"this version needs {behind[1]}): run `flask --app wsgi db upgrade` as the schema's "
-            "owner (ALMANAC_MIGRATION_DATABASE_URL) first"
-        )
+    if reason:
+        raise SchemaBehind(reason)
 
 
 def unfenced_login(engine: Engine) -> str | None:

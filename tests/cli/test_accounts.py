@@ -124,7 +124,7 @@ def test_commands_on_a_database_without_tables_say_to_upgrade_it(tmp_path):
     ):
         result = runner.invoke(args=args)
         assert result.exit_code == 1, result.output
-        assert "run `flask --app wsgi db upgrade` first" in result.output
+        assert "has no Almanac tables yet: run `flask --app wsgi db upgrade`" in result.output
         assert "Traceback" not in result.output
     for verb in ("upgrade", "downgrade"):
         result = runner.invoke(args=["db", verb, "bogus"])

@@ -171,24 +171,39 @@ def test_commands_on_a_database_never_migrated_say_to_upgrade_in_one_line(empty_
     result = _invoke(empty_owner_url, args)
     _assert_one_clean_line(
         result,
-        "the database is not migrated for this version (it has no table ",
-        "): run `flask --app wsgi db upgrade` first",
+        "the database has no Almanac tables yet: run `flask --app wsgi db upgrade` as the "
+        "schema's owner",
     )
 
 
-def test_secrets_rotate_on_a_database_migrated_only_partly_names_the_missing_table(
-    empty_owner_url,
+@pytest.mark.parametrize(
+    ("revision", "said"),
+    [
+        # 0001 made the accounts' tables only: the commands wrote accounts into it anyway.
+        ("0001", "(it lacks table "),
+        # 0014 has every table and column: only its revision says it is behind.
+        ("0014", "(it is at revision 0014, this version needs 0015)"),
+    ],
+)
+@pytest.mark.parametrize("args", ACCOUNT_COMMANDS, ids=" ".join)
+def test_commands_on_a_database_migrated_only_partly_refuse_before_writing(
+    empty_owner_url, args, revision, said
 ):
-    # It said "the database has no Almanac tables yet" of a database that had most of them.
+    # They wrote to such a database (exit 0) where the serving processes refused to start;
+    # `secrets rotate` said the database had no Almanac tables yet.
     from alembic import command
+    from sqlalchemy import inspect
 
     from app.cli.database import alembic_config
 
-    # 0001 made the accounts' tables; the runs', whose inputs hold secrets, came later.
-    command.upgrade(alembic_config(empty_owner_url), "0001")
-    result = _invoke(empty_owner_url, ["secrets", "rotate"])
-    line = _assert_one_clean_line(
-        result, "the database is not migrated for this version (it has no table "
-    )
-    assert "no Almanac tables" not in line
-    assert "(it has no table ?)" not in line
+    command.upgrade(alembic_config(empty_owner_url), revision)
+    result = _invoke(empty_owner_url, args)
+    _assert_one_clean_line(result, "the database is not migrated for this version " + said)
+    engine = make_engine(empty_owner_url)
+    try:
+        with engine.connect() as conn:
+            for table in ("users", "namespaces", "api_tokens"):
+                if table in inspect(conn).get_table_names():
+                    assert conn.scalar(text(f"SELECT count(*) FROM {table}")) == 0
+    finally:
+        engine.dispose()
