@@ -300,7 +300,7 @@ def page_args(namespace: str, collection: str) -> tuple[int, list[Any] | None]:
 def page_json(
     namespace: str, collection: str, items: list[dict[str, Any]], key: list[Any] | None
 ) -> dict[str, Any]:
-    """A list's body: its items and the signed cursor of the next page (or null)."""
+    """A list's body: its items and the sealed cursor of the next page (or null)."""
     cursor = encode_cursor(namespace, collection, key, _filters()) if key is not None else None
     return {"items": items, "next_cursor": cursor}
 

@@ -27,7 +27,7 @@ def command(reason: str | None = None) -> CommandContext:
 def page_key(
     namespace: str, collection: str, filters: Mapping[str, Any] | None = None
 ) -> list[Any] | None:
-    """The keyset position of `?cursor=` for a console list (signed, bound to the namespace and
+    """The keyset position of `?cursor=` for a console list (sealed, bound to the namespace and
     to the list's `filters`: one made under other filters is refused, 400, rather than skipping
     or repeating rows)."""
     token = request.args.get("cursor")
@@ -42,7 +42,7 @@ def next_cursor(
     key: list[Any] | None,
     filters: Mapping[str, Any] | None = None,
 ) -> str | None:
-    """The signed cursor of the page after `key`, bound to the `filters` it was listed with."""
+    """The sealed cursor of the page after `key`, bound to the `filters` it was listed with."""
     if not key:
         return None
     return encode_cursor(namespace, f"console-{collection}", key, _bound(filters))
