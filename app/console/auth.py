@@ -58,7 +58,7 @@ def login_post() -> Response | tuple[str, int, dict[str, str]] | tuple[str, int]
     db.commit()
     # A fresh cookie as well as a fresh server-side session: nothing from before survives,
     # but what a form refused for its ended session kept (typed.py) is shown on the next page.
-    kept = typed.carried()
+    kept = typed.carried(user.username)
     session.clear()
     typed.carry(kept)
     login_user(ConsoleUser(user, token))

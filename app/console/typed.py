@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask, g, request, session
+from flask_login import current_user
 
 KEY = "typed"
 MAX_CHARACTERS = 2000
-UNKEPT = frozenset({"csrf_token", "revision", "back", "action"})
+UNKEPT = frozenset({"csrf_token", "revision", "back", "action", "typed_by"})
 # Requests that are not the next page: the sign-in page in between (a draft kept across a
 # sign-in waits for the page after it), the page's own assets, and htmx's background requests.
 NOT_A_PAGE = frozenset({"console_auth.login", "static", "favicon"})
@@ -39,6 +40,9 @@ def keep(*, with_revision: bool = False) -> bool:
     fields = {k: v for k, v in request.form.items() if k not in unkept}
     if fields and sum(len(v) for v in fields.values()) <= MAX_CHARACTERS:
         session[KEY] = {"form": form_key(), "fields": fields}
+        if with_revision:
+            # Who typed it (the form says, as it was shown): only they get it back.
+            session[KEY]["by"] = request.form.get("typed_by", "")
         return True
     return False
 
@@ -63,9 +67,13 @@ def draft(form: str) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in kept.get("fields", {}).items()}
 
 
-def carried() -> Any:
-    """What is kept for the next page, to carry across a session that is replaced (sign-in)."""
-    return session.get(KEY)
+def carried(username: str) -> Any:
+    """What is kept for the next page, to carry across a session that is replaced (sign-in):
+    only to the user who typed it (another user signing in on the same browser gets nothing)."""
+    kept = session.get(KEY)
+    if not isinstance(kept, dict) or kept.get("by") != username:
+        return None
+    return kept
 
 
 def carry(kept: Any) -> None:
@@ -80,6 +88,12 @@ def typed(form: str, field: str) -> str:
     return str(kept.get("fields", {}).get(field, ""))
 
 
+def typed_by() -> str:
+    """The signed-in user's name, which a form carries (`csrf()` in macros/widgets.html)."""
+    return str(current_user.user.username) if current_user.is_authenticated else ""
+
+
 def init_app(app: Flask) -> None:
     app.before_request(_take)
+    app.jinja_env.globals["typed_by"] = typed_by
     app.jinja_env.globals["typed"] = typed

@@ -250,6 +250,8 @@ def test_a_save_after_the_session_ended_says_not_saved_and_comes_back_as_typed(
     edit = client.get("/ns/default/schedules/nightly/edit")
     token = csrf_from(edit)
     revision = re.search(r'name="revision" value="(\d+)"', edit.get_data(as_text=True))[1]
+    typed_by = re.search(r'name="typed_by" value="([^"]+)"', edit.get_data(as_text=True))[1]
+    assert typed_by == "olga"
     # Signed out in another tab: the cookie's session ends.
     assert client.post("/logout", data={"csrf_token": token}).status_code == 302
     url = "http://localhost/ns/default/schedules/nightly/edit"
@@ -257,6 +259,7 @@ def test_a_save_after_the_session_ended_says_not_saved_and_comes_back_as_typed(
         "/ns/default/schedules/nightly/edit",
         data={
             "csrf_token": token,
+            "typed_by": typed_by,
             "revision": revision,
             "cron_expressions": "0 3 * * *",
             "workflow": "invoice-sync",
@@ -287,3 +290,40 @@ def test_a_save_after_the_session_ended_says_not_saved_and_comes_back_as_typed(
     # Once: the next visit shows the stored schedule.
     again = client.get("/ns/default/schedules/nightly/edit").get_data(as_text=True)
     assert "moved to three" not in again and ">0 2 * * *</textarea>" in again
+
+
+def test_a_draft_kept_across_sign_in_goes_back_only_to_who_typed_it(
+    client, olga, accounts, api_for
+):
+    # Olga's edit, posted after her session ended, came back to whoever signed in next on the
+    # same browser (and could be saved under their name).
+    save_schedule(api_for("apiuser"), "nightly")
+    ivan = accounts.create("ivan", role="operator")
+    edit = client.get("/ns/default/schedules/nightly/edit")
+    token = csrf_from(edit)
+    revision = re.search(r'name="revision" value="(\d+)"', edit.get_data(as_text=True))[1]
+    assert client.post("/logout", data={"csrf_token": token}).status_code == 302
+    refused = client.post(
+        "/ns/default/schedules/nightly/edit",
+        data={
+            "csrf_token": token,
+            "typed_by": "olga",
+            "revision": revision,
+            "cron_expressions": "0 3 * * *",
+            "workflow": "invoice-sync",
+            "notes": "olga's private note",
+        },
+    )
+    page = client.get(refused.headers["Location"])
+    client.post(
+        "/login",
+        data={
+            "username": "ivan",
+            "password": ivan.password,
+            "csrf_token": csrf_from(page),
+            "next": "/ns/default/schedules/nightly/edit",
+        },
+    )
+    shown = html.unescape(client.get("/ns/default/schedules/nightly/edit").get_data(as_text=True))
+    assert "olga's private note" not in shown and "not saved" not in shown
+    assert 'name="typed_by" value="ivan"' in shown
