@@ -358,7 +358,9 @@ def _range_errors(
     would refuse it: under the field to change. An edit that keeps the stored calendar is not
     checked, as the save does not check it (a finished schedule's notes may still change)."""
     if any(name in found for name in CALENDAR_FIELDS):
-        return {}
+        # The calendar cannot be read whole, but an End at already past means no firing
+        # whatever it is: said now too, not held back for a second submit.
+        return {} if "end_at" in found else _end_passed(form, now)
     try:
         spec = Spec.from_dict(spec_from_form(form))
         if stored is not None and spec.to_dict() == Spec.from_dict(stored["spec"]).to_dict():
@@ -371,15 +373,31 @@ def _range_errors(
     return {}
 
 
+def _end_passed(form: MultiDict[str, str], now: datetime) -> dict[str, str]:
+    typed = _calendar_text(form, "end_at").strip()
+    if not typed:
+        return {}
+    try:
+        end = parse_instant(typed, ("end_at",))
+    except CalendarError:
+        return {}
+    if end > now:
+        return {}
+    return {"end_at": END_PASSED.format(typed=typed)}
+
+
+END_PASSED = (
+    "{typed} is in the past, so the schedule would never fire: choose a later time, or leave it "
+    "empty"
+)
+
+
 def range_errors(exc: SpecRangeError, form: MultiDict[str, str]) -> dict[str, str]:
     """A calendar with no occurrence ahead, under the field to change and in the form's words
     (its labels, not the API's `end_at`)."""
     if "end_at" in exc.loc:
         typed = _calendar_text(form, "end_at").strip()
-        return {
-            "end_at": f"{typed} is in the past, so the schedule would never fire: "
-            "choose a later time, or leave it empty"
-        }
+        return {"end_at": END_PASSED.format(typed=typed)}
     words = exc.msg.replace("the spec", "the calendar")
     words = words.replace("start_at", "Start at").replace("end_at", "End at")
     return {"cron_expressions": words}

@@ -33,11 +33,11 @@ def index(ns: str) -> Response:
         session,
         view.current,
         PAGE_SIZE,
-        page_key(ns, f"incidents-{status}"),
+        page_key(ns, "incidents", {"status": status}),
         status=status,
     )
     ending = incidents.runs_being_cancelled(session, [incident for incident, _run_id in rows])
-    cursor = next_cursor(ns, f"incidents-{status}", key)
+    cursor = next_cursor(ns, "incidents", key, {"status": status})
     next_url = url_for(".index", ns=ns, status=status, cursor=cursor) if cursor else None
     return render(
         "incidents/index.html",

@@ -130,6 +130,27 @@ def test_an_end_at_in_the_past_is_named_under_end_at_in_the_forms_words(client, 
     assert "end_at 2020" not in page
 
 
+@pytest.mark.parametrize(
+    ("field", "wrong", "label"),
+    [("cron_expressions", "0 3 * *", "Cron expressions"), ("timezone", "Nope/Zone", "Time zone")],
+)
+def test_an_end_at_in_the_past_is_named_beside_another_calendar_mistake(
+    client, olga, field, wrong, label
+):
+    # Held back until the other calendar field was fixed: a second submit to learn of it.
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    data = {
+        "csrf_token": token,
+        "cron_expressions": "0 2 * * *",
+        "workflow": "invoice-sync",
+        "end_at": "2020-01-01T00:00:00Z",
+    }
+    response = client.post("/ns/default/schedules/new", data=data | {field: wrong})
+    assert response.status_code == 422
+    named = [line.split(":")[0] for line in summary_of(response.get_data(as_text=True))]
+    assert label in named and "End at" in named
+
+
 def save_schedule(api, schedule_id: str) -> None:
     body = {"id": schedule_id, "cron": "0 2 * * *", "workflow": "invoice-sync"}
     assert api.post("/schedules", json=body).status_code == 201

@@ -118,6 +118,11 @@ def test_pages_of_incidents_follow_a_signed_cursor(app, client, accounts, api_fo
     seen = listed_runs(first) + listed_runs(second)
     assert sorted(seen) == ["stuck-1", "stuck-2", "stuck-3"] and len(set(seen)) == 3
     assert client.get("/ns/default/incidents?cursor=forged").status_code == 400
+    # The open tab's cursor on the resolved tab: the message every list gives for it.
+    token = re.search(r"cursor=([^&\"]+)", cursor.group(1).replace("&amp;", "&")).group(1)
+    other = client.get(f"/ns/default/incidents?status=resolved&cursor={token}")
+    assert other.status_code == 400
+    assert "other filters" in other.get_data(as_text=True)
 
 
 def test_the_list_is_a_partial_for_htmx_and_a_page_without(app, client, accounts, api_for):
