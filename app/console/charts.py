@@ -148,11 +148,16 @@ def _timeline_ticks(start: datetime, span: timedelta) -> list[Tick]:
         if hours / every <= TIMELINE_TICKS:
             return _hour_ticks(start, span, every, TIMELINE_WIDTH)
     days = span / timedelta(days=1)
-    step = next((n for n in DAY_STEPS if days / n <= TIMELINE_TICKS), DAY_STEPS[-1])
-    label = "%m-%d" if span <= timedelta(days=300) else "%Y-%m-%d"
+    # A label with its year is twice as wide: half as many of them, and none so close to the
+    # strip's left end that its first half is cut off.
+    with_year = span > timedelta(days=300)
+    label, most, margin = ("%Y-%m-%d", 4, 32.0) if with_year else ("%m-%d", TIMELINE_TICKS, 16.0)
+    step = next((n for n in DAY_STEPS if days / n <= most), DAY_STEPS[-1])
     midnight = start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
     ticks, at = [], midnight
     while at <= start + span:
-        ticks.append(Tick(_x(at, start, span, TIMELINE_WIDTH), at.strftime(label)))
+        x = _x(at, start, span, TIMELINE_WIDTH)
+        if x >= margin:
+            ticks.append(Tick(x, at.strftime(label)))
         at += timedelta(days=step)
-    return ticks[:TIMELINE_TICKS]
+    return ticks[:most]

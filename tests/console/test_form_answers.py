@@ -348,3 +348,22 @@ def test_a_draft_kept_across_sign_in_goes_back_only_to_who_typed_it(
     shown = html.unescape(client.get("/ns/default/schedules/nightly/edit").get_data(as_text=True))
     assert "olga's private note" not in shown and "not saved" not in shown
     assert 'name="typed_by" value="ivan"' in shown
+
+
+@pytest.mark.parametrize("days", [20, 400, 700])
+def test_the_upcoming_strips_date_labels_stay_apart_and_whole(days):
+    # A monthly schedule's strip (its labels carrying the year) printed seven of them over
+    # one another, the first cut off at the left end.
+    from datetime import UTC, datetime, timedelta
+
+    from app.console.charts import TIMELINE_WIDTH, timeline
+
+    start = datetime(2027, 1, 1, tzinfo=UTC)
+    end = start + timedelta(days=days)
+    strip = timeline([(start, None), (end, None)], start - timedelta(days=30), end)
+    widths = [len(tick.label) * 6.5 for tick in strip.ticks]  # the tick font's advance, about
+    assert strip.ticks, "dates are labelled"
+    assert strip.ticks[0].x >= widths[0] / 2
+    for left, right, width in zip(strip.ticks, strip.ticks[1:], widths, strict=False):
+        assert right.x - left.x >= width + 8
+    assert all(0 <= tick.x <= TIMELINE_WIDTH for tick in strip.ticks)
