@@ -208,3 +208,14 @@ def seed_workflow(
         session.add(activation)
         session.commit()
         return activation.id
+
+
+@pytest.fixture
+def olga(app, client, accounts):
+    """An operator of `default`, signed in to the console, with the `invoice-sync` workflow."""
+    from tests.console.test_pages import sign_in
+
+    account = accounts.create("olga", role="operator")
+    seed_workflow(app)
+    sign_in(client, "olga", account.password)
+    return account

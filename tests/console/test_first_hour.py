@@ -21,14 +21,6 @@ from tests.console.test_pages import csrf_from, sign_in
 from tests.console.test_run_pages import TASK_STEPS
 
 
-@pytest.fixture
-def olga(app, client, accounts):
-    account = accounts.create("olga", role="operator")
-    seed_workflow(app)
-    sign_in(client, "olga", account.password)
-    return account
-
-
 def _schedule(api, schedule_id="s", **extra):
     body = {"schedule_id": schedule_id, "cron": "0 * * * *", "workflow": "invoice-sync"}
     response = api.post("/schedules", json=body | extra)

@@ -8,15 +8,7 @@ import re
 import pytest
 
 from tests.console.conftest import seed_workflow
-from tests.console.test_pages import csrf_from, sign_in
-
-
-@pytest.fixture
-def olga(client, accounts, app):
-    account = accounts.create("olga", role="operator")
-    seed_workflow(app)
-    sign_in(client, "olga", account.password)
-    return account
+from tests.console.test_pages import csrf_from
 
 
 def summary_of(page: str) -> list[str]:

@@ -10,16 +10,7 @@ from sqlalchemy import func, select
 
 from app.context import database
 from app.db import Schedule
-from tests.console.conftest import seed_workflow
-from tests.console.test_pages import csrf_from, sign_in
-
-
-@pytest.fixture
-def olga(client, accounts, app):
-    account = accounts.create("olga", role="operator")
-    seed_workflow(app)
-    sign_in(client, "olga", account.password)
-    return account
+from tests.console.test_pages import csrf_from
 
 
 def schedules(app) -> int:
