@@ -14,8 +14,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import json
-import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -38,16 +38,20 @@ class Created(Protocol):
     id: int
 
 
-def _cipher() -> AESGCM:
-    """The cursors' cipher: a key of its own, derived from the secret key (which signs
-    sessions too), never the secret key itself."""
+def _key() -> bytes:
+    """The cursors' key: one of its own, derived from the secret key (which signs sessions
+    too), never the secret key itself."""
     secret = str(current_app.config["SECRET_KEY"]).encode()
-    return AESGCM(hashlib.sha256(b"almanac cursors|" + secret).digest())
+    return hashlib.sha256(b"almanac cursors|" + secret).digest()
 
 
 def _seal(collection: str, data: dict[str, Any]) -> str:
-    nonce = os.urandom(12)
-    sealed = _cipher().encrypt(nonce, json.dumps(data).encode(), f"cursor:{collection}".encode())
+    key, plain, bound = _key(), json.dumps(data).encode(), f"cursor:{collection}".encode()
+    # The nonce is derived from what is sealed (as in AES-GCM-SIV): the same position always
+    # gives the same cursor (a hint printed twice names one cursor), and a nonce is only ever
+    # reused for the very same text, which reveals nothing but that equality.
+    nonce = hmac.new(key, bound + b"|" + plain, hashlib.sha256).digest()[:12]
+    sealed = AESGCM(key).encrypt(nonce, plain, bound)
     return base64.urlsafe_b64encode(nonce + sealed).decode().rstrip("=")
 
 
@@ -55,7 +59,7 @@ def _open(collection: str, token: str) -> Any:
     """The cursor's content; InvalidCursor when it was not sealed for `collection` here."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        plain = _cipher().decrypt(raw[:12], raw[12:], f"cursor:{collection}".encode())
+        plain = AESGCM(_key()).decrypt(raw[:12], raw[12:], f"cursor:{collection}".encode())
         return json.loads(plain)
     except (ValueError, binascii.Error, InvalidTag) as exc:
         raise InvalidCursor("the cursor is not valid for this list") from exc
