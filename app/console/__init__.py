@@ -62,7 +62,7 @@ def _sign_in_first() -> Response:
     if request.method == "POST" and not htmx.is_partial() and request.endpoint not in SIGN_OUT:
         # A form posted after its session ended (signed out in another tab): nothing was
         # written. Say so on the sign-in page, and bring what was typed back after it.
-        flash(NOT_SAVED_KEPT if typed.keep(with_revision=True) else NOT_SAVED, "error")
+        flash(NOT_SAVED_KEPT if typed.keep(across_sign_in=True) else NOT_SAVED, "error")
     else:
         flash(login_manager.login_message, login_manager.login_message_category)
     if htmx.is_partial():

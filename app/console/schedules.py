@@ -70,7 +70,9 @@ FILTER_NAMES = {"status": "Status filter", "label": "Label filter", "q": "Search
 def index(ns: str) -> Response:
     """List the namespace's schedules with filters and keyset pagination."""
     view = namespace_view(ns, RUN_READ)
-    key = page_key(ns, "schedules", _args(*FILTER_ARGS))
+    # The list's own filters: its cursor is bound to them, and its links carry them.
+    listed = _args(*FILTER_ARGS)
+    key = page_key(ns, "schedules", listed)
     after = int(key[0]) if key and isinstance(key[0], int) else None
     session = context.session()
     rows: list[Schedule] = []
@@ -86,10 +88,10 @@ def index(ns: str) -> Response:
         filter_error, refused = error["msg"], str(error["loc"][-1])
     else:
         rows, next_key = queries.list_schedules(session, view.current, filters, 50, after)
-        cursor = next_cursor(ns, "schedules", [next_key] if next_key else None, _args(*FILTER_ARGS))
+        cursor = next_cursor(ns, "schedules", [next_key] if next_key else None, listed)
         # Only the list's own filters go into the link: a stray `ns` or `_external` query
         # argument must not reach url_for (it would clash with the route, or make an absolute URL).
-        args = _args(*FILTER_ARGS) | {"cursor": cursor}
+        args = listed | {"cursor": cursor}
         next_url = url_for(".index", ns=ns, **args) if cursor else None
     return render(
         "schedules/index.html",

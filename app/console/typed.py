@@ -31,20 +31,19 @@ def form_key() -> str:
     return f"{request.endpoint}:{one}" if one else str(request.endpoint)
 
 
-def keep(*, with_revision: bool = False) -> bool:
+def keep(*, across_sign_in: bool = False) -> bool:
     """Keep this refused request's text fields for the next page (short ones only); whether
-    they were kept. `with_revision` keeps the revision the form was loaded at too (a form
-    posted after its session ended comes back after sign-in still bound to it, so a change
-    made meanwhile by someone else is a conflict, not overwritten)."""
-    unkept = UNKEPT - {"revision"} if with_revision else UNKEPT
+    they were kept. `across_sign_in`: a form posted after its session ended, shown again after
+    sign-in, so it keeps the revision it was loaded at (a change made meanwhile by someone else
+    is a conflict, not overwritten) and who typed it (only they get it back)."""
+    unkept = UNKEPT - {"revision"} if across_sign_in else UNKEPT
     fields = {k: v for k, v in request.form.items() if k not in unkept}
-    if fields and sum(len(v) for v in fields.values()) <= MAX_CHARACTERS:
-        session[KEY] = {"form": form_key(), "fields": fields}
-        if with_revision:
-            # Who typed it (the form says, as it was shown): only they get it back.
-            session[KEY]["by"] = request.form.get("typed_by", "")
-        return True
-    return False
+    if not fields or sum(len(v) for v in fields.values()) > MAX_CHARACTERS:
+        return False
+    session[KEY] = {"form": form_key(), "fields": fields}
+    if across_sign_in:
+        session[KEY]["by"] = request.form.get("typed_by", "")
+    return True
 
 
 def _take() -> None:

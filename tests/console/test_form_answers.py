@@ -65,17 +65,15 @@ def test_every_field_is_checked_on_the_first_submit_and_listed_in_page_order(cli
     assert lines[13] == "Search attributes: the value of 'n' must be a string"
 
 
-def test_the_edit_form_checks_every_field_in_one_pass_too(client, olga):
+def post_new(client, **fields: str):
+    """The new-schedule form posted with a valid calendar and workflow and `fields` over them."""
     token = csrf_from(client.get("/ns/default/schedules/new"))
-    created = client.post(
-        "/ns/default/schedules/new",
-        data={
-            "csrf_token": token,
-            "schedule_id": "nightly",
-            "cron_expressions": "0 2 * * *",
-            "workflow": "invoice-sync",
-        },
-    )
+    data = {"csrf_token": token, "cron_expressions": "0 2 * * *", "workflow": "invoice-sync"}
+    return client.post("/ns/default/schedules/new", data=data | fields)
+
+
+def test_the_edit_form_checks_every_field_in_one_pass_too(client, olga):
+    created = post_new(client, schedule_id="nightly")
     assert created.status_code == 302
     edit = client.get("/ns/default/schedules/nightly/edit")
     revision = re.search(r'name="revision" value="(\d+)"', edit.get_data(as_text=True))[1]
@@ -101,16 +99,7 @@ def test_the_edit_form_checks_every_field_in_one_pass_too(client, olga):
 
 
 def test_an_end_at_in_the_past_is_named_under_end_at_in_the_forms_words(client, olga):
-    token = csrf_from(client.get("/ns/default/schedules/new"))
-    response = client.post(
-        "/ns/default/schedules/new",
-        data={
-            "csrf_token": token,
-            "cron_expressions": "0 2 * * *",
-            "workflow": "invoice-sync",
-            "end_at": "2020-01-01T00:00:00Z",
-        },
-    )
+    response = post_new(client, end_at="2020-01-01T00:00:00Z")
     assert response.status_code == 422
     page = response.get_data(as_text=True)
     assert summary_of(page) == [
@@ -130,14 +119,7 @@ def test_an_end_at_in_the_past_is_named_beside_another_calendar_mistake(
     client, olga, field, wrong, label
 ):
     # Held back until the other calendar field was fixed: a second submit to learn of it.
-    token = csrf_from(client.get("/ns/default/schedules/new"))
-    data = {
-        "csrf_token": token,
-        "cron_expressions": "0 2 * * *",
-        "workflow": "invoice-sync",
-        "end_at": "2020-01-01T00:00:00Z",
-    }
-    response = client.post("/ns/default/schedules/new", data=data | {field: wrong})
+    response = post_new(client, end_at="2020-01-01T00:00:00Z", **{field: wrong})
     assert response.status_code == 422
     named = [line.split(":")[0] for line in summary_of(response.get_data(as_text=True))]
     assert label in named and "End at" in named
