@@ -26,9 +26,9 @@ DEFAULTS: dict[str, Any] = {
     "SCHEDULER": "on",
     "TICK_SECONDS": 1.0,
     "TICK_BUDGET_SECONDS": 5.0,
-    # Pages of due schedules a PostgreSQL tick writes at once, each on its own connection
-    # (docs/schedules.md, "Overlapping pages").
-    "TICK_WRITERS": 1,
+    # Pages of due schedules a PostgreSQL tick writes at once, each on its own connection, once
+    # a burst has outgrown its first two pages (docs/schedules.md, "Overlapping pages").
+    "TICK_WRITERS": 2,
     "MISFIRE_GRACE_SECONDS": 60,
     "ADMIN_USER": "admin",
     "ADMIN_PASSWORD": None,

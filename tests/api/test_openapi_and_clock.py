@@ -95,9 +95,9 @@ def test_tick_writers_that_are_not_a_count_of_one_or_more_are_refused_at_start(d
 
 
 def test_tick_writers_read_from_the_environment_become_a_number(db_url, monkeypatch):
-    monkeypatch.setenv("ALMANAC_TICK_WRITERS", "2")
+    monkeypatch.setenv("ALMANAC_TICK_WRITERS", "3")
     app = create_app({"DATABASE_URL": db_url, "SCHEDULER": "off"})
-    assert app.config["TICK_WRITERS"] == 2
+    assert app.config["TICK_WRITERS"] == 3
 
 
 def test_published_bounds_are_the_ones_the_checks_apply(client):

@@ -1,6 +1,7 @@
-"""On PostgreSQL a tick set to `TICK_WRITERS = 2` writes two pages at once, each on its own
-connection: every schedule still fires once, and a page that fails leaves its schedules due while
-the other commits. By default it writes one page at a time."""
+"""On PostgreSQL a tick writes two pages at once, each on its own connection, once a burst has
+outgrown its first pages (`SOLO_PAGES`, written one at a time): every schedule still fires once,
+and a page that fails leaves its schedules due while the other commits. Set to
+`TICK_WRITERS = 1`, it writes one page at a time."""
 
 from __future__ import annotations
 
@@ -26,13 +27,20 @@ class Writers:
     ) -> None:
         self.together, self.fail, self.timeout, self.once = together, fail, timeout, once
         self.active = self.most = 0
+        # Each page (by its first schedule) -> the most pages written while it was.
+        self.beside: dict[str, int] = {}
+        self.writing: set[str] = set()
         self.changed = threading.Condition()
         self.real = due._flush
 
     def flush(self, page: Any) -> None:
+        name = page.fired[0].schedule_id
         with self.changed:
             self.active += 1
             self.most = max(self.most, self.active)
+            self.writing.add(name)
+            for each in self.writing:
+                self.beside[each] = max(self.beside.get(each, 0), len(self.writing))
             self.changed.notify_all()
             self.changed.wait_for(self._may_write, timeout=self.timeout)
         try:
@@ -42,6 +50,7 @@ class Writers:
         finally:
             with self.changed:
                 self.active -= 1
+                self.writing.discard(name)
 
     def _may_write(self) -> bool:
         return self.active >= self.together or (self.once and self.most >= self.together)
@@ -63,18 +72,34 @@ def _fire_in_pages_of_two(h, monkeypatch, writers: Writers, count: int) -> None:
     assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
         (f"s{i}", "triggered") for i in range(count)
     ]
-    assert sorted(run.schedule_id for run in h.runs()) == [f"s{i}" for i in range(count)]
+    assert sorted(run.schedule_id for run in h.runs()) == sorted(f"s{i}" for i in range(count))
 
 
-def test_by_default_one_page_is_written_at_a_time(h, monkeypatch):
+def test_by_default_a_burst_s_first_pages_are_written_alone_and_the_rest_two_at_a_time(
+    h, monkeypatch
+):
+    assert due.SOLO_PAGES == 2
+    # Each page waits a moment for a second one to be written beside it (until two have been).
+    writers = Writers(together=2, timeout=0.3, once=True)
+    _fire_in_pages_of_two(h, monkeypatch, writers, 10)
+    # The first page was written alone; the second one handed over is in flight when the
+    # third may join it.
+    assert writers.beside["s0"] == 1
+    assert writers.beside["s4"] == 2
+    assert writers.most == 2
+
+
+def test_set_to_one_writer_a_tick_writes_one_page_at_a_time(h, monkeypatch):
+    monkeypatch.setitem(h.app.config, "TICK_WRITERS", 1)
     # Each page waits a moment for a second one to be written beside it; none comes.
-    writers = Writers(together=2, timeout=0.3)
-    _fire_in_pages_of_two(h, monkeypatch, writers, 6)
+    writers = Writers(together=2, timeout=0.2)
+    _fire_in_pages_of_two(h, monkeypatch, writers, 12)
     assert writers.most == 1
+    assert set(writers.beside.values()) == {1}
 
 
 def test_two_pages_are_written_at_once_and_each_schedule_fires_once(h, monkeypatch):
-    monkeypatch.setitem(h.app.config, "TICK_WRITERS", 2)
+    monkeypatch.setattr(due, "SOLO_PAGES", 0)
     writers = Writers(together=2, once=True)
     _fire_in_pages_of_two(h, monkeypatch, writers, 8)
     assert writers.most == 2
@@ -85,7 +110,7 @@ def test_two_pages_are_written_at_once_and_each_schedule_fires_once(h, monkeypat
 
 def test_a_failed_page_stays_due_while_the_page_written_beside_it_commits(h, monkeypatch):
     monkeypatch.setattr(due, "PAGE_SIZE", 2)
-    monkeypatch.setitem(h.app.config, "TICK_WRITERS", 2)
+    monkeypatch.setattr(due, "SOLO_PAGES", 0)
     # The first page (s0, s1) fails while the second (s2, s3) is being written beside it.
     writers = Writers(together=2, fail="s0")
     monkeypatch.setattr(due, "_flush", writers.flush)

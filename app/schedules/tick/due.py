@@ -50,10 +50,13 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 500
 # Pages written at once on PostgreSQL by default, each on its own connection (see `_Pipeline`;
-# `ALMANAC_TICK_WRITERS`). Two wrote 10,000 firings 8-25% faster than one, but on two cores
-# shared with the rest of a deployment they made the first burst's last commit later
-# (docs/schedules.md, "Overlapping pages").
-WRITERS = 1
+# `ALMANAC_TICK_WRITERS`), once a phase has handed `SOLO_PAGES` full pages to a writer one at a
+# time. A second writer fires a large burst faster (10,000 firings 8-25% faster in
+# bench/tick_bench.py), but where two tickers share two cores with the rest of a deployment it
+# makes a small burst's last commit later; a burst of up to `SOLO_PAGES` pages per ticker is
+# written one page at a time (docs/schedules.md, "Overlapping pages").
+WRITERS = 2
+SOLO_PAGES = 2
 # Rotates the namespace that goes first, so a short budget does not always favour one.
 _turns = itertools.count()
 
@@ -139,8 +142,9 @@ class _Page:
 class _Pipeline:
     """Decides pages here and writes them on writer threads, `writers` at a time.
 
-    Page N+1 is claimed and decided while page N is written (with two writers, page N+2 while
-    pages N and N+1 are, each on its own connection: `writers` pages in flight at most).
+    Page N+1 is claimed and decided while page N is written (with two writers, once the
+    phase's first `SOLO_PAGES` pages have been handed over one at a time, page N+2 while pages
+    N and N+1 are, each on its own connection: `writers` pages in flight at most).
     That is safe:
     - Each page claims after the last key of the one before with `SKIP LOCKED`, and a page
       holds its rows' locks until it commits, so no schedule is in two pages; a page redone
@@ -175,6 +179,8 @@ class _Pipeline:
         self.writer: ThreadPoolExecutor | None = None
         # Pages being written, oldest first (their rows are reported in page order).
         self.pending: deque[Future[list[dict[str, Any]]]] = deque()
+        # Full pages handed to a writer thread so far: the first `SOLO_PAGES` go one at a time.
+        self.handed = 0
 
     def decide(self, namespace_id: int, key: tuple[datetime, int] | None) -> _Page | None:
         """Claim the namespace's next page after `key` and decide its firings (nothing
@@ -207,9 +213,11 @@ class _Pipeline:
 
     def write(self, page: _Page, *, overlap: bool) -> None:
         """Write `page` now, or on a writer thread when `overlap` (once fewer than `writers`
-        pages are in flight); a failure of an earlier page raises here."""
+        pages are in flight, or than one while the phase's first `SOLO_PAGES` are handed); a
+        failure of an earlier page raises here."""
+        at_once = self.writers if self.handed >= SOLO_PAGES else 1
         try:
-            while self.pending and (len(self.pending) >= self.writers or not overlap):
+            while self.pending and (len(self.pending) >= at_once or not overlap):
                 self._collect_oldest()
         except BaseException:
             page.stack.__exit__(*sys.exc_info())
@@ -219,6 +227,7 @@ class _Pipeline:
             return
         if self.writer is None:
             self.writer = ThreadPoolExecutor(self.writers, thread_name_prefix="tick-writer")
+        self.handed += 1
         self.pending.append(self.writer.submit(self._write, page))
 
     def _collect_oldest(self) -> None:
