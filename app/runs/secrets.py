@@ -130,12 +130,13 @@ def error_message(schema: Any, path: list[Any], instance: Any, message: str, rul
 
 
 def _hidden(value: Any) -> Any:
-    """`value` with every text, number, boolean and null in it replaced by `***`."""
+    """`value` with every text, number and boolean in it replaced by `***` (a null stays: it
+    holds nothing to hide, and `'***'` would claim the caller sent text)."""
     if isinstance(value, dict):
         return {key: _hidden(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_hidden(item) for item in value]
-    return MASK
+    return None if value is None else MASK
 
 
 # --- sealing on the way in ---------------------------------------------------------------------

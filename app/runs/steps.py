@@ -224,7 +224,8 @@ def advance(session: Session, run: Run, frame: Frame, now: datetime) -> None:
 
 def stop_if_cancelled(session: Session, run: Run, now: datetime) -> None:
     """A cancel was requested: the run ends once no worker is executing any of its steps,
-    with the reason the request gave (its `cancel_requested` event holds it)."""
+    with the reason and the `command_context` the request gave (its `cancel_requested` event
+    holds them)."""
     if run.status in ACTIVE_RUN_STATUSES and not leased(session, run):
         requested = session.scalar(
             select(RunHistoryEvent.payload)
@@ -234,10 +235,13 @@ def stop_if_cancelled(session: Session, run: Run, now: datetime) -> None:
             .order_by(RunHistoryEvent.sequence)
             .limit(1)
         )
+        requested = requested or {}
         payload = {
-            "reason": (requested or {}).get("reason"),
+            "reason": requested.get("reason"),
             "requested_at": format_utc_or_none(run.cancel_requested_at),
         }
+        if "command_context" in requested:
+            payload["command_context"] = requested["command_context"]
         finish_run(session, run, now, "cancelled", "run_cancelled", payload)
 
 

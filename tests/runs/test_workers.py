@@ -78,9 +78,15 @@ def test_cancel_during_an_action_waits_for_the_step_boundary(app, scenario):
         "step_completed",
         "run_cancelled",
     ]
-    # The caller's reason survives the wait for the boundary.
-    ended = scenario.events(run_id)[-1]["payload"]
-    assert ended == {"reason": "enough", "requested_at": "2026-01-05T12:00:00Z"}
+    # The caller's reason and who asked survive the wait for the boundary.
+    asked, ended = (e["payload"] for e in scenario.events(run_id)[2::2])
+    assert ended == {
+        "reason": "enough",
+        "requested_at": "2026-01-05T12:00:00Z",
+        "command_context": asked["command_context"],
+    }
+    assert ended["command_context"]["source"] == "api"
+    assert ended["command_context"]["reason"] == "enough"
     assert scenario.tick().steps == 0
 
 

@@ -244,6 +244,17 @@ def test_a_schema_error_about_a_value_holding_secrets_does_not_quote_them(admin_
             assert "has too many properties" in text and "'***'" in text
 
 
+def test_a_null_input_is_quoted_as_null_not_as_hidden_text(admin_api):
+    # A null held nothing to hide, yet was quoted '***', as if the caller had sent text.
+    deploy(admin_api, "nullable", SCHEMA, STEPS)
+    for value, quoted in ((None, "None"), ([None, True], "[None, '***']")):
+        refused = admin_api.post("/runs", json={"workflow": "nullable", "input": value})
+        assert refused.status_code == 422
+        error = refused.get_json()["error"]
+        assert error["message"] == f"input: {quoted} is not of type 'object'"
+    assert admin_api.get("/runs").get_json()["items"] == []
+
+
 def test_a_schedule_whose_secret_no_key_opens_can_still_be_edited_and_given_it_again(
     app, admin_api
 ):
