@@ -18,7 +18,14 @@ TOP = 26  # the time ticks above the first row
 ROW = 22
 INDENT = 14
 MIN_BAR = 3.0  # a step that took no time still shows
-TICKS = 5
+TICKS = 5  # at most, the run's start included
+# Tick spacings (seconds): the first that fits puts the marks on round offsets.
+STEPS = (
+    *(0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 20, 30),
+    *(60 * m for m in (1, 2, 5, 10, 15, 20, 30)),
+    *(3600 * h for h in (1, 2, 3, 4, 6, 12)),
+    *(86400 * d for d in (1, 2, 7, 14, 30, 60, 90, 180, 365)),
+)
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,14 @@ def gantt(steps: RunSteps, now: datetime) -> Gantt | None:
         label_x = 6 + INDENT * row.depth
         css, band = status_class(row), row.depth > 0
         bars.append(Bar(row, y, x, width, label_x, css, band, row.duration(end)))
-    steps_at = [span * i / (TICKS - 1) for i in range(TICKS)]
-    ticks = [Tick(LABEL + plot * at / span, tick_label(at, span)) for at in steps_at]
+    ticks = [Tick(LABEL + plot * at / span, tick_label(at, span)) for at in tick_offsets(span)]
     return Gantt(bars, ticks, TOP + ROW * len(bars) + 8, timedelta(seconds=span))
+
+
+def tick_offsets(span: float) -> list[float]:
+    """Where the axis is marked, in seconds from the run's start: every multiple of the first
+    round spacing that needs at most `TICKS` marks (`+0`, `+30 min`, `+1 h`, `+1 h 30 min` for
+    a run of 1 h 45 min, not the uneven quarters of its span)."""
+    step = next((each for each in STEPS if span / each <= TICKS - 1), span / (TICKS - 1))
+    count = int(span / step + 1e-9)
+    return [round(step * index, 6) for index in range(count + 1)]

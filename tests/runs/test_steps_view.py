@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from app.console.gantt import ROW, TOP, gantt, short_duration, tick_label
+from app.console.gantt import ROW, TOP, gantt, short_duration, tick_label, tick_offsets
 from app.runs.steps_view import derive_steps
 
 T0 = datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
@@ -127,6 +127,24 @@ def test_the_gantt_places_bars_on_one_time_axis():
         "+2.0 s",
     ]
     assert gantt(derive_steps([], T0), T0) is None
+
+
+def test_the_time_axis_is_marked_at_round_offsets():
+    # Quarters of the span used to read +1 h 1 min, +2 h 3 min, +3 h 4 min for a 4 h 6 min run.
+    def labels(span: float) -> list[str]:
+        return [tick_label(at, span) for at in tick_offsets(span)]
+
+    assert labels(4 * 3600 + 6 * 60) == ["+0 s", "+2 h", "+4 h"]
+    assert labels(3 * 3600 + 50 * 60) == ["+0 s", "+1 h", "+2 h", "+3 h"]
+    assert labels(6300) == ["+0 s", "+30 min", "+1 h", "+1 h 30 min"]
+    assert labels(25 * 60) == ["+0 s", "+10 min", "+20 min"]
+    assert labels(75) == ["+0 s", "+20 s", "+40 s", "+1 min"]
+    assert labels(7.5) == ["+0.0 s", "+2.0 s", "+4.0 s", "+6.0 s"]
+    assert labels(1.0) == ["+0.0 s", "+0.5 s", "+1.0 s"]
+    # Every mark lies on the chart.
+    for span in (1.0, 13.7, 599.0, 86400 * 3.3, 86400 * 2000):
+        offsets = tick_offsets(span)
+        assert offsets[0] == 0 and offsets[-1] <= span and 2 <= len(offsets) <= 5
 
 
 def test_short_durations():
