@@ -1,11 +1,13 @@
 """What was typed into a refused form, shown again on the page it returns to.
 
-A refused action (bad JSON in a signal's payload or a skipped step's output) flashes its reason
-and sends the browser back with a redirect, which would empty the form. The form's text fields
-are kept in the session for that one next page: `typed(form, field)` in a template gives them
-back to the form the refusal came from (`form` is its endpoint, with the incident's id for the
-skip form of one incident). Kept only when short (the session is a cookie): longer text is lost
-as before.
+A refused action (bad JSON in a signal's payload or a skipped step's output, a pause or a
+backfill refused on a schedule's page) flashes its reason and sends the browser back with a
+redirect, which would empty the form. The form's text fields are kept in the session for that
+one next page: `typed(form, field)` in a template gives them back to the form the refusal came
+from (`form` is its endpoint, with the incident's id for the skip form of one incident, or the
+schedule's id for a schedule's actions). `not_saved(form)`: they were kept across a sign-in
+(posted after the session ended), and the page says so. Kept only when short (the session is
+a cookie): longer text is lost as before.
 """
 
 from __future__ import annotations
@@ -87,6 +89,13 @@ def typed(form: str, field: str) -> str:
     return str(kept.get("fields", {}).get(field, ""))
 
 
+def not_saved(form: str) -> bool:
+    """Whether what is kept for `form` was posted after its session ended (kept across the
+    sign-in): its page marks it "not saved"."""
+    kept: dict[str, Any] = g.get("typed") or {}
+    return kept.get("form") == form and "by" in kept
+
+
 def typed_by() -> str:
     """The signed-in user's name, which a form carries (`csrf()` in macros/widgets.html)."""
     return str(current_user.user.username) if current_user.is_authenticated else ""
@@ -96,3 +105,4 @@ def init_app(app: Flask) -> None:
     app.before_request(_take)
     app.jinja_env.globals["typed_by"] = typed_by
     app.jinja_env.globals["typed"] = typed
+    app.jinja_env.globals["not_saved"] = not_saved

@@ -1,0 +1,115 @@
+"""What was typed into a schedule page's action forms (the pause reason, the backfill range)
+comes back when the action is refused or posted after its session ended."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from tests.console.test_form_answers import save_schedule
+from tests.console.test_pages import csrf_from
+
+PAGE = "/ns/default/schedules/s2"
+REFERER = {"Referer": "http://localhost" + PAGE}
+
+
+def value_of(page: str, field_id: str) -> str:
+    """The value an input of the page holds ('' when it has none)."""
+    tag = re.search(rf'<input id="{field_id}"[^>]*>', page)
+    assert tag, field_id
+    value = re.search(r'\svalue="([^"]*)"', tag[0])
+    return html.unescape(value[1]) if value else ""
+
+
+def selected_policy(page: str) -> str:
+    select = re.search(r'<select id="bf-policy".*?</select>', page, re.S)
+    assert select
+    chosen = re.search(r'<option value="([^"]*)" selected>', select[0])
+    return chosen[1] if chosen else ""
+
+
+def text_of(response) -> str:
+    return html.unescape(response.get_data(as_text=True))
+
+
+def sign_out_elsewhere(client, token: str) -> None:
+    # Signed out in another tab: the browser's cookie is shared, so this page's session ended.
+    assert client.post("/logout", data={"csrf_token": token}).status_code == 302
+
+
+def sign_in_to(client, login: str, account) -> None:
+    page = client.get(login)
+    signed_in = client.post(
+        "/login",
+        data={
+            "username": account.username,
+            "password": account.password,
+            "csrf_token": csrf_from(page),
+            "next": PAGE,
+        },
+    )
+    assert signed_in.headers["Location"] == PAGE
+
+
+def test_a_pause_refused_for_a_stale_revision_keeps_its_reason(client, olga, api_for):
+    api = api_for("apiuser")
+    save_schedule(api, "s2")
+    token = csrf_from(client.get(PAGE))
+    changed = api.request("PATCH", "/schedules/s2", json={"notes": "x"}, headers={"If-Match": "1"})
+    assert changed.status_code == 200
+    refused = client.post(
+        PAGE + "/pause",
+        data={"csrf_token": token, "revision": "1", "reason": "stale pause"},
+        headers=REFERER,
+    )
+    assert refused.status_code == 302 and refused.headers["Location"] == PAGE
+    page = text_of(client.get(PAGE))
+    assert "Someone else changed s2 (now revision 2); the page is reloaded, try again." in page
+    assert value_of(page, "pause-reason") == "stale pause"
+    assert "not paused" not in page  # refused, not lost to an ended session
+    # Once: the next visit shows an empty box.
+    assert value_of(text_of(client.get(PAGE)), "pause-reason") == ""
+    assert api.get("/schedules/s2").get_json()["status"] == "active"
+
+
+def test_a_pause_posted_after_the_session_ended_comes_back_marked_not_saved(client, olga, api_for):
+    api = api_for("apiuser")
+    save_schedule(api, "s2")
+    token = csrf_from(client.get(PAGE))
+    sign_out_elsewhere(client, token)
+    refused = client.post(
+        PAGE + "/pause",
+        data={
+            "csrf_token": token,
+            "typed_by": "olga",
+            "revision": "1",
+            "reason": "reason typed XYZ",
+        },
+        headers=REFERER,
+    )
+    assert refused.status_code == 302
+    login = refused.headers["Location"]
+    assert "the form comes back as you typed it" in text_of(client.get(login))
+    sign_in_to(client, login, olga)
+    page = text_of(client.get(PAGE))
+    assert "Your session had ended, so s2 was not paused" in re.sub(r"</?strong>", "", page)
+    assert value_of(page, "pause-reason") == "reason typed XYZ"
+    assert api.get("/schedules/s2").get_json()["status"] == "active"
+    again = text_of(client.get(PAGE))
+    assert value_of(again, "pause-reason") == "" and "not paused" not in again
+
+
+def test_a_refused_plain_backfill_keeps_its_range_and_policy(client, olga, api_for):
+    save_schedule(api_for("apiuser"), "s2")
+    token = csrf_from(client.get(PAGE))
+    typed = {
+        "from": "2026-01-03T00:00:00Z",
+        "to": "2026-01-01T00:00:00Z",
+        "overlap_policy": "allow_all",
+    }
+    refused = client.post(PAGE + "/backfill", data={"csrf_token": token, **typed}, headers=REFERER)
+    assert refused.status_code == 302 and refused.headers["Location"] == PAGE
+    page = text_of(client.get(PAGE))
+    assert value_of(page, "bf-from") == typed["from"]
+    assert value_of(page, "bf-to") == typed["to"]
+    assert selected_policy(page) == "allow_all"
