@@ -45,6 +45,7 @@ NOT_SAVED = (
     "Your session had ended, so what you submitted was NOT saved (it was too long to keep "
     "here). Sign in and enter it again."
 )
+NOT_DONE = "Your session had ended, so that was NOT done. Sign in and try again."
 
 
 @login_manager.unauthorized_handler
@@ -59,16 +60,23 @@ def _sign_in_first() -> Response:
         # Nobody asked to leave the form: say so in place, keep what was typed.
         page = request.headers.get("HX-Current-URL") or request.url
         return htmx.paused_preview(False, urlsplit(page).path)
-    if request.method == "POST" and not htmx.is_partial() and request.endpoint not in SIGN_OUT:
-        # A form posted after its session ended (signed out in another tab): nothing was
-        # written. Say so on the sign-in page, and bring what was typed back after it.
-        flash(NOT_SAVED_KEPT if typed.keep(across_sign_in=True) else NOT_SAVED, "error")
+    if request.method == "POST" and request.endpoint not in SIGN_OUT:
+        # A form posted after its session ended (signed out in another tab), plainly or by
+        # htmx (Trigger now): nothing was written. Say so on the sign-in page, and bring what
+        # was typed back after it.
+        flash(_not_done(), "error")
     else:
         flash(login_manager.login_message, login_manager.login_message_category)
     if htmx.is_partial():
         page = request.headers.get("HX-Current-URL") or request.url
         return htmx.navigate(login_url(login_manager.login_view, page))
     return redirect(login_url(login_manager.login_view, page_path()))
+
+
+def _not_done() -> str:
+    if not typed.anything():
+        return NOT_DONE
+    return NOT_SAVED_KEPT if typed.keep(across_sign_in=True) else NOT_SAVED
 
 
 @login_manager.user_loader

@@ -88,7 +88,7 @@ def http_page(exc: HTTPException) -> Response:
     """Framework refusals (an unknown path, a missing or stale CSRF token, a wrong method) on the
     console's error page, with their status and headers (`Allow` for a 405)."""
     status = exc.code or 500
-    if isinstance(exc, CSRFError) and not is_partial() and request.method == "POST":
+    if isinstance(exc, CSRFError) and request.method == "POST" and not is_background_preview():
         signed_out = _signed_out_form()
         if signed_out is not None:
             return signed_out
@@ -98,13 +98,10 @@ def http_page(exc: HTTPException) -> Response:
             return paused_preview(True, typed_on, generate_csrf())
         return paused_preview(False, typed_on)
     if isinstance(exc, CSRFError) and is_partial():
-        # An htmx action whose token went stale (the session ended in another tab, or the page
-        # was open too long): swapping an error page in would show nothing; reload the page,
-        # which signs in again if need be, with the reason flashed.
+        # An htmx action sent without its token (no form of ours does): swapping an error page
+        # in would show nothing; reload the page, with the reason flashed.
         flash(_http_text(exc), "error")
-        refresh = make_response("", 204)
-        refresh.headers["HX-Refresh"] = "true"
-        return refresh
+        return _refresh()
     try:
         response = make_response(page(status, _http_text(exc)))
     except OperationalError as down:
@@ -117,13 +114,20 @@ def http_page(exc: HTTPException) -> Response:
     return response
 
 
+def _refresh() -> Response:
+    refresh = make_response("", 204)
+    refresh.headers["HX-Refresh"] = "true"
+    return refresh
+
+
 def _signed_out_form() -> Response | None:
     """A form whose token went stale because its browser is no longer signed in (signed out in
     another tab), or is signed in again (a second tab's sign-in page): nothing was written, so
     sign in, or go where the sign-in would have gone. A token from another session cannot be
     told from a stale one of this browser's, and is answered the same way (nothing is written
     either way). None when the token is missing altogether (no form of ours sends none: that is
-    a 400)."""
+    a 400). An htmx action (Trigger now, Backfill, Delete) is answered in the same words: it is
+    told to navigate to sign-in, or to reload its page, since a 400 would show nothing."""
     if not request.form.get("csrf_token"):
         return None
     if request.endpoint == "console_auth.login_post":
@@ -141,7 +145,8 @@ def _signed_out_form() -> Response | None:
         "The form could not be verified, so nothing was done; the page is reloaded: try again.",
         "error",
     )
-    return redirect(page_path())
+    typed.keep()  # the page comes back with a fresh token, and the form as it was typed
+    return _refresh() if is_partial() else redirect(page_path())
 
 
 def database_refused(exc: ProgrammingError | OperationalError) -> tuple[str, int]:

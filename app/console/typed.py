@@ -26,11 +26,18 @@ NOT_A_PAGE = frozenset({"console_auth.login", "static", "favicon"})
 
 
 def form_key() -> str:
-    """The refused form: its endpoint, and the incident it resolves or the schedule it edits
-    when there is one."""
+    """The refused form: its endpoint, and the incident it resolves, the schedule it acts on or
+    the task it completes when there is one."""
     args = request.view_args or {}
-    one = args.get("incident_id") or args.get("schedule_id")
+    one = args.get("incident_id") or args.get("schedule_id") or args.get("task_id")
     return f"{request.endpoint}:{one}" if one else str(request.endpoint)
+
+
+def anything() -> bool:
+    """Whether this request's form holds text someone typed or chose (not its hidden fields:
+    token, revision, who typed it). A trigger, a resume or a delete holds none: there is
+    nothing to bring back, only the action to do again."""
+    return any(v.strip() for k, v in request.form.items() if k not in UNKEPT)
 
 
 def keep(*, across_sign_in: bool = False) -> bool:

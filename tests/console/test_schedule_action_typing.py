@@ -1,16 +1,21 @@
 """What was typed into a schedule page's action forms (the pause reason, the backfill range)
-comes back when the action is refused or posted after its session ended."""
+comes back when the action is refused or posted after its session ended; an htmx action sent
+after its session ended says it was not done, in words, not in CSRF terms."""
 
 from __future__ import annotations
 
 import html
 import re
 
+from app.ticker.tick import run_tick
+from tests.console.conftest import seed_workflow
 from tests.console.test_form_answers import save_schedule
-from tests.console.test_pages import csrf_from
+from tests.console.test_pages import csrf_from, sign_in
+from tests.console.test_run_pages import TASK_STEPS
 
 PAGE = "/ns/default/schedules/s2"
 REFERER = {"Referer": "http://localhost" + PAGE}
+HTMX = {"HX-Request": "true", "HX-Current-URL": "http://localhost" + PAGE}
 
 
 def value_of(page: str, field_id: str) -> str:
@@ -113,3 +118,105 @@ def test_a_refused_plain_backfill_keeps_its_range_and_policy(client, olga, api_f
     assert value_of(page, "bf-from") == typed["from"]
     assert value_of(page, "bf-to") == typed["to"]
     assert selected_policy(page) == "allow_all"
+
+
+def test_an_htmx_backfill_after_the_session_ended_comes_back_after_sign_in(client, olga, api_for):
+    save_schedule(api_for("apiuser"), "s2")
+    token = csrf_from(client.get(PAGE))
+    sign_out_elsewhere(client, token)
+    sent = client.post(
+        PAGE + "/backfill",
+        data={
+            "csrf_token": token,
+            "typed_by": "olga",
+            "from": "2026-01-01T00:00:00Z",
+            "to": "2026-01-02T00:00:00Z",
+            "overlap_policy": "skip",
+        },
+        headers=HTMX,
+    )
+    assert sent.status_code == 204
+    login = sent.headers["HX-Redirect"]
+    assert login == "/login?next=%2Fns%2Fdefault%2Fschedules%2Fs2"
+    shown = text_of(client.get(login))
+    assert "NOT saved" in shown and "CSRF token" not in shown
+    sign_in_to(client, login, olga)
+    page = text_of(client.get(PAGE))
+    assert "this backfill was not started" in re.sub(r"</?strong>", "", page)
+    assert value_of(page, "bf-from") == "2026-01-01T00:00:00Z"
+    assert value_of(page, "bf-to") == "2026-01-02T00:00:00Z"
+    assert selected_policy(page) == "skip"
+
+
+def test_an_htmx_trigger_after_the_session_ended_says_it_was_not_done(client, olga, api_for):
+    # It said "The form was not accepted: The CSRF tokens do not match. Reload the page …" on
+    # the sign-in page, then "Please sign in.", and never that no run was started.
+    api = api_for("apiuser")
+    save_schedule(api, "s2")
+    token = csrf_from(client.get(PAGE))
+    sign_out_elsewhere(client, token)
+    client.get("/login")  # the other tab's sign-in page gives the browser a new token
+    sent = client.post(
+        PAGE + "/trigger", data={"csrf_token": token, "typed_by": "olga"}, headers=HTMX
+    )
+    assert sent.status_code == 204
+    login = sent.headers["HX-Redirect"]
+    assert login == "/login?next=%2Fns%2Fdefault%2Fschedules%2Fs2"
+    shown = text_of(client.get(login))
+    assert "Your session had ended, so that was NOT done. Sign in and try again." in shown
+    assert "CSRF token" not in shown and "Reload the page" not in shown
+    assert "Please sign in." not in shown
+    sign_in_to(client, login, olga)
+    assert "NOT done" not in text_of(client.get(PAGE))  # said once
+    assert api.get("/schedules/s2").get_json()["fires_count"] == 0
+
+
+def test_an_htmx_trigger_with_a_token_from_before_a_sign_in_elsewhere_says_nothing_was_done(
+    client, olga, accounts, api_for
+):
+    save_schedule(api_for("apiuser"), "s2")
+    stale = csrf_from(client.get(PAGE))
+    nia = accounts.create("nia", role="operator")
+    sign_in(client, "nia", nia.password)  # another tab signed in again
+    sent = client.post(PAGE + "/trigger", data={"csrf_token": stale}, headers=HTMX)
+    assert sent.status_code == 204 and sent.headers["HX-Refresh"] == "true"
+    page = text_of(client.get(PAGE))
+    assert "The form could not be verified, so nothing was done" in page
+    assert "CSRF token" not in page
+
+
+def test_a_task_completed_by_htmx_after_the_session_ended_comes_back_as_typed(
+    app, client, olga, api_for
+):
+    # The sign-in page promised the output back; the inbox showed '{}' (and, before, the sign-in
+    # page spoke of CSRF tokens).
+    api = api_for("starter")
+    seed_workflow(app, "review", steps=TASK_STEPS)
+    assert api.post("/runs", json={"workflow": "review", "run_id": "r-1"}).status_code == 201
+    run_tick(app, work=True)
+    inbox = client.get("/ns/default/tasks")
+    task_id = api.get("/tasks").get_json()["items"][0]["id"]
+    token = csrf_from(inbox)
+    sign_out_elsewhere(client, token)
+    sent = client.post(
+        f"/ns/default/tasks/{task_id}/complete",
+        data={"csrf_token": token, "typed_by": "olga", "output": '{"checked": "by olga"}'},
+        headers={"HX-Request": "true", "HX-Current-URL": "http://localhost/ns/default/tasks"},
+    )
+    assert sent.status_code == 204
+    login = sent.headers["HX-Redirect"]
+    assert "the form comes back as you typed it" in text_of(client.get(login))
+    page = client.get(login)
+    client.post(
+        "/login",
+        data={
+            "username": "olga",
+            "password": olga.password,
+            "csrf_token": csrf_from(page),
+            "next": "/ns/default/tasks",
+        },
+    )
+    shown = text_of(client.get("/ns/default/tasks"))
+    assert "this task was not completed" in re.sub(r"</?strong>", "", shown)
+    assert '>{"checked": "by olga"}</textarea>' in shown
+    assert api.get("/tasks").get_json()["items"][0]["status"] == "open"
