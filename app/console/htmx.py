@@ -62,11 +62,13 @@ def reply(message: str, ok: bool, target: str, link: tuple[str, str] | None = No
     return navigate(target)
 
 
-# Requests htmx sends by itself while someone types (a form's previews, the backfill count).
-# Navigating away or reloading on their behalf threw away everything typed in the form.
+# Requests htmx sends by itself while someone types (a form's previews, the backfill count,
+# the schedule page's simulation panel). Navigating away or reloading on their behalf threw away
+# everything typed on the page.
 BACKGROUND_PREVIEWS = frozenset(
     {
         "console_simulation.from_form",
+        "console_simulation.stored",
         "console_schedule_forms.live_preview",
         "console_schedule_actions.backfill_count",
     }

@@ -174,6 +174,45 @@ def test_a_form_typed_across_a_sign_in_elsewhere_keeps_its_text_and_saves(
     assert live_api.get("/schedules/kept-typing")["spec"]["cron_expressions"] == ["15 4 * * *"]
 
 
+def test_the_schedule_pages_previews_pause_in_place_after_signing_out_elsewhere(
+    live_server, live_api, workflows, page, artifacts
+):
+    # The backfill count said the preview was paused and what was typed kept; changing the
+    # simulation's run length then sent the whole tab to sign-in, and From came back empty.
+    live_api.post(
+        "/schedules",
+        {"schedule_id": "ops-paused", "cron": "0 6 * * *", "action": {"workflow": "report"}},
+    )
+    sign_in(page, live_server)
+    url = live_server.url + "/ns/default/schedules/ops-paused"
+    page.goto(url)
+    simulation = page.locator("#simulation")
+    simulation.locator("[data-sim=started]").wait_for()
+    other = page.context.new_page()
+    other.goto(url)
+    other.get_by_role("button", name="Sign out").click()
+    other.wait_for_url("**/login")
+    page.get_by_label("From (inclusive, UTC ISO-8601)").fill("2026-03-01T00:00:00Z")
+    page.get_by_label("To (exclusive)").fill("2026-03-03T00:00:00Z")
+    paused = "Your session ended, so the preview is paused."
+    expect(page.locator("#backfill-count")).to_contain_text(paused)
+    page.get_by_label("if every run took").fill("30")
+    expect(simulation).to_contain_text(paused)
+    page.screenshot(path=str(artifacts / "console-schedule-previews-paused.png"), full_page=True)
+    assert page.url == url
+    assert page.get_by_label("From (inclusive, UTC ISO-8601)").input_value() == (
+        "2026-03-01T00:00:00Z"
+    )
+    assert page.get_by_label("if every run took").input_value() == "30"
+    # Signed in again in the other tab: the next change simulates again, on the same page.
+    sign_in(other, live_server)
+    page.get_by_label("if every run took").fill("45")
+    simulation.locator("[data-sim=started]").wait_for()
+    assert page.url == url
+    assert page.get_by_label("To (exclusive)").input_value() == "2026-03-03T00:00:00Z"
+    other.close()
+
+
 def test_history_modal_loads_every_page(live_server, live_api, workflows, page, artifacts):
     live_api.post(
         "/schedules",

@@ -230,6 +230,28 @@ def test_a_background_preview_after_the_session_ended_keeps_the_form(seeded, cli
     assert seeded.get("/schedules/typed-before").status_code == 200
 
 
+def test_the_schedule_pages_previews_pause_in_place_after_the_session_ended(seeded, client):
+    # The backfill count paused in place, promising to keep what was typed; the simulation
+    # panel beside it sent the whole tab to sign-in, and the backfill's From came back empty.
+    page = "http://localhost/ns/default/schedules/nightly"
+    token = csrf_from(client.get("/ns/default/schedules/nightly"))
+    assert client.post("/logout", data={"csrf_token": token}).status_code == 302
+    htmx = {"HX-Request": "true", "HX-Current-URL": page}
+    for path in (
+        "/ns/default/schedules/nightly/backfill/count?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z",
+        "/ns/default/schedules/nightly/simulate?horizon=24h&minutes=30",
+    ):
+        paused = client.get(path, headers=htmx)
+        assert paused.status_code == 200 and "HX-Redirect" not in paused.headers, path
+        text = paused.get_data(as_text=True)
+        assert "Your session ended, so the preview is paused." in text, path
+        assert "What you typed is kept" in text and 'target="_blank"' in text
+        assert "next=/ns/default/schedules/nightly" in text
+    # Opened as a page of its own (no script), the simulation still goes to sign in.
+    plain = client.get("/ns/default/schedules/nightly/simulate?minutes=30")
+    assert plain.status_code == 302 and plain.headers["Location"].startswith("/login?next=")
+
+
 def test_a_plain_form_stale_after_signing_in_elsewhere_goes_back_to_its_page(
     seeded, client, accounts
 ):
