@@ -13,7 +13,7 @@ from werkzeug.datastructures import MultiDict
 from app import inputs
 from app.calendar import CalendarError, Spec, SpecRangeError, parse_instant, validate_timezone
 from app.calendar.occurrences import check_range
-from app.errors import BadRequest, ValidationFailed
+from app.errors import AlmanacError, BadRequest, ValidationFailed
 from app.inputs import json_size
 from app.schedules.config import (
     MAX_JSON_BYTES,
@@ -481,6 +481,27 @@ def summary(errors: dict[str, str]) -> list[tuple[str, str, str]]:
         for name in sorted(errors, key=place)
         if name != "__all__"
     ]
+
+
+def errors_of(exc: Exception, form: MultiDict[str, str]) -> dict[str, str]:
+    """A refusal of the save (or of the form's simulation, which checks as the save does) as
+    form errors: under the field to change, in the form's words (`__all__` when none fits)."""
+    if isinstance(exc, CalendarError):
+        return errors_by_field([{"loc": list(exc.loc), "msg": exc.msg}])
+    if isinstance(exc, SpecRangeError):
+        return range_errors(exc, form)
+    if isinstance(exc, AlmanacError) and exc.details.get("errors"):
+        return errors_by_field(exc.details["errors"])
+    return {"__all__": getattr(exc, "message", str(exc))}
+
+
+def labelled(errors: dict[str, str]) -> list[tuple[str | None, str]]:
+    """Form errors as (the field's label, the message) in the order the fields appear; an error
+    no field fits comes last, with no label."""
+    found: list[tuple[str | None, str]] = [(label, msg) for _, label, msg in summary(errors)]
+    if "__all__" in errors:
+        found.append((None, errors["__all__"]))
+    return found
 
 
 def field_of(loc: list[Any]) -> str:

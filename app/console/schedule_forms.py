@@ -19,10 +19,9 @@ from app.console.common import actor, command
 from app.console.forms import (
     LABELS,
     bounded_int,
-    errors_by_field,
+    errors_of,
     form_errors,
     form_from_config,
-    range_errors,
     request_from_form,
     spec_from_form,
     summary,
@@ -78,13 +77,7 @@ DELETED_ID = "a deleted schedule had this id, and ids are never reused: choose a
 
 
 def _errors_of(exc: Exception) -> dict[str, str]:
-    if isinstance(exc, CalendarError):
-        return errors_by_field([{"loc": list(exc.loc), "msg": exc.msg}])
-    if isinstance(exc, SpecRangeError):
-        return range_errors(exc, request.form)
-    if isinstance(exc, AlmanacError) and exc.details.get("errors"):
-        return errors_by_field(exc.details["errors"])
-    return {"__all__": getattr(exc, "message", str(exc))}
+    return errors_of(exc, request.form)
 
 
 @bp.get("/ns/<ns>/schedules/new")

@@ -16,11 +16,18 @@ from werkzeug.wrappers import Response
 
 from app import context, inputs
 from app.auth.grants import RUN_READ
-from app.calendar import CalendarError, SpecRangeError
+from app.calendar import CalendarError, Spec, SpecRangeError
 from app.console import errors
-from app.console.forms import request_from_form
+from app.console.forms import (
+    errors_of,
+    form_errors,
+    labelled,
+    request_from_form,
+    spec_from_form,
+)
 from app.console.htmx import render
-from app.console.session import namespace_view
+from app.console.schedule_forms import DELETED_ID, TAKEN_ID
+from app.console.session import NamespaceView, namespace_view
 from app.console.sim_chart import sim_chart
 from app.db import Schedule
 from app.errors import AlmanacError
@@ -101,18 +108,34 @@ def from_form(ns: str) -> Response:
         # Nothing typed yet is not a mistake (as in the calendar preview).
         return render("schedules/_simulation.html", "schedules/_simulation.html", hint=True, **ctx)
     begin, end = now, now + HORIZONS[horizon]
+    editing = request.args.get("schedule_id") or None
+    stored = _stored_config(view, editing)
+    # The fields are checked as Save checks them, and named as the form names them (its
+    # labels and words, never the API's `end_at`): the panel sits under the same form.
+    mistakes = form_errors(request.form, stored, now)
     try:
-        body = request_from_form(request.form)
-        if request.args.get("schedule_id"):
-            body["schedule_id"] = request.args["schedule_id"]
+        if not editing:
+            mistakes |= _id_taken(view, request.form.get("schedule_id", "").strip())
+        if mistakes:
+            raise _NotValid(mistakes)
+        body = request_from_form(request.form, stored)
+        if editing:
+            body["schedule_id"] = editing
         start = simulate_start.from_body(session, now, view.current, body, begin)
         result = _run(start, begin, end, minutes)
-    except (AlmanacError, CalendarError, SpecRangeError) as exc:
+    except SpecRangeError as exc:
         session.rollback()
-        message = exc.message if isinstance(exc, AlmanacError) else str(exc)
-        error = f"Nothing to simulate until the form is valid: {message}"
-        return render(
-            "schedules/_simulation.html", "schedules/_simulation.html", error=error, **ctx
+        if stored is not None and _keeps_calendar(stored):
+            # An edit that keeps a calendar with nothing ahead saves (the save does not refuse
+            # it): it would fire nothing, which is not a mistake in the form.
+            return render(
+                "schedules/_simulation.html", "schedules/_simulation.html", ended=True, **ctx
+            )
+        return _not_valid(errors_of(exc, request.form), ctx)
+    except (_NotValid, AlmanacError, CalendarError) as exc:
+        session.rollback()
+        return _not_valid(
+            exc.errors if isinstance(exc, _NotValid) else errors_of(exc, request.form), ctx
         )
     return render(
         "schedules/_simulation.html",
@@ -124,6 +147,48 @@ def from_form(ns: str) -> Response:
         end=end,
         **ctx,
     )
+
+
+class _NotValid(Exception):
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__()
+        self.errors = errors
+
+
+def _not_valid(errors: dict[str, str], ctx: dict[str, Any]) -> Response:
+    """The form could not be saved as typed: say why, field by field, instead of counts."""
+    return render(
+        "schedules/_simulation.html", "schedules/_simulation.html", refusals=labelled(errors), **ctx
+    )
+
+
+def _stored_config(view: NamespaceView, schedule_id: str | None) -> dict[str, Any] | None:
+    """The configuration the edit form was loaded from (the fields it sent back untouched keep
+    their stored values, as on Save); None for a new schedule, or one gone meanwhile."""
+    if not schedule_id:
+        return None
+    schedule = store.find(context.session(), view.current, schedule_id)
+    if schedule is None or schedule.status == "deleted":
+        return None
+    return store.config_of(schedule).to_json()
+
+
+def _keeps_calendar(stored: dict[str, Any]) -> bool:
+    """Whether the edit form's calendar fires as the stored one does (respelled, or untouched)."""
+    try:
+        typed = Spec.from_dict(spec_from_form(request.form)).to_dict()
+        return bool(typed == Spec.from_dict(stored["spec"]).to_dict())
+    except (CalendarError, AlmanacError, ValueError):
+        return False
+
+
+def _id_taken(view: NamespaceView, schedule_id: str) -> dict[str, str]:
+    """A new schedule's id that Save would refuse (taken, or a deleted schedule's), said as the
+    form says it; the API's simulation would read it as a replacement of that schedule."""
+    existing = store.find(context.session(), view.current, schedule_id) if schedule_id else None
+    if existing is None:
+        return {}
+    return {"schedule_id": DELETED_ID if existing.status == "deleted" else TAKEN_ID}
 
 
 def _refusal(horizon: str) -> str:

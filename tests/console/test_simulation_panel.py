@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html import unescape
 
 from tests.console.test_pages import sign_in
+from tests.console.test_schedule_form_input import edit_form
 from tests.support.schedules_harness import at
 
 
@@ -166,3 +168,90 @@ def test_an_unknown_horizon_is_named_not_replaced(h, client, accounts):
     html = refused.get_data(as_text=True)
     assert refused.status_code == 422
     assert "horizon: choose 24h or 7d" in html and "data-sim=" not in html
+
+
+def test_the_forms_simulation_names_what_stops_it_in_the_forms_words(h, client, accounts):
+    # The panel said "Nothing to simulate until the form is valid: end_at 2020-01-01T00:00:00Z
+    # is in the past" (the API's field) while End at says it in the form's words on Save; the
+    # calendar preview then dropped its note about EST, shown when there is no end date.
+    flow = h.workflow("xwf")
+    h.create("taken", "0 * * * *", activation_id=flow)
+    h.set_clock("12:00")
+    account = accounts.create("oscar", role="operator")
+    sign_in(client, "oscar", account.password)
+    html = client.get("/ns/default/schedules/new").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    htmx = {"HX-Request": "true"}
+
+    def panel(**changes: str) -> str:
+        fields = form_fields(csrf_token=token, workflow="xwf", **changes)
+        answer = client.post("/ns/default/schedules/simulate-form", data=fields, headers=htmx)
+        assert answer.status_code == 200
+        return answer.get_data(as_text=True)
+
+    typed = {
+        "cron_expressions": "0 9 * * 1-5",
+        "timezone": "EST",
+        "end_at": "2020-01-01T00:00:00Z",
+    }
+    past = panel(**typed)
+    assert "Nothing to simulate until the form is valid:" in past
+    assert (
+        "<strong>End at:</strong> 2020-01-01T00:00:00Z is in the past, so the schedule would "
+        "never fire" in past
+    )
+    assert "end_at" not in past and "data-sim=" not in past
+    preview = client.post(
+        "/ns/default/calendar/preview", data={"csrf_token": token, **typed}, headers=htmx
+    ).get_data(as_text=True)
+    assert "No upcoming fire in the bounds." in preview
+    assert "EST is a fixed offset (UTC−05:00) and never observes daylight saving time" in preview
+    # Every field is named by its label, in the order the form shows them.
+    cases = {
+        "schedule_id": ("Schedule id", {"schedule_id": "taken"}, "id already exists"),
+        "cron_expressions": ("Cron expressions", {"cron_expressions": "*/5 * * *"}, ""),
+        "intervals": (
+            "Intervals",
+            {"cron_expressions": "", "intervals": "PT6H every PT1H"},
+            "write 'EVERY' or 'EVERY offset OFFSET'",
+        ),
+        "timezone": ("Time zone", {"timezone": "Mars/Base"}, ""),
+        "start_at": ("Start at", {"start_at": "tomorrow"}, ""),
+        "jitter_seconds": ("Jitter seconds", {"jitter_seconds": "3601"}, "of 0 to 3600"),
+        "overlap_policy": ("Overlap policy", {"overlap_policy": "sometimes"}, "must be one of"),
+        "max_runs": ("Max runs", {"max_runs": "0"}, "must be a whole number"),
+    }
+    for field, (label, changes, words) in cases.items():
+        refused = panel(**changes)
+        assert f"<strong>{label}:</strong> " in refused and words in unescape(refused), field
+        assert field not in refused and "data-sim=" not in refused, (field, refused)
+    both = panel(start_at="tomorrow", end_at="2020-01-01T00:00:00Z")
+    assert both.index("Start at:") < both.index("End at:")
+
+
+def test_an_edit_that_keeps_an_ended_calendar_simulates_to_nothing(h, client, accounts):
+    # Save does not refuse an edit that keeps a calendar whose End at has passed (the notes of
+    # a finished schedule may still change): the panel must not call the form invalid for it.
+    flow = h.workflow("report")
+    h.set_clock("12:00")
+    spec = {"cron_expressions": ["0 * * * *"], "end_at": "2026-01-05T14:30:00Z"}
+    h.save({"id": "finite", "spec": spec, "activation_id": flow, "input": {}}, expect=201)
+    h.set_clock(at("12:00") + timedelta(days=1))
+    account = accounts.create("oscar", role="operator")
+    sign_in(client, "oscar", account.password)
+    fields = edit_form(client, "finite") | {"notes": "kept for the audit"}
+    panel = client.post(
+        "/ns/default/schedules/simulate-form?schedule_id=finite",
+        data=fields,
+        headers={"HX-Request": "true"},
+    ).get_data(as_text=True)
+    assert "Nothing would happen: the calendar has no occurrence ahead" in panel, panel
+    assert "Nothing to simulate" not in panel and "end_at" not in panel
+    # Changed to another calendar that ended too, it is named under End at, as Save names it.
+    moved = fields | {"cron_expressions": "30 * * * *"}
+    refused = client.post(
+        "/ns/default/schedules/simulate-form?schedule_id=finite",
+        data=moved,
+        headers={"HX-Request": "true"},
+    ).get_data(as_text=True)
+    assert "<strong>End at:</strong> 2026-01-05T14:30:00Z is in the past" in refused, refused
