@@ -77,21 +77,20 @@ def test_a_pause_refused_for_a_stale_revision_keeps_its_reason(client, olga, api
     assert api.get("/schedules/s2").get_json()["status"] == "active"
 
 
+def _post_after_sign_out(client, action: str, fields: dict[str, str], headers: dict[str, str]):
+    """Post the schedule page's `action` form as olga typed it, after she signed out in
+    another tab (the page's token is from before)."""
+    token = csrf_from(client.get(PAGE))
+    sign_out_elsewhere(client, token)
+    data = {"csrf_token": token, "typed_by": "olga", **fields}
+    return client.post(PAGE + action, data=data, headers=headers)
+
+
 def test_a_pause_posted_after_the_session_ended_comes_back_marked_not_saved(client, olga, api_for):
     api = api_for("apiuser")
     save_schedule(api, "s2")
-    token = csrf_from(client.get(PAGE))
-    sign_out_elsewhere(client, token)
-    refused = client.post(
-        PAGE + "/pause",
-        data={
-            "csrf_token": token,
-            "typed_by": "olga",
-            "revision": "1",
-            "reason": "reason typed XYZ",
-        },
-        headers=REFERER,
-    )
+    fields = {"revision": "1", "reason": "reason typed XYZ"}
+    refused = _post_after_sign_out(client, "/pause", fields, REFERER)
     assert refused.status_code == 302
     login = refused.headers["Location"]
     assert "the form comes back as you typed it" in text_of(client.get(login))
@@ -122,19 +121,12 @@ def test_a_refused_plain_backfill_keeps_its_range_and_policy(client, olga, api_f
 
 def test_an_htmx_backfill_after_the_session_ended_comes_back_after_sign_in(client, olga, api_for):
     save_schedule(api_for("apiuser"), "s2")
-    token = csrf_from(client.get(PAGE))
-    sign_out_elsewhere(client, token)
-    sent = client.post(
-        PAGE + "/backfill",
-        data={
-            "csrf_token": token,
-            "typed_by": "olga",
-            "from": "2026-01-01T00:00:00Z",
-            "to": "2026-01-02T00:00:00Z",
-            "overlap_policy": "skip",
-        },
-        headers=HTMX,
-    )
+    fields = {
+        "from": "2026-01-01T00:00:00Z",
+        "to": "2026-01-02T00:00:00Z",
+        "overlap_policy": "skip",
+    }
+    sent = _post_after_sign_out(client, "/backfill", fields, HTMX)
     assert sent.status_code == 204
     login = sent.headers["HX-Redirect"]
     assert login == "/login?next=%2Fns%2Fdefault%2Fschedules%2Fs2"

@@ -240,18 +240,15 @@ def test_an_edit_that_keeps_an_ended_calendar_simulates_to_nothing(h, client, ac
     account = accounts.create("oscar", role="operator")
     sign_in(client, "oscar", account.password)
     fields = edit_form(client, "finite") | {"notes": "kept for the audit"}
-    panel = client.post(
-        "/ns/default/schedules/simulate-form?schedule_id=finite",
-        data=fields,
-        headers={"HX-Request": "true"},
-    ).get_data(as_text=True)
+
+    def simulate(data: dict[str, str]) -> str:
+        url = "/ns/default/schedules/simulate-form?schedule_id=finite"
+        return client.post(url, data=data, headers={"HX-Request": "true"}).get_data(as_text=True)
+
+    panel = simulate(fields)
     assert "Nothing would happen: the calendar has no occurrence ahead" in panel, panel
     assert "Nothing to simulate" not in panel and "end_at" not in panel
     # Changed to another calendar that ended too, it is named under End at, as Save names it.
     moved = fields | {"cron_expressions": "30 * * * *"}
-    refused = client.post(
-        "/ns/default/schedules/simulate-form?schedule_id=finite",
-        data=moved,
-        headers={"HX-Request": "true"},
-    ).get_data(as_text=True)
+    refused = simulate(moved)
     assert "<strong>End at:</strong> 2026-01-05T14:30:00Z is in the past" in refused, refused
