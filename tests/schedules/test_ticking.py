@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from app.calendar import Spec, format_utc, jitter_offset, next_occurrence
@@ -319,3 +320,47 @@ def test_a_firing_whose_run_id_is_taken_is_skipped_and_the_schedule_moves_on(h):
     assert h.read("s")["next_fire_at"] == "2026-01-05T12:10:00Z"
     h.tick("12:10")
     assert "schedule:s:20260105T121000Z" in {r.run_id for r in h.runs()}
+
+
+def _plant(h, run_id):
+    """A run made by hand under the id a firing will need."""
+    activation = h.workflow()
+    with h.db.session() as session:
+        namespace = session.scalar(select(Namespace).where(Namespace.name == "default"))
+        target = lifecycle.resolve_target(session, namespace, activation_id=activation)
+        lifecycle.start_run(session, at("12:00"), namespace, target, run_id, {})
+        session.commit()
+    return activation
+
+
+@pytest.mark.parametrize(
+    ("policy", "taken", "missed"),
+    [
+        # skip: the latest occurrence within its grace fires, the older ones are missed.
+        ("skip", "12:10", ("12:01", "12:09", 9)),
+        # fire_once: the earliest fires, the rest are missed.
+        ("fire_once", "12:01", ("12:02", "12:10", 9)),
+    ],
+)
+def test_a_taken_run_id_skips_only_the_occurrence_that_needed_it(h, policy, taken, missed):
+    stamp = f"20260105T{taken.replace(':', '')}00Z"
+    activation = _plant(h, f"schedule:s:{stamp}")
+    h.create("s", cron="* * * * *", missed_policy=policy, activation_id=activation)
+    rows = h.tick("12:10:30")
+    assert {(r["outcome"], r["occurrence_time"]) for r in rows} == {
+        ("skipped", f"2026-01-05T{taken}:00Z"),
+        ("skipped", f"2026-01-05T{missed[0]}:00Z"),
+    }
+    ledger = sorted(h.ledger("s"), key=lambda o: o["instant"])
+    first, through, count = missed
+    expected = [
+        ("skipped", f"2026-01-05T{taken}:00Z", f"2026-01-05T{taken}:00Z", "run_id_taken", 1),
+        ("skipped", f"2026-01-05T{first}:00Z", f"2026-01-05T{through}:00Z", "missed", count),
+    ]
+    assert [
+        (o["kind"], o["instant"], o["through"], o["reason"], o["count"]) for o in ledger
+    ] == sorted(expected, key=lambda row: row[1])
+    # Every occurrence up to now is accounted for once, and the schedule moved on.
+    assert h.read("s")["next_fire_at"] == "2026-01-05T12:11:00Z"
+    assert [r.run_id for r in h.runs()] == [f"schedule:s:{stamp}"]
+    assert h.tick("12:10:40") == []

@@ -369,28 +369,53 @@ def _skip_taken(db: Database, now: datetime, grace: timedelta, pk: int) -> list[
         assert namespace is not None and schedule.cursor_at is not None
         ctx = FiringContext.load(session, namespace, [schedule])
         w, context = Writes(), ctx.context(schedule)
-        spec, scan = _scan(schedule, now, {})
-        skip = _taken_range(schedule, scan)
+        spec, found = _scan(schedule, now, {})
+        skips = _taken_skips(schedule, spec, found, now, grace)
         log.warning("schedule %s: run id already taken; occurrence skipped", schedule.schedule_id)
-        record_skip(w, schedule, now, skip, context)
+        rows = []
+        for skip in skips:
+            record_skip(w, schedule, now, skip, context)
+            schedule.cursor_at = max(schedule.cursor_at, skip.last)
+            rows.append(_row(ctx, schedule, "skipped", skip.first, None))
         schedule.pending_occurrence = schedule.pending_until = None
-        schedule.cursor_at = max(schedule.cursor_at, skip.last)
-        reschedule(schedule, spec, scan.upcoming)
+        reschedule(schedule, spec, found.upcoming)
         w.flush(session)
         schedule_rows.save(session.connection(), claimed)
         session.commit()
-        row = _row(ctx, schedule, "skipped", skip.first, None)
-        row["next_fire_at"] = format_utc_or_none(schedule.next_fire_at)
-        return [row]
+        next_fire_at = format_utc_or_none(schedule.next_fire_at)
+        for row in rows:
+            row["next_fire_at"] = next_fire_at
+        return rows
 
 
-def _taken_range(schedule: Schedule, scan: DueScan) -> Skip:
-    """The occurrences a clashing firing covered: the pending one, or every due one."""
-    if scan.first is not None and scan.last is not None:
-        return Skip(scan.first.instant, scan.last.instant, scan.count, "run_id_taken")
-    instant = schedule.pending_occurrence or schedule.cursor_at
-    assert instant is not None
-    return Skip(instant, instant, 1, "run_id_taken")
+def _taken_skips(
+    schedule: Schedule, spec: Spec, found: DueScan, now: datetime, grace: timedelta
+) -> list[Skip]:
+    """What the clashing firing covered, as the tick had decided it: the occurrences the
+    missed policy skipped keep their own reason (`missed`, `capacity`); only the one it tried
+    to start is skipped as `run_id_taken`."""
+    assert schedule.cursor_at is not None
+    pending = None
+    if schedule.pending_occurrence is not None:
+        pending = Occurrence(
+            schedule.pending_occurrence,
+            due_time(spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence),
+        )
+    choice = choose(
+        hold(found, fire_at(schedule)),
+        schedule.missed_policy,
+        schedule.cursor_at,
+        pending,
+        schedule.pending_until,
+        now,
+        grace,
+    )
+    taken = choice.skips
+    if choice.candidate is not None:
+        # (None only if the schedule changed since the clash: then nothing needs the id.)
+        instant = choice.candidate.instant
+        taken = [*taken, Skip(instant, instant, 1, "run_id_taken")]
+    return sorted(taken, key=lambda skip: skip.first)
 
 
 def _fire_schedules(
