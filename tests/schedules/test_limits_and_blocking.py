@@ -544,3 +544,27 @@ def test_cancel_other_asks_nothing_when_other_schedules_hold_the_namespace(h):
     assert [r["outcome"] for r in h.tick("12:20")] == ["refused"]
     (run,) = h.runs("s")
     assert run.cancel_requested_at is None
+
+
+def test_a_burst_over_several_pages_decides_each_refused_schedule_once(h, monkeypatch):
+    """A refused schedule with a backlog keeps its latest occurrence due, which sorts later
+    than where it was claimed: a later page of the same tick must not claim and report it
+    again (it was listed twice, and a cancel_other schedule asked its runs to cancel twice)."""
+    monkeypatch.setattr(due, "PAGE_SIZE", 2)
+    activation = h.workflow()
+    for index in range(5):
+        h.create(f"s{index}", cron="* * * * *", activation_id=activation)
+    h.set_limit(1)
+    rows = h.tick("12:10:30")
+    decided = [(r["schedule_id"], r["outcome"]) for r in rows if r["outcome"] != "skipped"]
+    assert decided == [("s0", "triggered")] + [(f"s{i}", "refused") for i in range(1, 5)]
+    missed = [r["schedule_id"] for r in rows if r["outcome"] == "skipped"]
+    assert missed == [f"s{i}" for i in range(5)]
+    for index in range(1, 5):
+        assert h.read(f"s{index}")["next_fire_at"] == "2026-01-05T12:10:00Z"
+    assert [r.run_id for r in h.runs()] == ["schedule:s0:20260105T121000Z"]
+    # The next tick retries each refused occurrence once more, again once each.
+    rows = h.tick("12:10:40")
+    assert [(r["schedule_id"], r["outcome"]) for r in rows] == [
+        (f"s{i}", "refused") for i in range(1, 5)
+    ]

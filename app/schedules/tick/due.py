@@ -95,11 +95,14 @@ def fire_due(
         while namespaces and time.monotonic() < budget_deadline:
             for namespace_id in list(namespaces):
                 page = pipeline.decide(namespace_id, keys[namespace_id])
-                claimed = 0 if page is None else len(page.claimed)
+                claimed = 0 if page is None else page.size
                 if page is not None:
                     keys[namespace_id] = page.last_key
-                    pipeline.write(page, overlap=claimed == PAGE_SIZE and not db.is_sqlite)
-                elif on_page is not None:
+                    if page.claimed:
+                        pipeline.write(page, overlap=claimed == PAGE_SIZE and not db.is_sqlite)
+                    else:  # all decided earlier this phase
+                        page.stack.close()
+                if (page is None or not page.claimed) and on_page is not None:
                     on_page(0)
                 if claimed < PAGE_SIZE:
                     namespaces.remove(namespace_id)
@@ -122,7 +125,11 @@ class _Page:
     now: datetime
     namespace_id: int
     key: tuple[datetime, int] | None
+    # The schedules to decide: those the claim returned, less any decided earlier this phase.
     claimed: list[ScheduleRow]
+    # How many the claim returned (a full page means more may be due), and the last one's key.
+    size: int = 0
+    end: tuple[datetime, int] | None = None
     fired: list[ScheduleRow] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
     writes: Writes = field(default_factory=Writes)
@@ -135,7 +142,10 @@ class _Page:
 
     @property
     def last_key(self) -> tuple[datetime, int]:
-        """Where the next page starts: after the last schedule this page fired."""
+        """Where the next page starts: after the last schedule this page fired, or after
+        everything it claimed once it decided all it had to."""
+        if len(self.fired) == len(self.claimed) and self.end is not None:
+            return self.end
         return self.keys[max(len(self.fired), 1) - 1]
 
 
@@ -154,6 +164,9 @@ class _Pipeline:
       active runs (`max_active_runs`): before counting, it waits for every page in flight to
       commit (`settle`), so the count is the one a serial tick would read. Without a limit
       nothing is counted.
+    - A schedule is decided once per phase. A refused one with older occurrences missed keeps
+      its latest occurrence due, which sorts after where it was claimed: a later page claims
+      it again and leaves it as it is (`seen`).
     - Pages in flight write disjoint rows; they meet only on the run counts and the ticker's
       beat, which each takes last, in one order, at commit (so one waits, none deadlocks).
     - Each page makes its final clock check before it commits. A failed page raises here once
@@ -172,8 +185,14 @@ class _Pipeline:
         on_page: Callable[[int], None] | None,
         recheck: Callable[[Session], datetime] | None,
         writers: int = WRITERS,
+        seen: set[int] | None = None,
+        own: frozenset[int] = frozenset(),
     ) -> None:
         self.writers = max(1, writers)
+        # The schedules decided this phase (ids), but for `own`: a page redone decides its own
+        # schedules again.
+        self.seen: set[int] = set() if seen is None else seen
+        self.own = own
         self.db, self.now, self.grace, self.rows = db, now, grace, rows
         self.budget_deadline, self.on_page, self.recheck = budget_deadline, on_page, recheck
         self.writer: ThreadPoolExecutor | None = None
@@ -195,9 +214,15 @@ class _Pipeline:
             if not claimed:
                 stack.close()
                 return None
-            page = _Page(stack, session, self.now, namespace_id, key, claimed)
-            page.keys = [(cast(datetime, s.next_fire_at), s.id) for s in claimed]
+            seen, own = self.seen, self.own
+            fresh = [s for s in claimed if s.id not in seen or s.id in own]
+            end = (cast(datetime, claimed[-1].next_fire_at), claimed[-1].id)
+            page = _Page(stack, session, self.now, namespace_id, key, fresh, len(claimed), end)
+            if not fresh:
+                return page
+            page.keys = [(cast(datetime, s.next_fire_at), s.id) for s in fresh]
             _decide(page, self.grace, self.budget_deadline, self.settle)
+            seen.update(s.id for s in page.fired)
             if not self.db.is_sqlite:
                 _prepare(page)
             return page
@@ -273,6 +298,8 @@ class _Pipeline:
                     rows,
                     self.budget_deadline,
                     self.recheck,
+                    self.seen,
+                    frozenset(s.id for s in page.fired),
                 )
                 self._report(len(page.fired))
                 return rows
@@ -304,14 +331,19 @@ def _fire_page(
     rows: list[dict[str, Any]],
     budget_deadline: float = float("inf"),
     recheck: Callable[[Session], datetime] | None = None,
-) -> tuple[int, tuple[datetime, int] | None]:
-    """One page, claimed, decided, written and committed here (no overlap)."""
-    pipeline = _Pipeline(db, now, grace, rows, budget_deadline, None, recheck)
+    seen: set[int] | None = None,
+    own: frozenset[int] = frozenset(),
+) -> None:
+    """One page, claimed, decided, written and committed here (no overlap): a page redone
+    at a later time. It decides its `own` schedules again, none other `seen` this phase."""
+    pipeline = _Pipeline(db, now, grace, rows, budget_deadline, None, recheck, 1, seen, own)
     page = pipeline.decide(namespace_id, key)
     if page is None:
-        return 0, key
+        return
+    if not page.claimed:
+        page.stack.close()
+        return
     pipeline.write(page, overlap=False)
-    return len(page.fired), page.last_key
 
 
 def _stale_at(
