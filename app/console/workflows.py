@@ -20,6 +20,7 @@ from app.console import errors
 from app.console.common import next_cursor, page_key
 from app.console.htmx import render
 from app.console.session import NamespaceView, namespace_view
+from app.console.typed import typed
 from app.errors import BadRequest, ValidationFailed
 from app.runs import actions, catalog, workflows
 
@@ -50,6 +51,8 @@ def back_to(args: dict[str, Any]) -> str:
 
 
 errors.register(bp, back_to=back_to)
+# The deploy form's key for what was typed into it (app/console/typed.py).
+DEPLOY_FORM = "console_workflows.deploy"
 
 
 def _page(
@@ -77,8 +80,9 @@ def _page(
 @bp.get("/ns/<ns>/workflows")
 @login_required
 def index(ns: str) -> Response:
-    """List workflows with their versions and activations."""
-    return _page(namespace_view(ns, RUN_READ))
+    """List workflows with their versions and activations (and, after a deploy posted once
+    the session had ended, the definition as it was typed)."""
+    return _page(namespace_view(ns, RUN_READ), typed(DEPLOY_FORM, "definition"))
 
 
 def _refusal(exc: ValidationFailed) -> dict[str, Any]:

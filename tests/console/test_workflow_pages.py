@@ -138,3 +138,62 @@ def test_posts_need_csrf(client, accounts, admin_api):
     items = admin_api.get("/activations").get_json()["items"]
     assert [(a["version"], a["status"]) for a in items] == [(1, "ready")]
     assert admin_api.get("/workflows/nightly-report").get_json()["version"] == 1
+
+
+def _deploy_after_sign_out(client, definition: str, activate: bool):
+    """Dora's deploy, posted after her session ended in another tab; she signs in again."""
+    page = client.get("/ns/default/workflows")
+    token = csrf_from(page)
+    typed_by = re.search(r'name="typed_by" value="([^"]+)"', page.get_data(as_text=True))[1]
+    assert client.post("/logout", data={"csrf_token": token}).status_code == 302
+    form = {"definition": definition, "csrf_token": token, "typed_by": typed_by}
+    if activate:
+        form["activate"] = "1"
+    refused = client.post("/ns/default/workflows", data=form)
+    assert refused.status_code == 302 and refused.headers["Location"].startswith("/login")
+    login = client.get(refused.headers["Location"])
+    assert "what you submitted was NOT saved" in html_module.unescape(login.get_data(as_text=True))
+    signed_in = client.post(
+        "/login",
+        data={
+            "username": "dora",
+            "password": "pw-dora-secret",
+            "csrf_token": csrf_from(login),
+            "next": "/ns/default/workflows",
+        },
+    )
+    assert signed_in.headers["Location"] == "/ns/default/workflows"
+    return html_module.unescape(client.get("/ns/default/workflows").get_data(as_text=True))
+
+
+def _checked(page: str) -> bool:
+    box = re.search(r'<input type="checkbox" name="activate"[^>]*>', page)
+    assert box, page
+    return "checked" in box[0]
+
+
+def test_a_deploy_after_the_session_ended_comes_back_as_typed(client, accounts, admin_api):
+    accounts.create("dora", role="deployer")
+    sign_in(client, "dora", "pw-dora-secret")
+    typed = json.dumps(GOOD | {"description": "typed before the session ended"})
+    back = _deploy_after_sign_out(client, typed, activate=False)
+    assert "this definition was not deployed" in re.sub(r"</?strong>", "", back)
+    assert "typed before the session ended" in back
+    assert not _checked(back)  # as it was posted
+    assert admin_api.get("/workflows").get_json()["items"] == []
+    # Once: the next visit shows an empty form again, its box checked as by default.
+    again = client.get("/ns/default/workflows").get_data(as_text=True)
+    assert "typed before the session ended" not in again and "not deployed" not in again
+    assert _checked(again)
+    # Deployed as it came back.
+    assert deploy(client, typed, activate=False).status_code == 302
+    assert [w["name"] for w in admin_api.get("/workflows").get_json()["items"]] == [
+        "nightly-report"
+    ]
+
+
+def test_a_kept_deploy_with_activate_checked_comes_back_checked(client, accounts):
+    accounts.create("dora", role="deployer")
+    sign_in(client, "dora", "pw-dora-secret")
+    back = _deploy_after_sign_out(client, json.dumps(GOOD), activate=True)
+    assert "not deployed" in re.sub(r"</?strong>", "", back) and _checked(back)
