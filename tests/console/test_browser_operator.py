@@ -536,3 +536,37 @@ def test_trigger_and_backfill_refresh_what_they_changed_on_the_schedule_page(
     # What was typed into the backfill form stays.
     assert page.get_by_label("To (exclusive)").input_value() == "2026-03-03T00:00:00Z"
     page.screenshot(path=str(artifacts / "console-trigger-refresh.png"), full_page=True)
+
+
+def test_a_backfill_posted_after_signing_out_elsewhere_comes_back_counted(
+    live_server, live_api, workflows, page, artifacts
+):
+    # The range came back after sign-in, but the count under it said "Enter a range" until a
+    # field was changed.
+    live_api.post(
+        "/schedules",
+        {"schedule_id": "ops-kept", "cron": "0 6 * * *", "action": {"workflow": "report"}},
+    )
+    sign_in(page, live_server)
+    url = live_server.url + "/ns/default/schedules/ops-kept"
+    page.goto(url)
+    page.get_by_label("From (inclusive, UTC ISO-8601)").fill("2026-03-01T00:00:00Z")
+    page.get_by_label("To (exclusive)").fill("2026-03-04T00:00:00Z")
+    count = page.locator("#backfill-count")
+    expect(count).to_contain_text("This range holds 3 occurrences")
+    other = page.context.new_page()
+    other.goto(url)
+    other.get_by_role("button", name="Sign out").click()
+    other.wait_for_url("**/login**")
+    other.close()
+    page.get_by_role("button", name="Backfill").click()
+    page.wait_for_url("**/login**")
+    page.get_by_label("Username").fill(live_server.username)
+    page.get_by_label("Password").fill(live_server.password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(url)
+    expect(page.get_by_role("alert").filter(has_text="not started")).to_have_count(1)
+    assert page.get_by_label("To (exclusive)").input_value() == "2026-03-04T00:00:00Z"
+    expect(count).to_contain_text("This range holds 3 occurrences")
+    page.screenshot(path=str(artifacts / "console-backfill-kept-counted.png"), full_page=True)
+    assert live_api.get("/schedules/ops-kept/occurrences")["items"] == []

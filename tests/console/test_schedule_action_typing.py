@@ -26,6 +26,14 @@ def value_of(page: str, field_id: str) -> str:
     return html.unescape(value[1]) if value else ""
 
 
+def counts_on_load(page: str) -> bool:
+    """Whether the backfill count asks for itself as the page loads (from the range fields)."""
+    count = re.search(r'<p id="backfill-count"[^>]*>', page)
+    assert count, page
+    tag = count[0]
+    return 'hx-trigger="load"' in tag and 'hx-include="#bf-from, #bf-to, #bf-policy"' in tag
+
+
 def selected_policy(page: str) -> str:
     select = re.search(r'<select id="bf-policy".*?</select>', page, re.S)
     assert select
@@ -138,6 +146,9 @@ def test_an_htmx_backfill_after_the_session_ended_comes_back_after_sign_in(clien
     assert value_of(page, "bf-from") == "2026-01-01T00:00:00Z"
     assert value_of(page, "bf-to") == "2026-01-02T00:00:00Z"
     assert selected_policy(page) == "skip"
+    # The range brought back is counted as the page loads, from the fields as shown.
+    assert counts_on_load(page)
+    assert not counts_on_load(text_of(client.get(PAGE)))
 
 
 def test_an_htmx_trigger_after_the_session_ended_says_it_was_not_done(client, olga, api_for):
