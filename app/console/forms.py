@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -341,7 +342,7 @@ def form_errors(
         except ValidationFailed as exc:
             found[name] = errors_by_field(exc.details["errors"]).popitem()[1]
         except CalendarError as exc:
-            found[name] = exc.msg
+            found[name] = form_words(exc.msg)
     found.update(_whole_form_errors(form, found))
     if now is not None:
         found.update(_range_errors(form, found, now, stored))
@@ -487,12 +488,24 @@ def errors_of(exc: Exception, form: MultiDict[str, str]) -> dict[str, str]:
     """A refusal of the save (or of the form's simulation, which checks as the save does) as
     form errors: under the field to change, in the form's words (`__all__` when none fits)."""
     if isinstance(exc, CalendarError):
-        return errors_by_field([{"loc": list(exc.loc), "msg": exc.msg}])
+        return errors_by_field([{"loc": list(exc.loc), "msg": form_words(exc.msg)}])
     if isinstance(exc, SpecRangeError):
         return range_errors(exc, form)
     if isinstance(exc, AlmanacError) and exc.details.get("errors"):
         return errors_by_field(exc.details["errors"])
     return {"__all__": getattr(exc, "message", str(exc))}
+
+
+# A field's API name in a calendar message, not quoted (a quoted one is what someone typed).
+_API_NAMES = re.compile(
+    r"(?<![\w'\"])(" + "|".join(name for name in LABELS if "_" in name) + r")(?![\w'\"])"
+)
+
+
+def form_words(msg: str) -> str:
+    """A calendar message in the form's words: `end_at must not be before start_at` names the
+    fields by their labels (End at, Start at)."""
+    return _API_NAMES.sub(lambda match: LABELS[match[1]], msg)
 
 
 def labelled(errors: dict[str, str]) -> list[tuple[str | None, str]]:

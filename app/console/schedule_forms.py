@@ -22,6 +22,7 @@ from app.console.forms import (
     errors_of,
     form_errors,
     form_from_config,
+    labelled,
     request_from_form,
     spec_from_form,
     summary,
@@ -237,7 +238,8 @@ def live_preview(ns: str) -> Response:
         items = _due_times(view, spec, jitter, named or None)
         note = zone_note(spec.timezone)
     except (CalendarError, AlmanacError, ValueError) as exc:
-        error = _errors_of(exc)
+        # Named by the fields' labels, as the form names them ("End at", not "end at").
+        error = labelled(_errors_of(exc))
     return render(
         "schedules/_preview.html",
         "schedules/_preview.html",

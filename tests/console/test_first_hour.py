@@ -461,8 +461,37 @@ def test_the_form_preview_names_a_jitter_the_save_refuses(client, olga, jitter):
         headers={"HX-Request": "true"},
         data={"csrf_token": token, "cron_expressions": "0 0 * * *", "jitter_seconds": jitter},
     ).get_data(as_text=True)
-    assert "jitter seconds:" in html and "must be a whole number" in html
+    # Named as the form labels the field.
+    assert "<strong>Jitter seconds:</strong>" in html and "must be a whole number" in html
     assert "<time" not in html
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"cron_expressions": "61 * * * *"}, "Cron expressions"),
+        ({"intervals": "PT6X"}, "Intervals"),
+        ({"cron_expressions": "0 0 * * *", "timezone": "Mars/Olympus"}, "Time zone"),
+        (
+            {
+                "cron_expressions": "0 0 * * *",
+                "start_at": "2030-01-02T00:00:00Z",
+                "end_at": "2030-01-01T00:00:00Z",
+            },
+            "End at",
+        ),
+    ],
+)
+def test_the_form_preview_names_a_mistake_by_the_fields_label(client, olga, fields, named):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    html = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={"csrf_token": token, "timezone": "UTC"} | fields,
+    ).get_data(as_text=True)
+    assert 'class="preview-error"' in html, html
+    assert f"<strong>{named}:</strong>" in html, html
+    assert "_" not in re.sub(r"<[^>]+>", "", html), html  # no field's code name shows
 
 
 @pytest.mark.parametrize(
