@@ -254,6 +254,8 @@ def test_time_switch_sticks(live_server, cockpit, page, watched):
 
 def test_keyboard_reaches_the_page_with_visible_focus(live_server, cockpit, page, watched):
     sign_in(page, live_server)
+    # The busiest slots are loaded after the page: the walk below must find them in place.
+    page.locator("#busiest ol.busiest").wait_for()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
     reached = []

@@ -6,6 +6,7 @@ import time
 
 import pytest
 import requests
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -16,7 +17,8 @@ def test_bootstrap_admin_signs_in_and_sees_the_overview(live_server, page, artif
     page.get_by_label("Username").fill(live_server.username)
     page.get_by_label("Password").fill("wrong-password")
     page.get_by_role("button", name="Sign in").click()
-    assert page.get_by_text("Wrong username or password.").is_visible()
+    # The click returns once the answer's page is committed, not yet parsed: wait for the text.
+    expect(page.get_by_text("Wrong username or password.")).to_be_visible()
 
     page.get_by_label("Username").fill(live_server.username)
     page.get_by_label("Password").fill(live_server.password)

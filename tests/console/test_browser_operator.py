@@ -389,7 +389,8 @@ def test_load_chart_shows_busiest_slots(live_server, live_api, workflows, page, 
     sign_in(page, live_server)
     page.get_by_role("link", name="Load", exact=True).click()
     chart = page.locator("figure.chart svg")
-    assert chart.locator("rect.busiest").count() >= 1
+    # The click returns once the Load page is committed, not yet parsed: wait for its bars.
+    expect(chart.locator("rect.busiest")).not_to_have_count(0)
     assert "runs starting in the next 24 h" in page.locator("figcaption").inner_text()
     page.screenshot(path=str(artifacts / "console-load.png"), full_page=True)
 
