@@ -174,24 +174,36 @@ def test_a_form_typed_across_a_sign_in_elsewhere_keeps_its_text_and_saves(
     assert live_api.get("/schedules/kept-typing")["spec"]["cron_expressions"] == ["15 4 * * *"]
 
 
+def _open_daily_schedule(live_server, live_api, page, schedule_id: str) -> str:
+    """A schedule at 06:00 every day, its page open in a signed-in tab; returns its URL."""
+    live_api.post(
+        "/schedules",
+        {"schedule_id": schedule_id, "cron": "0 6 * * *", "action": {"workflow": "report"}},
+    )
+    sign_in(page, live_server)
+    url = live_server.url + f"/ns/default/schedules/{schedule_id}"
+    page.goto(url)
+    return url
+
+
+def _sign_out_in_another_tab(page, url: str):
+    """Open `url` in a second tab of the same browser and sign out there; returns that tab."""
+    other = page.context.new_page()
+    other.goto(url)
+    other.get_by_role("button", name="Sign out").click()
+    other.wait_for_url("**/login**")
+    return other
+
+
 def test_the_schedule_pages_previews_pause_in_place_after_signing_out_elsewhere(
     live_server, live_api, workflows, page, artifacts
 ):
     # The backfill count said the preview was paused and what was typed kept; changing the
     # simulation's run length then sent the whole tab to sign-in, and From came back empty.
-    live_api.post(
-        "/schedules",
-        {"schedule_id": "ops-paused", "cron": "0 6 * * *", "action": {"workflow": "report"}},
-    )
-    sign_in(page, live_server)
-    url = live_server.url + "/ns/default/schedules/ops-paused"
-    page.goto(url)
+    url = _open_daily_schedule(live_server, live_api, page, "ops-paused")
     simulation = page.locator("#simulation")
     simulation.locator("[data-sim=started]").wait_for()
-    other = page.context.new_page()
-    other.goto(url)
-    other.get_by_role("button", name="Sign out").click()
-    other.wait_for_url("**/login")
+    other = _sign_out_in_another_tab(page, url)
     page.get_by_label("From (inclusive, UTC ISO-8601)").fill("2026-03-01T00:00:00Z")
     page.get_by_label("To (exclusive)").fill("2026-03-03T00:00:00Z")
     paused = "Your session ended, so the preview is paused."
@@ -544,22 +556,12 @@ def test_a_backfill_posted_after_signing_out_elsewhere_comes_back_counted(
 ):
     # The range came back after sign-in, but the count under it said "Enter a range" until a
     # field was changed.
-    live_api.post(
-        "/schedules",
-        {"schedule_id": "ops-kept", "cron": "0 6 * * *", "action": {"workflow": "report"}},
-    )
-    sign_in(page, live_server)
-    url = live_server.url + "/ns/default/schedules/ops-kept"
-    page.goto(url)
+    url = _open_daily_schedule(live_server, live_api, page, "ops-kept")
     page.get_by_label("From (inclusive, UTC ISO-8601)").fill("2026-03-01T00:00:00Z")
     page.get_by_label("To (exclusive)").fill("2026-03-04T00:00:00Z")
     count = page.locator("#backfill-count")
     expect(count).to_contain_text("This range holds 3 occurrences")
-    other = page.context.new_page()
-    other.goto(url)
-    other.get_by_role("button", name="Sign out").click()
-    other.wait_for_url("**/login**")
-    other.close()
+    _sign_out_in_another_tab(page, url).close()
     page.get_by_role("button", name="Backfill").click()
     page.wait_for_url("**/login**")
     page.get_by_label("Username").fill(live_server.username)

@@ -34,6 +34,7 @@ from app.schedules.tick import rows as schedule_rows
 from app.schedules.tick.act import act
 from app.schedules.tick.context import FiringContext
 from app.schedules.tick.policy import (
+    Choice,
     DueScan,
     Occurrence,
     Skip,
@@ -414,10 +415,7 @@ def _skip_taken(db: Database, now: datetime, grace: timedelta, pk: int) -> list[
         w.flush(session)
         schedule_rows.save(session.connection(), claimed)
         session.commit()
-        next_fire_at = format_utc_or_none(schedule.next_fire_at)
-        for row in rows:
-            row["next_fire_at"] = next_fire_at
-        return rows
+        return _with_next_fire(rows, schedule)
 
 
 def _taken_skips(
@@ -426,22 +424,7 @@ def _taken_skips(
     """What the clashing firing covered, as the tick had decided it: the occurrences the
     missed policy skipped keep their own reason (`missed`, `capacity`); only the one it tried
     to start is skipped as `run_id_taken`."""
-    assert schedule.cursor_at is not None
-    pending = None
-    if schedule.pending_occurrence is not None:
-        pending = Occurrence(
-            schedule.pending_occurrence,
-            due_time(spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence),
-        )
-    choice = choose(
-        hold(found, fire_at(schedule)),
-        schedule.missed_policy,
-        schedule.cursor_at,
-        pending,
-        schedule.pending_until,
-        now,
-        grace,
-    )
+    choice = _choose(schedule, spec, hold(found, fire_at(schedule)), now, grace)
     taken = choice.skips
     if choice.candidate is not None:
         # (None only if the schedule changed since the clash: then nothing needs the id.)
@@ -544,21 +527,7 @@ def fire_one(
         block(w, schedule, now, "spec_invalid", context)
         return [_row(ctx, schedule, "blocked", None, None)]
     scan = hold(found, fire_at(schedule))
-    pending = None
-    if schedule.pending_occurrence is not None:
-        pending = Occurrence(
-            schedule.pending_occurrence,
-            due_time(spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence),
-        )
-    choice = choose(
-        scan,
-        schedule.missed_policy,
-        schedule.cursor_at,
-        pending,
-        schedule.pending_until,
-        now,
-        grace,
-    )
+    choice = _choose(schedule, spec, scan, now, grace)
     rows = []
     for skip in choice.skips:
         record_skip(w, schedule, now, skip, context)
@@ -592,10 +561,38 @@ def fire_one(
         if nothing_left(schedule):
             block(w, schedule, now, "calendar_exhausted", context)
             rows.append(_row(ctx, schedule, "blocked", None, None))
+    return _with_next_fire(rows, schedule)
+
+
+def _with_next_fire(rows: list[dict[str, Any]], schedule: Schedule) -> list[dict[str, Any]]:
+    """`rows` of one schedule, each with where the schedule now stands (`next_fire_at`)."""
     next_fire_at = _text(schedule.next_fire_at)
     for row in rows:
         row["next_fire_at"] = next_fire_at
     return rows
+
+
+def _choose(
+    schedule: Schedule, spec: Spec, scan: DueScan, now: datetime, grace: timedelta
+) -> Choice:
+    """The missed policy's choice for `schedule` over its due occurrences (`scan`), with the
+    occurrence it holds for capacity, if any."""
+    assert schedule.cursor_at is not None
+    pending = None
+    if schedule.pending_occurrence is not None:
+        pending = Occurrence(
+            schedule.pending_occurrence,
+            due_time(spec, schedule.uid, schedule.jitter_seconds, schedule.pending_occurrence),
+        )
+    return choose(
+        scan,
+        schedule.missed_policy,
+        schedule.cursor_at,
+        pending,
+        schedule.pending_until,
+        now,
+        grace,
+    )
 
 
 def _scan(
