@@ -23,6 +23,11 @@ def obj(**props: Any) -> dict[str, Any]:
     return {"type": "object", "required": sorted(props), "properties": props}
 
 
+def also(schema: dict[str, Any], **props: Any) -> dict[str, Any]:
+    """`schema` with more properties that are not always present."""
+    return {**schema, "properties": {**schema["properties"], **props}}
+
+
 def page(item: dict[str, Any]) -> dict[str, Any]:
     return obj(items={"type": "array", "items": item}, next_cursor=TEXT_OR_NULL)
 
@@ -48,23 +53,43 @@ RUN = obj(
     started_at=TEXT_OR_NULL,
     finished_at=TEXT_OR_NULL,
 )
-SCHEDULE = obj(
-    schedule_id=STRING,
-    namespace=STRING,
-    revision=INT,
-    status=STRING,
-    spec=OBJECT,
-    action=OBJECT,
-    overlap_policy=STRING,
-    missed_policy=STRING,
-    jitter_seconds=INT,
-    max_runs=INT_OR_NULL,
-    labels=OBJECT,
-    memo=OBJECT,
-    notes=TEXT_OR_NULL,
-    next_fire_at=TEXT_OR_NULL,
-    fires_count=INT,
-    created_at=STRING,
+PREVIEW_ITEM = obj(at=STRING, local=STRING, utc_offset=STRING, note=TEXT_OR_NULL)
+SCHEDULE = also(
+    obj(
+        schedule_id=STRING,
+        uid=STRING,
+        namespace=STRING,
+        revision=INT,
+        status=STRING,
+        blocked_reason=TEXT_OR_NULL,
+        paused_reason=TEXT_OR_NULL,
+        principal=TEXT_OR_NULL,
+        spec=OBJECT,
+        action=OBJECT,
+        overlap_policy=STRING,
+        missed_policy=STRING,
+        jitter_seconds=INT,
+        max_runs=INT_OR_NULL,
+        labels=OBJECT,
+        memo=OBJECT,
+        search_attributes=OBJECT,
+        notes=TEXT_OR_NULL,
+        next_fire_at=TEXT_OR_NULL,
+        last_fired_at=TEXT_OR_NULL,
+        fires_count=INT,
+        remaining_runs=INT_OR_NULL,
+        skipped_trigger_count=INT,
+        last_skip_reason=TEXT_OR_NULL,
+        last_skipped_at=TEXT_OR_NULL,
+        buffered_count=INT,
+        latest_run_id=TEXT_OR_NULL,
+        running_run_ids={"type": "array", "items": STRING},
+        created_at=STRING,
+        updated_at=TEXT_OR_NULL,
+        deleted_at=TEXT_OR_NULL,
+    ),
+    # Reading one schedule: its next due times (`?upcoming=`).
+    upcoming={"type": "array", "items": PREVIEW_ITEM},
 )
 WORKFLOW_VERSION = obj(name=STRING, version=INT, definition=OBJECT, created_at=STRING)
 ACTIVATION = obj(
@@ -82,6 +107,8 @@ OCCURRENCE = obj(
     kind=STRING,
     instant=STRING,
     through=TEXT_OR_NULL,
+    count=INT,
+    origin=STRING,
     reason=TEXT_OR_NULL,
     run_id=TEXT_OR_NULL,
     revision=INT,
@@ -99,7 +126,18 @@ INCIDENT = obj(
     resolution=TEXT_OR_NULL,
     report=ANY,
 )
-REPLAY_STATE = obj(status=STRING, current_step=TEXT_OR_NULL, output=ANY, error=ANY)
+REPLAY_STATE = obj(
+    status=STRING,
+    current_step=TEXT_OR_NULL,
+    step_outputs=OBJECT,
+    output=ANY,
+    error=ANY,
+    # Parallel branches by path: where each stands; incidents by id.
+    branches=OBJECT,
+    incidents=OBJECT,
+)
+
+NAMESPACE = obj(name=STRING, max_active_runs=INT_OR_NULL, created_at=STRING)
 
 RESPONSES: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/health"): obj(status=STRING, database=STRING, clock=STRING, ticker=OBJECT),
@@ -109,12 +147,12 @@ RESPONSES: dict[tuple[str, str], dict[str, Any]] = {
         superuser=BOOL,
         namespaces={"type": "array", "items": obj(name=STRING, role=STRING)},
     ),
-    ("get", "/namespaces"): page(obj(name=STRING)),
-    ("post", "/namespaces"): obj(name=STRING, max_active_runs=INT_OR_NULL, created_at=STRING),
+    ("get", "/namespaces"): page(NAMESPACE),
+    ("post", "/namespaces"): NAMESPACE,
     ("post", "/calendar/preview"): obj(
         occurrences={
             "type": "array",
-            "items": obj(at=STRING, local=STRING, utc_offset=STRING, note=TEXT_OR_NULL),
+            "items": PREVIEW_ITEM,
         }
     ),
     ("post", "/workflows"): WORKFLOW_VERSION,
@@ -162,7 +200,14 @@ RESPONSES: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/tasks"): page(OBJECT),
     ("post", "/tasks/{task_id}/complete"): OBJECT,
     ("post", "/admin/clock"): obj(now=STRING),
-    ("post", "/admin/tick"): obj(now=STRING, rows={"type": "array"}, deadlines=INT, steps=INT),
+    ("post", "/admin/tick"): obj(
+        now=STRING,
+        rows={"type": "array"},
+        deadlines=INT,
+        steps=INT,
+        # Phases that failed (each logged with its cause); the others still ran.
+        failures={"type": "array", "items": OBJECT},
+    ),
 }
 for verb in ("pause", "disable", "resume", "enable", "delete"):
     RESPONSES[("post", f"/schedules/{{schedule_id}}/{verb}")] = SCHEDULE

@@ -55,6 +55,7 @@ def test_documented_success_schemas_match_real_responses(client, admin_api):
         ("post", "/admin/clock", {"now": "2026-01-05T12:01:00Z"}, {}),
         ("post", "/activations/{activation_id}/retire", {}, {"activation_id": activation}),
     ]
+    missing_all = []
     for method, template, body, params in calls:
         path = template.format(**params)
         kwargs = {"json": body} if body is not None else {}
@@ -63,6 +64,23 @@ def test_documented_success_schemas_match_real_responses(client, admin_api):
         documented = document["paths"]["/api/v1" + template][method]["responses"]
         schema = documented[str(response.status_code)]["content"]["application/json"]["schema"]
         jsonschema.validate(response.get_json(), schema)
+        # And every field the answer holds is documented (the schemas allow more keys).
+        missing_all.extend((method, path, m) for m in undeclared(response.get_json(), schema))
+    assert missing_all == [], "\n".join(map(str, missing_all))
+
+
+def undeclared(value, schema, where: str = "") -> list[str]:
+    """The places in `value` holding a key that `schema` (an object's `properties`, an
+    array's `items`, walked down) does not name."""
+    if isinstance(value, dict) and "properties" in schema:
+        found = [f"{where}.{key}" for key in value if key not in schema["properties"]]
+        for key, inner in value.items():
+            if key in schema["properties"]:
+                found += undeclared(inner, schema["properties"][key], f"{where}.{key}")
+        return found
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [miss for item in value for miss in undeclared(item, schema["items"], where + "[]")]
+    return []
 
 
 def _documented(document, method: str, template: str, status: int):
@@ -105,6 +123,7 @@ def test_every_success_a_client_meets_is_documented_with_its_schema(client, admi
         schema = _documented(document, method, template, status)
         assert schema, (method, template)  # a schema that states something
         jsonschema.validate(response.get_json(), schema)
+        assert undeclared(response.get_json(), schema) == [], (method, template)
 
 
 def test_the_document_says_which_bodies_may_be_left_out_and_which_operations_read_if_match(
