@@ -310,6 +310,10 @@ def complete_task(ns: str, task_id: str) -> Response:
             raise
         return _refused_output(view, task_id, raw, exc.message)
     session.commit()
+    if is_partial():
+        # The card alone, now completed: reloading the inbox would reset what was typed into
+        # the other tasks.
+        return _task_card(view, task_id, None, 200)
     return reply("Task completed.", True, url_for(".inbox", ns=ns))
 
 
@@ -334,9 +338,12 @@ def _refused_output(view: NamespaceView, task_id: str, raw: str, why: str) -> Re
     return _inbox(view, "open", (task_id, raw, why), 422)
 
 
-def _task_card(view: NamespaceView, task_id: str, task_error: tuple[str, str, str]) -> Response:
-    """The refused task's card alone, swapped in place of it: re-rendering the whole inbox would
-    reset what the operator typed into the other tasks."""
+def _task_card(
+    view: NamespaceView, task_id: str, task_error: tuple[str, str, str] | None, status: int = 422
+) -> Response:
+    """The task's card alone, swapped in place of it (refused, or completed when there is no
+    `task_error`): re-rendering the whole inbox would reset what the operator typed into the
+    other tasks."""
     task, run_id = (
         context.session()
         .execute(
@@ -349,11 +356,12 @@ def _task_card(view: NamespaceView, task_id: str, task_error: tuple[str, str, st
     return render(
         "runs/_task.html",
         "runs/_task.html",
-        422,
+        status,
         ns=view,
         task=task,
         run_id=run_id,
         completable=tasks.completable([task], view.grants),
         task_error=task_error,
+        just_completed=task_error is None,
         now=context.now(),
     )

@@ -176,6 +176,17 @@ def test_task_inbox_keeps_what_was_typed(live_server, live_api, flows, page, art
     refused_id = first.locator("textarea").get_attribute("id")
     page.wait_for_function(f"document.activeElement.id === '{refused_id}'")
     _shots(page, artifacts, "task-inbox")
+    # Completed in place too: the inbox is not reloaded under what was typed into the other.
+    card = page.locator(f"article.task:has(#{refused_id})")
+    card_id = card.get_attribute("id")
+    first.locator("textarea").fill('{"approved": true}')
+    first.get_by_role("button", name="Complete task").click()
+    done = page.locator(f"#{card_id}")
+    done.get_by_text("Task completed.").wait_for()
+    assert "Status: completed by" in done.inner_text()
+    assert done.locator("textarea").count() == 0
+    assert second.locator("textarea").input_value() == '{"note": "half typed"}'
+    _shots(page, artifacts, "task-inbox-completed")
 
 
 def test_load_chart_axis_is_readable_on_a_phone(live_server, flows, page, artifacts):
