@@ -367,7 +367,12 @@ def _range_errors(
         if stored is not None and spec.to_dict() == Spec.from_dict(stored["spec"]).to_dict():
             return {}
         check_range(spec, now)
-    except (CalendarError, ValidationFailed):
+    except CalendarError as exc:
+        # A mistake of the calendar as a whole (End at before Start at): named now, beside the
+        # others, under its field when it has one (else the save names it).
+        named = errors_by_field([{"loc": list(exc.loc), "msg": form_words(exc.msg)}])
+        return {} if "__all__" in named else named
+    except ValidationFailed:
         return {}  # the save names it
     except SpecRangeError as exc:
         return range_errors(exc, form)
@@ -467,8 +472,8 @@ def _bounded(form: MultiDict[str, str], field: str) -> None:
     value = _int(form, field)
     low, high = INT_RANGES.get(field, (0, None))
     if value is not None and (value < low or (high is not None and value > high)):
-        top = f" to {high}" if high is not None else " or more"
-        raise _fail(field, f"must be a whole number of {low}{top}, or empty")
+        within = f"from {low} to {high}" if high is not None else f"of {low} or more"
+        raise _fail(field, f"must be a whole number {within}, or empty")
 
 
 def summary(errors: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -477,8 +482,12 @@ def summary(errors: dict[str, str]) -> list[tuple[str, str, str]]:
     def place(name: str) -> int:
         return FIELD_ORDER.index(name) if name in FIELD_ORDER else len(FIELD_ORDER)
 
+    def said(label: str, msg: str) -> str:
+        # Listed after its label: "End at: must not be before Start at", not "End at: End at …".
+        return msg.removeprefix(label + " ") if msg.startswith(label + " must") else msg
+
     return [
-        (name, LABELS.get(name, "Form"), errors[name])
+        (name, LABELS.get(name, "Form"), said(LABELS.get(name, "Form"), errors[name]))
         for name in sorted(errors, key=place)
         if name != "__all__"
     ]

@@ -17,6 +17,7 @@ from app.calendar.describe import zone_note
 from app.console import errors, typed
 from app.console.common import actor, command
 from app.console.forms import (
+    CALENDAR_FIELDS,
     LABELS,
     bounded_int,
     errors_of,
@@ -219,6 +220,10 @@ def _due_times(view: NamespaceView, spec: Spec, jitter: int, named: str | None) 
     )
 
 
+# The fields the live preview reads: their mistakes are named under it.
+PREVIEWED_FIELDS = frozenset({*CALENDAR_FIELDS, "jitter_seconds"})
+
+
 @bp.post("/ns/<ns>/calendar/preview")
 @login_required
 def live_preview(ns: str) -> Response:
@@ -229,6 +234,20 @@ def live_preview(ns: str) -> Response:
         # Nothing typed yet is not a mistake.
         return render(
             "schedules/_preview.html", "schedules/_preview.html", ns=view, items=[], empty=True
+        )
+    # Every mistake of the calendar's fields at once, as Save lists them (not only the first).
+    mistakes = {
+        name: message
+        for name, message in form_errors(request.form).items()
+        if name in PREVIEWED_FIELDS
+    }
+    if mistakes:
+        return render(
+            "schedules/_preview.html",
+            "schedules/_preview.html",
+            ns=view,
+            items=[],
+            error=labelled(mistakes),
         )
     try:
         spec = Spec.from_dict(spec_from_form(request.form))

@@ -673,3 +673,42 @@ def test_the_form_refuses_a_label_key_given_twice(client, olga, api_for):
     assert response.status_code == 422
     assert "the key &#39;k&#39; is given twice" in response.get_data(as_text=True)
     assert api_for("apiuser").get("/schedules/twice").status_code == 404
+
+
+def test_the_form_preview_names_every_calendar_mistake_at_once(client, olga):
+    token = csrf_from(client.get("/ns/default/schedules/new"))
+    html = client.post(
+        "/ns/default/calendar/preview",
+        headers={"HX-Request": "true"},
+        data={
+            "csrf_token": token,
+            "cron_expressions": "61 * * * *",
+            "intervals": "PT6X",
+            "timezone": "Mars/Olympus",
+            "jitter_seconds": "-1",
+            "workflow": "",  # not the preview's business
+        },
+    ).get_data(as_text=True)
+    named = re.findall(r"<strong>([^<]+):</strong>", html)
+    assert named == ["Cron expressions", "Intervals", "Time zone", "Jitter seconds"], html
+
+
+def test_save_names_end_before_start_beside_the_other_mistakes(client, olga):
+    form = client.get("/ns/default/schedules/new")
+    refused = client.post(
+        "/ns/default/schedules/new",
+        data={
+            "csrf_token": csrf_from(form),
+            "schedule_id": "both",
+            "cron_expressions": "0 6 * * *",
+            "timezone": "UTC",
+            "start_at": "2030-01-02T00:00:00Z",
+            "end_at": "2030-01-01T00:00:00Z",
+            "workflow": "",
+        },
+    )
+    assert refused.status_code == 422
+    html = refused.get_data(as_text=True)
+    assert "2 problems" in html, html
+    box = re.search(r'<div id="error-summary".*?</ul>', html, re.S)[0]
+    assert "End at: must not be before Start at</a>" in box and "Workflow: " in box, box

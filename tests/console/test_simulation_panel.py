@@ -217,7 +217,7 @@ def test_the_forms_simulation_names_what_stops_it_in_the_forms_words(h, client, 
         ),
         "timezone": ("Time zone", {"timezone": "Mars/Base"}, ""),
         "start_at": ("Start at", {"start_at": "tomorrow"}, ""),
-        "jitter_seconds": ("Jitter seconds", {"jitter_seconds": "3601"}, "of 0 to 3600"),
+        "jitter_seconds": ("Jitter seconds", {"jitter_seconds": "3601"}, "from 0 to 3600"),
         "overlap_policy": ("Overlap policy", {"overlap_policy": "sometimes"}, "must be one of"),
         "max_runs": ("Max runs", {"max_runs": "0"}, "must be a whole number"),
     }
