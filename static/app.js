@@ -103,6 +103,22 @@
     if (summary) summary.focus();
   });
 
+  // A field focused for the user to go on with (autofocus on a refused or kept form, on load or
+  // in a swapped card) puts the caret after what was typed, not in front of it.
+  function caretToEnd() {
+    const field = document.activeElement;
+    if (!(field instanceof HTMLTextAreaElement || field instanceof HTMLInputElement)) return;
+    if (!field.hasAttribute("autofocus")) return;
+    const end = field.value.length;
+    try {
+      field.setSelectionRange(end, end);
+    } catch (error) {
+      // An input type without a caret (a number, a date): nothing to move.
+    }
+  }
+  document.addEventListener("DOMContentLoaded", caretToEnd);
+  document.addEventListener("htmx:afterSettle", caretToEnd);
+
   // The modal: a native <dialog> opened by [data-modal-opener] buttons that load its body.
   let openerId = null;
   let lastRequest = null;

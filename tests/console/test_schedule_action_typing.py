@@ -148,6 +148,7 @@ def test_an_htmx_backfill_after_the_session_ended_comes_back_after_sign_in(clien
     assert selected_policy(page) == "skip"
     # The range brought back is counted as the page loads, from the fields as shown.
     assert counts_on_load(page)
+    assert re.search(r'<input id="bf-from"[^>]*\sautofocus', page)  # opened at the range
     assert not counts_on_load(text_of(client.get(PAGE)))
 
 

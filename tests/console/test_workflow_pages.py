@@ -180,10 +180,13 @@ def test_a_deploy_after_the_session_ended_comes_back_as_typed(client, accounts, 
     assert "this definition was not deployed" in re.sub(r"</?strong>", "", back)
     assert "typed before the session ended" in back
     assert not _checked(back)  # as it was posted
+    # The page opens at the definition (focused, so scrolled into view), not at its top.
+    assert re.search(r'<textarea id="definition"[^>]*\sautofocus', back), back
     assert admin_api.get("/workflows").get_json()["items"] == []
     # Once: the next visit shows an empty form again, its box checked as by default.
     again = client.get("/ns/default/workflows").get_data(as_text=True)
     assert "typed before the session ended" not in again and "not deployed" not in again
+    assert not re.search(r'<textarea id="definition"[^>]*\sautofocus', again)
     assert _checked(again)
     # Deployed as it came back.
     assert deploy(client, typed, activate=False).status_code == 302
