@@ -333,6 +333,9 @@ def _closed(task_id: str, exc: TaskClosed) -> TaskClosed:
 
 def _refused_output(view: NamespaceView, task_id: str, raw: str, why: str) -> Response:
     context.session().rollback()
+    # Under the field labelled "Output": named so ("output is not valid JSON" read as code).
+    if why.startswith("output "):
+        why = "Output " + why.removeprefix("output ")
     if is_partial():
         return _task_card(view, task_id, (task_id, raw, why))
     return _inbox(view, "open", (task_id, raw, why), 422)

@@ -158,6 +158,9 @@ def backfill_count(ns: str, schedule_id: str) -> str:
     return str(escape(_count_text(ns, schedule_id)))
 
 
+RANGE_LABELS = {"from": "From", "to": "To"}
+
+
 def _count_text(ns: str, schedule_id: str) -> str:
     view = namespace_view(ns, RUN_READ)
     session = context.session()
@@ -165,9 +168,11 @@ def _count_text(ns: str, schedule_id: str) -> str:
     try:
         start, end = _range()
     except CalendarError as exc:
-        return f"{exc.loc[0] if exc.loc else 'range'}: {exc.msg}"
+        # Named as the form labels its fields (From, To), not by the query's names.
+        field = RANGE_LABELS.get(str(exc.loc[0]) if exc.loc else "", "Range")
+        return f"{field}: {exc.msg}"
     if end <= start:
-        return "'to' must be after 'from'."
+        return "To must be after From."
     override = request.args.get("overlap_policy") or None
     if override is not None and override not in OVERLAP_POLICIES:
         return f"Unknown overlap policy {override!r}."

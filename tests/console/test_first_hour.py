@@ -3,6 +3,7 @@ client on both databases; the browser walks are in test_first_hour_browser.py.""
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 from urllib.parse import quote
@@ -35,6 +36,23 @@ def _count(client, query):
 
 
 RANGE = "from=2026-01-05T06:00:00Z&to=2026-01-05T10:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("from=2026-01-05T10:00:00Z&to=2026-01-05T06:00:00Z", "To must be after From."),
+        ("from=2026-01-05&to=2026-01-05T10:00:00Z", "From: "),
+        ("from=2026-01-05T06:00:00Z&to=soon", "To: "),
+    ],
+)
+def test_backfill_count_names_the_range_fields_as_the_form_labels_them(
+    client, olga, api_for, query, said
+):
+    _schedule(api_for("apiuser"))
+    text = html.unescape(_count(client, query))
+    assert text.startswith(said), text
+    assert "'from'" not in text and "'to'" not in text and not text.startswith(("from", "to")), text
 
 
 def test_backfill_count_of_a_deleted_schedule_says_it_would_be_refused(client, olga, api_for):
@@ -238,7 +256,7 @@ def test_task_inbox_keeps_the_input_and_shows_the_error_under_that_task(client, 
     card = html[html.index(f'id="task-{first}"') :]
     card = card[: card.index("</article>")]
     assert "{&#34;approved&#34;: tru</textarea>" in card
-    assert f'id="output-error-{first}"' in card and "not valid JSON" in card
+    assert f'id="output-error-{first}"' in card and "Output is not valid JSON" in card
     other = html[html.index(f'id="task-{second}"') :]
     assert ">{}</textarea>" in other[: other.index("</article>")]
     assert "flash-error" not in html
