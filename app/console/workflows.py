@@ -108,6 +108,10 @@ def deploy(ns: str) -> Response:
     view = namespace_view(ns, WORKFLOW_DEPLOY)
     session, now = context.session(), context.now()
     text = request.form.get("definition", "")
+    if not text.strip():
+        # The grey example in an empty box can pass for a definition: say the box is empty.
+        empty = "Nothing to deploy: type or paste a definition (the example below shows one)."
+        return _page(view, text, {"message": empty, "step": None, "where": "definition"})
     try:
         # Parsed as plain JSON first only for a syntax error's line and column, which the form
         # shows; the read below is the one that counts.

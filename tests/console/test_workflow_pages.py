@@ -57,6 +57,10 @@ def test_deploy_error_is_inline_naming_the_step_then_succeeds(client, accounts, 
     both = deploy(client, json.dumps(bad)).get_data(as_text=True)
     assert "steps.0.action" in both and "steps.1.duration" in both
 
+    empty = deploy(client, "  \n")
+    assert empty.status_code == 422
+    assert "Nothing to deploy: type or paste a definition" in empty.get_data(as_text=True)
+
     broken = deploy(client, '{"name": "x",')
     assert broken.status_code == 422
     assert "That is not valid JSON" in broken.get_data(as_text=True)
