@@ -573,3 +573,20 @@ def test_a_backfill_posted_after_signing_out_elsewhere_comes_back_counted(
     expect(count).to_contain_text("This range holds 3 occurrences")
     page.screenshot(path=str(artifacts / "console-backfill-kept-counted.png"), full_page=True)
     assert live_api.get("/schedules/ops-kept/occurrences")["items"] == []
+
+
+def test_the_ledger_on_a_phone_shows_no_label_without_a_value(
+    live_server, live_api, workflows, page, artifacts
+):
+    # Stacked at 390 px, a started occurrence read "Through:" and "Reason:" with nothing after.
+    url = _open_daily_schedule(live_server, live_api, page, "ops-phone")
+    page.get_by_role("button", name="Trigger now").click()
+    page.locator("#action-result").get_by_text("schedule:ops-phone:manual:").wait_for()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(url)
+    row = page.locator("table[aria-label='Occurrence ledger'] tbody tr").first
+    expect(row.locator("td[data-label=Kind]")).to_be_visible()
+    expect(row.locator("td[data-label=Run]")).to_be_visible()
+    for empty in ("Through", "Reason"):
+        expect(row.locator(f"td[data-label={empty}]")).to_be_hidden()
+    page.screenshot(path=str(artifacts / "console-ledger-phone.png"), full_page=True)
