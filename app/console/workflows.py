@@ -20,7 +20,7 @@ from app.console import errors
 from app.console.common import next_cursor, page_key
 from app.console.htmx import render
 from app.console.session import NamespaceView, namespace_view
-from app.console.typed import typed
+from app.console.typed import not_saved, typed
 from app.errors import BadRequest, ValidationFailed
 from app.runs import actions, catalog, workflows
 
@@ -56,8 +56,15 @@ DEPLOY_FORM = "console_workflows.deploy"
 
 
 def _page(
-    view: NamespaceView, definition: str = "", error: dict[str, Any] | None = None
+    view: NamespaceView,
+    definition: str = "",
+    error: dict[str, Any] | None = None,
+    *,
+    activate: bool = True,
+    kept: bool = False,
 ) -> Response:
+    """The workflows page; its deploy form holds `definition` and `activate` as given (as
+    posted when refused; as typed when `kept` across a sign-in, which the form says)."""
     session = context.session()
     entries, key = catalog.catalog(
         session, view.current, PAGE, page_key(view.current.name, "workflows")
@@ -71,6 +78,8 @@ def _page(
         entries=entries,
         next_url=url_for(".index", ns=view.current.name, cursor=cursor) if cursor else None,
         definition=definition,
+        activate=activate,
+        kept=kept,
         error=error,
         example=json.dumps(EXAMPLE, indent=2),
         now=context.now(),
@@ -82,7 +91,11 @@ def _page(
 def index(ns: str) -> Response:
     """List workflows with their versions and activations (and, after a deploy posted once
     the session had ended, the definition as it was typed)."""
-    return _page(namespace_view(ns, RUN_READ), typed(DEPLOY_FORM, "definition"))
+    view = namespace_view(ns, RUN_READ)
+    if not not_saved(DEPLOY_FORM):
+        return _page(view)
+    activate = bool(typed(DEPLOY_FORM, "activate"))
+    return _page(view, typed(DEPLOY_FORM, "definition"), activate=activate, kept=True)
 
 
 def _refusal(exc: ValidationFailed) -> dict[str, Any]:
@@ -108,10 +121,16 @@ def deploy(ns: str) -> Response:
     view = namespace_view(ns, WORKFLOW_DEPLOY)
     session, now = context.session(), context.now()
     text = request.form.get("definition", "")
+    activate = bool(request.form.get("activate"))
+
+    def refused(error: dict[str, Any]) -> Response:
+        """The page again, the form as posted, with `error` under the definition."""
+        return _page(view, text, error, activate=activate)
+
     if not text.strip():
         # The grey example in an empty box can pass for a definition: say the box is empty.
         empty = "Nothing to deploy: type or paste a definition (the example below shows one)."
-        return _page(view, text, {"message": empty, "step": None, "where": "definition"})
+        return refused({"message": empty, "step": None, "where": "definition"})
     try:
         # Parsed as plain JSON first only for a syntax error's line and column, which the form
         # shows; the read below is the one that counts.
@@ -119,24 +138,24 @@ def deploy(ns: str) -> Response:
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         error = {"message": f"That is not valid JSON: {exc.msg}", "step": None, "where": where}
-        return _page(view, text, error)
+        return refused(error)
     try:
         # As the API reads a body: no NaN or Infinity, no number too large to store, no NUL,
         # no lone surrogate, no nesting deeper than the limit.
         definition = inputs.loads(text, ["definition"])
     except BadRequest as exc:
         error = {"message": f"That is not valid JSON: {exc.details['reason']}", "step": None}
-        return _page(view, text, error | {"where": "definition"})
+        return refused(error | {"where": "definition"})
     except ValidationFailed as exc:
-        return _page(view, text, _refusal(exc))
+        return refused(_refusal(exc))
     try:
         version = workflows.deploy(session, now, view.current, definition)
     except ValidationFailed as exc:
         session.rollback()
-        return _page(view, text, _refusal(exc))
+        return refused(_refusal(exc))
     name = definition["name"]
     message = f"Deployed {name} version {version.version}"
-    if request.form.get("activate"):
+    if activate:
         workflows.activate(session, now, view.current, name, version.version)
         message += " and activated it"
     session.commit()

@@ -204,3 +204,13 @@ def test_a_kept_deploy_with_activate_checked_comes_back_checked(client, accounts
     sign_in(client, "dora", "pw-dora-secret")
     back = _deploy_after_sign_out(client, json.dumps(GOOD), activate=True)
     assert "not deployed" in re.sub(r"</?strong>", "", back) and _checked(back)
+
+
+def test_a_refused_deploy_keeps_the_activate_box_as_posted(client, accounts):
+    # It came back checked whatever was posted, so the fixed definition was activated.
+    accounts.create("dora", role="deployer")
+    sign_in(client, "dora", "pw-dora-secret")
+    unchecked = deploy(client, '{"name": "x",', activate=False)
+    assert unchecked.status_code == 422 and not _checked(unchecked.get_data(as_text=True))
+    checked = deploy(client, '{"name": "x",', activate=True)
+    assert checked.status_code == 422 and _checked(checked.get_data(as_text=True))
